@@ -1,0 +1,430 @@
+/* Exact allocation tracking: uprobes on the malloc family and operator new/delete,
+ * uretprobes for results. Invariants: only processes in `targets` are traced; the
+ * outermost allocator call of a thread is the one recorded (nested calls, e.g. operator
+ * new -> malloc, are skipped); every lost record or untracked call is counted in
+ * `counters`, never dropped silently. The stack is taken at the uretprobe, where the
+ * user IP is the return address into the allocator's caller. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "alloc.h"
+
+#define EEXIST 17  /* errno values are not in vmlinux.h */
+/* libbpf 1.1 has no BPF_UPROBE: BPF_KPROBE reads pt_regs the same way for uprobes. */
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct tstate {
+	unsigned long long depth;
+	unsigned long long kind;
+	unsigned long long size;
+	unsigned long long old;       /* realloc: the old pointer */
+	unsigned long long memptr;    /* posix_memalign: where the result is written */
+	unsigned long long sp;        /* user SP at the outermost entry */
+	unsigned long long freed;     /* last pointer freed by operator delete (skip its inner free) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, ALLOC_RINGBUF_BYTES);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ALLOC_TARGETS_MAX);
+	__type(key, u32);
+	__type(value, u64);            /* process start_ns, 0 = any (set by user space) */
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ALLOC_LIVE_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct live_key);
+	__type(value, struct live_val);
+} live SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ALLOC_THREADS_MAX);
+	__type(key, u64);
+	__type(value, struct tstate);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, ALLOC_STACKS_MAX);
+	__type(key, u64);
+	__type(value, u8);
+} sent_stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CNT_MAX);
+	__type(key, u32);
+	__type(value, u64);
+} counters SEC(".maps");
+
+struct scratch {
+	u64 ips[ALLOC_MAX_FRAMES];
+	struct ev_stack st;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct scratch);
+} scratch_map SEC(".maps");
+
+static __always_inline void count(u32 c)
+{
+	u64 *v = bpf_map_lookup_elem(&counters, &c);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline u64 proc_start_ns(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+	return BPF_CORE_READ(t, group_leader, start_time);
+}
+
+static __always_inline bool is_target(u32 tgid)
+{
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+/* n * size, or ~0 when it overflows (the call then fails and returns NULL). */
+static __always_inline u64 mul_sat(u64 n, u64 size)
+{
+	u64 lim = ~0ULL;
+
+	/* Opaque limit: clang would turn the check into a 128-bit multiply BPF lacks. */
+	asm volatile("" : "+r"(lim));
+	if (size && n > lim / size)
+		return ~0ULL;
+	return n * size;
+}
+
+static __always_inline int on_entry(struct pt_regs *ctx, u64 kind, u64 size, u64 old, u64 memptr)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u64 sp = PT_REGS_SP(ctx);
+	struct tstate *st;
+
+	if (!is_target(id >> 32))
+		return 0;
+	st = bpf_map_lookup_elem(&threads, &id);
+	if (st && st->depth > 0 && sp < st->sp) {
+		/* Called from inside an allocator call still on the stack. */
+		st->depth++;
+		count(CNT_NESTED);
+		return 0;
+	}
+	/* Outermost call (a stale state whose frame was unwound without a return is reset). */
+	struct tstate n = { .depth = 1, .kind = kind, .size = size, .old = old,
+			    .memptr = memptr, .sp = sp, .freed = st ? st->freed : 0 };
+	if (bpf_map_update_elem(&threads, &id, &n, BPF_ANY))
+		count(CNT_DROP_STATE_FULL);
+	return 0;
+}
+
+static __always_inline u64 hash_ips(const u64 *ips, u32 n, u64 seed)
+{
+	u64 h = seed ^ 0xcbf29ce484222325ULL;
+
+	for (u32 i = 0; i < ALLOC_MAX_FRAMES; i++) {
+		if (i >= n)
+			break;
+		h ^= ips[i];
+		h *= 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	return h | 1;  /* 0 means "no stack" */
+}
+
+/* Stack key for the current user stack; sends the frames the first time it is seen. */
+static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns)
+{
+	u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+	long n;
+	u64 key;
+
+	if (!s)
+		return 0;
+	n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
+	if (n <= 0) {
+		count(CNT_DROP_STACK);
+		return 0;
+	}
+	key = hash_ips(s->ips, n / sizeof(u64), ((u64)tgid << 32) ^ start_ns);
+	if (bpf_map_lookup_elem(&sent_stacks, &key))
+		return key;
+
+	n = bpf_get_stack(ctx, s->st.frames, sizeof(s->st.frames),
+			  BPF_F_USER_STACK | BPF_F_USER_BUILD_ID);
+	if (n <= 0) {
+		count(CNT_DROP_STACK);
+		return 0;
+	}
+	s->st.h.type = EV_STACK;
+	s->st.h.tgid = tgid;
+	s->st.h.start_ns = start_ns;
+	s->st.key = key;
+	s->st.nframes = n / sizeof(struct ev_frame);
+	s->st.pad = 0;
+	u64 sz = offsetof(struct ev_stack, frames) + (u64)n;
+	if (sz > sizeof(s->st))
+		sz = sizeof(s->st);
+	if (bpf_ringbuf_output(&events, &s->st, sz, 0)) {
+		count(CNT_DROP_RINGBUF);
+		return key;   /* user space counts the allocation under an unknown stack */
+	}
+	u8 one = 1;
+	bpf_map_update_elem(&sent_stacks, &key, &one, BPF_ANY);
+	return key;
+}
+
+static __always_inline void track_alloc(struct pt_regs *ctx, u32 tgid, u64 addr, u64 size)
+{
+	u64 start_ns = proc_start_ns();
+	struct live_key k = { .tgid = tgid, .addr = addr };
+	struct live_val v = {
+		.size = size,
+		.start_ns = start_ns,
+		.cpu = bpf_get_smp_processor_id(),
+	};
+	long err;
+
+	v.key = stack_key(ctx, tgid, start_ns);
+	v.ts_ns = bpf_ktime_get_ns();
+	err = bpf_map_update_elem(&live, &k, &v, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		count(CNT_OVERWRITTEN);
+		err = bpf_map_update_elem(&live, &k, &v, BPF_ANY);
+	}
+	if (err)
+		count(CNT_DROP_LIVE_FULL);
+	else
+		count(CNT_ALLOCS);
+}
+
+/* Returns true if ptr was a tracked allocation (its death has been sent). */
+static __always_inline bool track_free(u32 tgid, u64 ptr)
+{
+	struct live_key k = { .tgid = tgid, .addr = ptr };
+	struct live_val *v = bpf_map_lookup_elem(&live, &k);
+	struct ev_free *e;
+
+	if (!v)
+		return false;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_DROP_RINGBUF);
+	} else {
+		e->h.type = EV_FREE;
+		e->h.tgid = tgid;
+		e->h.start_ns = v->start_ns;
+		e->key = v->key;
+		e->size = v->size;
+		e->alloc_ns = v->ts_ns;
+		e->free_ns = bpf_ktime_get_ns();
+		e->alloc_cpu = v->cpu;
+		e->free_cpu = bpf_get_smp_processor_id();
+		bpf_ringbuf_submit(e, 0);
+		count(CNT_FREES);
+	}
+	bpf_map_delete_elem(&live, &k);
+	return true;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_size1, u64 size)
+{
+	return on_entry(ctx, AK_SIZE1, size, 0, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_calloc, u64 n, u64 size)
+{
+	return on_entry(ctx, AK_CALLOC, mul_sat(n, size), 0, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_size2, u64 align, u64 size)
+{
+	return on_entry(ctx, AK_SIZE2, size, 0, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_realloc, u64 old, u64 size)
+{
+	return on_entry(ctx, AK_REALLOC, size, old, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_reallocarray, u64 old, u64 n, u64 size)
+{
+	return on_entry(ctx, AK_REALLOCARRAY, mul_sat(n, size), old, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_posix_memalign, u64 memptr, u64 align, u64 size)
+{
+	return on_entry(ctx, AK_POSIX_MEMALIGN, size, 0, memptr);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(alloc_ret, u64 ret)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32;
+	struct tstate *st = bpf_map_lookup_elem(&threads, &id);
+	u64 kind, size, old, addr = ret;
+
+	if (!st || st->depth == 0)
+		return 0;
+	if (st->depth > 1) {
+		st->depth--;
+		return 0;
+	}
+	st->depth = 0;
+	kind = st->kind;
+	size = st->size;
+	old = st->old;
+	if (kind == AK_POSIX_MEMALIGN) {
+		addr = 0;
+		if ((int)ret == 0 && bpf_probe_read_user(&addr, sizeof(addr), (void *)st->memptr))
+			addr = 0;
+	}
+	if ((kind == AK_REALLOC || kind == AK_REALLOCARRAY) && old && (addr || size == 0)) {
+		if (!track_free(tgid, old))
+			count(CNT_UNMATCHED_FREE);
+	}
+	if (addr)
+		track_alloc(ctx, tgid, addr, size);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(free_ptr, u64 ptr)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32;
+
+	if (!ptr || !is_target(tgid))
+		return 0;
+	if (track_free(tgid, ptr))
+		return 0;
+	/* operator delete calls free on what it already accounted: not an unmatched free. */
+	struct tstate *st = bpf_map_lookup_elem(&threads, &id);
+	if (st && st->freed == ptr) {
+		st->freed = 0;
+		return 0;
+	}
+	count(CNT_UNMATCHED_FREE);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(delete_ptr, u64 ptr)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32;
+
+	if (!ptr || !is_target(tgid))
+		return 0;
+	if (!track_free(tgid, ptr)) {
+		count(CNT_UNMATCHED_FREE);
+		return 0;
+	}
+	struct tstate *st = bpf_map_lookup_elem(&threads, &id);
+	if (st) {
+		st->freed = ptr;
+	} else {
+		struct tstate n = { .freed = ptr };
+		bpf_map_update_elem(&threads, &id, &n, BPF_ANY);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	u32 ptgid = BPF_CORE_READ(parent, tgid);
+	u32 ctgid = BPF_CORE_READ(child, tgid);
+	u64 start = BPF_CORE_READ(child, start_time);
+	struct ev_fork *e;
+
+	if (ctgid == ptgid || !is_target(ptgid))
+		return 0;   /* a new thread, or not ours */
+	bpf_map_update_elem(&targets, &ctgid, &start, BPF_ANY);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_DROP_RINGBUF);
+		return 0;
+	}
+	e->h.type = EV_FORK;
+	e->h.tgid = ctgid;
+	e->h.start_ns = start;
+	e->ppid = ptgid;
+	e->pad = 0;
+	e->parent_start_ns = BPF_CORE_READ(parent, group_leader, start_time);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	u32 tgid = BPF_CORE_READ(p, tgid);
+	struct ev_exec *e;
+
+	if (!is_target(tgid))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_DROP_RINGBUF);
+		return 0;
+	}
+	e->h.type = EV_EXEC;
+	e->h.tgid = tgid;
+	e->h.start_ns = BPF_CORE_READ(p, group_leader, start_time);
+	e->ts_ns = bpf_ktime_get_ns();
+	e->cpu = bpf_get_smp_processor_id();
+	e->pad = 0;
+	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	u32 tgid = BPF_CORE_READ(p, tgid);
+	struct ev_exit *e;
+
+	if (!is_target(tgid))
+		return 0;
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;   /* other threads of the process still run */
+	bpf_map_delete_elem(&targets, &tgid);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_DROP_RINGBUF);
+		return 0;
+	}
+	e->h.type = EV_EXIT;
+	e->h.tgid = tgid;
+	e->h.start_ns = BPF_CORE_READ(p, group_leader, start_time);
+	e->ts_ns = bpf_ktime_get_ns();
+	e->cpu = bpf_get_smp_processor_id();
+	e->exit_code = BPF_CORE_READ(p, exit_code);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}

@@ -1,0 +1,113 @@
+/* Contract between alloc.bpf.c and daemon/alloc_exact.c: the ring-buffer records and the
+ * maps' keys and values. Every record starts with struct ev_hdr; sizes are fixed here so
+ * both sides agree without BTF. */
+#pragma once
+
+#define ALLOC_MAX_FRAMES 64        /* user frames kept per allocation context */
+#define ALLOC_LIVE_MAX (1 << 20)   /* live allocations tracked at once (map, no prealloc) */
+#define ALLOC_THREADS_MAX 65536    /* threads inside an allocator call at once */
+#define ALLOC_STACKS_MAX 65536     /* stack keys remembered as already sent (LRU) */
+#define ALLOC_TARGETS_MAX 16384    /* processes traced at once */
+#define ALLOC_RINGBUF_BYTES (16 << 20)
+#define ALLOC_EXEC_NAME 256
+
+/* What a probed function takes and returns; picks the argument registers to read. */
+enum alloc_kind {
+	AK_SIZE1 = 1,       /* malloc(size), valloc, pvalloc, operator new(size, ...) */
+	AK_CALLOC,          /* calloc(n, size) */
+	AK_SIZE2,           /* aligned_alloc(align, size), memalign(align, size) */
+	AK_REALLOC,         /* realloc(ptr, size) */
+	AK_REALLOCARRAY,    /* reallocarray(ptr, n, size) */
+	AK_POSIX_MEMALIGN,  /* posix_memalign(&ptr, align, size) -> int */
+};
+
+enum ev_type {
+	EV_STACK = 1,       /* first allocation seen from a stack: its frames */
+	EV_FREE,            /* a tracked allocation died */
+	EV_FORK,            /* a traced process forked a new process */
+	EV_EXEC,            /* a traced process exec'd */
+	EV_EXIT,            /* the last thread of a traced process exited */
+};
+
+/* Drop and diagnostic counters, a per-CPU array indexed by this enum. */
+enum alloc_counter {
+	CNT_ALLOCS = 0,     /* allocations entered into the live map */
+	CNT_FREES,          /* tracked frees sent */
+	CNT_DROP_RINGBUF,   /* records lost: ring buffer full */
+	CNT_DROP_LIVE_FULL, /* allocations not tracked: live map full */
+	CNT_DROP_STATE_FULL,/* calls not tracked: per-thread state map full */
+	CNT_DROP_STACK,     /* allocations whose stack could not be read */
+	CNT_UNMATCHED_FREE, /* frees of pointers never seen allocated (allocated before attach) */
+	CNT_OVERWRITTEN,    /* an address allocated again before its free was seen */
+	CNT_NESTED,         /* allocator calls made from inside another allocator call */
+	CNT_MAX,
+};
+
+struct ev_hdr {
+	unsigned int type;
+	unsigned int tgid;
+	unsigned long long start_ns;   /* process start time (task->start_time), with tgid the process identity */
+};
+
+/* Same layout as the kernel's struct bpf_stack_build_id. */
+struct ev_frame {
+	int status;                    /* 0 empty, 1 valid (build_id + offset), 2 ip only */
+	unsigned char build_id[20];
+	union {
+		unsigned long long offset;
+		unsigned long long ip;
+	};
+};
+
+struct ev_stack {
+	struct ev_hdr h;
+	unsigned long long key;        /* per-process stack key used by ev_free */
+	unsigned int nframes;
+	unsigned int pad;
+	struct ev_frame frames[ALLOC_MAX_FRAMES];
+};
+
+struct ev_free {
+	struct ev_hdr h;
+	unsigned long long key;        /* stack key, 0 if the stack could not be read */
+	unsigned long long size;
+	unsigned long long alloc_ns, free_ns;   /* CLOCK_MONOTONIC */
+	unsigned int alloc_cpu, free_cpu;
+};
+
+struct ev_fork {
+	struct ev_hdr h;               /* the child */
+	unsigned int ppid;
+	unsigned int pad;
+	unsigned long long parent_start_ns;
+};
+
+struct ev_exec {
+	struct ev_hdr h;
+	unsigned long long ts_ns;      /* the old image's allocations die here */
+	unsigned int cpu;
+	unsigned int pad;
+	char filename[ALLOC_EXEC_NAME];
+};
+
+struct ev_exit {
+	struct ev_hdr h;
+	unsigned long long ts_ns;
+	unsigned int cpu;
+	int exit_code;
+};
+
+struct live_key {
+	unsigned int tgid;
+	unsigned int pad;
+	unsigned long long addr;
+};
+
+struct live_val {
+	unsigned long long size;
+	unsigned long long ts_ns;
+	unsigned long long key;        /* stack key */
+	unsigned long long start_ns;   /* owning process instance */
+	unsigned int cpu;
+	unsigned int pad;
+};
