@@ -1,0 +1,109 @@
+/* The aggregation table behind every flush: MemProf MIB semantics come from store/mib.c;
+ * this file only keys entries and tracks which ones a flush still owes the store. */
+#include <errno.h>
+#include <stdlib.h>
+#include "daemon/aggregate.h"
+
+struct aggkey { const struct istack *s; const struct proc *p; int64_t bucket; };
+
+static uint64_t key_hash(const struct aggkey *k)
+{
+	return hash_u64((uintptr_t)k->s * 31 + (uintptr_t)k->p * 17 + (uint64_t)k->bucket);
+}
+
+static bool key_eq(const void *val, const void *key)
+{
+	const struct agg *a = val;
+	const struct aggkey *k = key;
+
+	return a->stack == k->s && a->proc == k->p && a->bucket == k->bucket;
+}
+
+struct agg *agg_find(const struct aggtab *t, const struct istack *s, const struct proc *p,
+		     int64_t bucket)
+{
+	struct aggkey k = { s, p, bucket };
+
+	return hmap_find(&t->map, key_hash(&k), key_eq, &k);
+}
+
+int agg_add(struct aggtab *t, struct istack *s, struct proc *p, int64_t bucket,
+	    const struct mib *obj)
+{
+	struct aggkey k = { s, p, bucket };
+	uint64_t h = key_hash(&k);
+	struct agg *a = hmap_find(&t->map, h, key_eq, &k);
+
+	if (!a) {
+		a = calloc(1, sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		a->stack = s;
+		a->proc = p;
+		a->bucket = bucket;
+		if (hmap_insert(&t->map, h, a)) {
+			free(a);
+			return -ENOMEM;
+		}
+	}
+	mib_merge(&a->mib, obj);
+	if (!a->dirty) {
+		a->dirty = true;
+		t->ndirty++;
+	}
+	return 0;
+}
+
+int agg_write_dirty(struct aggtab *t, agg_write_cb cb, void *arg)
+{
+	hmap_foreach(&t->map, i) {
+		struct agg *a = t->map.vals[i];
+		if (a->dirty) {
+			int r = cb(a, arg);
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
+void agg_mark_clean(struct aggtab *t)
+{
+	hmap_foreach(&t->map, i)
+		((struct agg *)t->map.vals[i])->dirty = false;
+	t->ndirty = 0;
+}
+
+void agg_evict(struct aggtab *t, int64_t before)
+{
+	/* Collect first: removal reorders probe runs under the iteration. */
+	size_t n = 0;
+	struct agg **v = malloc(t->map.n * sizeof(*v) + 1);
+
+	if (!v)
+		return;   /* memory stays bounded by the next successful eviction */
+	hmap_foreach(&t->map, i) {
+		struct agg *a = t->map.vals[i];
+		if (!a->dirty && a->bucket < before)
+			v[n++] = a;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct aggkey k = { v[i]->stack, v[i]->proc, v[i]->bucket };
+		hmap_remove(&t->map, key_hash(&k), v[i]);
+		free(v[i]);
+	}
+	free(v);
+}
+
+size_t agg_count(const struct aggtab *t)
+{
+	return t->map.n;
+}
+
+void agg_free(struct aggtab *t)
+{
+	hmap_foreach(&t->map, i)
+		free(t->map.vals[i]);
+	hmap_free(&t->map);
+	t->ndirty = 0;
+}

@@ -1,0 +1,47 @@
+/* Aggregation of allocation deaths into MemInfoBlocks, one per (context, process, time
+ * bucket). Invariant: an entry is dirty from its first change until a flush writes it;
+ * only clean entries of closed buckets are evicted, so a failed flush loses nothing. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include "daemon/intern.h"
+#include "store/mib.h"
+
+#define AGG_BUCKET_SECONDS 60      /* time bucket of stored MIBs (CLOCK_REALTIME) */
+
+struct proc;
+
+struct agg {
+	struct istack *stack;
+	struct proc *proc;
+	int64_t bucket;            /* bucket start, unix seconds */
+	struct mib mib;
+	bool dirty;
+};
+
+struct aggtab {
+	struct hmap map;
+	size_t ndirty;
+};
+
+static inline int64_t agg_bucket_of(int64_t realtime_ns)
+{
+	int64_t s = realtime_ns / 1000000000;
+	return s - s % AGG_BUCKET_SECONDS;
+}
+
+/* Folds one object's MIB into its entry (creating it). 0 or -ENOMEM. */
+int agg_add(struct aggtab *t, struct istack *s, struct proc *p, int64_t bucket,
+	    const struct mib *obj);
+struct agg *agg_find(const struct aggtab *t, const struct istack *s, const struct proc *p,
+		     int64_t bucket);
+
+/* Calls cb for every dirty entry; stops at the first error and returns it. Entries are
+ * marked clean only by agg_mark_clean(), after the caller's transaction commits. */
+typedef int (*agg_write_cb)(struct agg *a, void *arg);
+int agg_write_dirty(struct aggtab *t, agg_write_cb cb, void *arg);
+void agg_mark_clean(struct aggtab *t);
+/* Frees clean entries with bucket < before. */
+void agg_evict(struct aggtab *t, int64_t before);
+size_t agg_count(const struct aggtab *t);
+void agg_free(struct aggtab *t);

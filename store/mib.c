@@ -1,0 +1,96 @@
+/* MemInfoBlock arithmetic shared by the daemon (aggregation), the store (merging
+ * buckets) and `memprofd merge`. mib_merge() keeps MemProf's MemInfoBlock::Merge()
+ * semantics bit for bit; mib_combine() is its order-free counterpart for disjoint
+ * aggregates, and is what the store's SQL GROUP BY reproduces (store/query.c). */
+#include "store/mib.h"
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+void mib_from_object(struct mib *m, uint64_t size, uint64_t alloc_ts_ns, uint64_t dealloc_ts_ns,
+		     uint32_t alloc_cpu, uint32_t dealloc_cpu, uint64_t access_count)
+{
+	uint64_t life = dealloc_ts_ns > alloc_ts_ns ? dealloc_ts_ns - alloc_ts_ns : 0;
+
+	*m = (struct mib){
+		.alloc_count = 1,
+		.total_size = size, .min_size = size, .max_size = size,
+		.total_lifetime_ns = life, .min_lifetime_ns = life, .max_lifetime_ns = life,
+		.alloc_ts_ns = alloc_ts_ns, .dealloc_ts_ns = dealloc_ts_ns,
+		.alloc_cpu = alloc_cpu, .dealloc_cpu = dealloc_cpu,
+		.num_migrated_cpu = alloc_cpu != dealloc_cpu,
+		.total_access_count = access_count, .min_access_count = access_count,
+		.max_access_count = access_count,
+	};
+}
+
+static void combine_counts(struct mib *a, const struct mib *b)
+{
+	a->alloc_count += b->alloc_count;
+	a->total_size += b->total_size;
+	a->min_size = MIN(a->min_size, b->min_size);
+	a->max_size = MAX(a->max_size, b->max_size);
+	a->total_lifetime_ns += b->total_lifetime_ns;
+	a->min_lifetime_ns = MIN(a->min_lifetime_ns, b->min_lifetime_ns);
+	a->max_lifetime_ns = MAX(a->max_lifetime_ns, b->max_lifetime_ns);
+	a->access_samples += b->access_samples;
+	a->total_access_count += b->total_access_count;
+	a->min_access_count = MIN(a->min_access_count, b->min_access_count);
+	a->max_access_count = MAX(a->max_access_count, b->max_access_count);
+}
+
+static void take_last(struct mib *a, const struct mib *b)
+{
+	a->alloc_ts_ns = b->alloc_ts_ns;
+	a->dealloc_ts_ns = b->dealloc_ts_ns;
+	a->alloc_cpu = b->alloc_cpu;
+	a->dealloc_cpu = b->dealloc_cpu;
+}
+
+void mib_merge(struct mib *into, const struct mib *obj)
+{
+	if (into->alloc_count == 0) {
+		*into = *obj;
+		return;
+	}
+	combine_counts(into, obj);
+	/* As MemInfoBlock::Merge: obj was deallocated later, so it overlaps iff it was
+	 * allocated before the previous one died. Merge never updates NumMigratedCpu (it
+	 * stays the first object's flag), nor adds obj's own overlap/same-CPU counts. */
+	into->num_lifetime_overlaps += obj->alloc_ts_ns < into->dealloc_ts_ns;
+	into->num_same_alloc_cpu += into->alloc_cpu == obj->alloc_cpu;
+	into->num_same_dealloc_cpu += into->dealloc_cpu == obj->dealloc_cpu;
+	take_last(into, obj);
+}
+
+/* Whether b's last object is the later one: (dealloc_ts, alloc_ts, alloc_cpu,
+ * dealloc_cpu) compared in that order; ties go to b. Makes mib_combine order-free. */
+static bool last_is_b(const struct mib *a, const struct mib *b)
+{
+	if (a->dealloc_ts_ns != b->dealloc_ts_ns)
+		return b->dealloc_ts_ns > a->dealloc_ts_ns;
+	if (a->alloc_ts_ns != b->alloc_ts_ns)
+		return b->alloc_ts_ns > a->alloc_ts_ns;
+	if (a->alloc_cpu != b->alloc_cpu)
+		return b->alloc_cpu > a->alloc_cpu;
+	return b->dealloc_cpu >= a->dealloc_cpu;
+}
+
+void mib_combine(struct mib *a, const struct mib *b)
+{
+	if (b->alloc_count == 0)
+		return;
+	if (a->alloc_count == 0) {
+		*a = *b;
+		return;
+	}
+	bool later = last_is_b(a, b);
+
+	combine_counts(a, b);
+	a->num_migrated_cpu += b->num_migrated_cpu;
+	a->num_lifetime_overlaps += b->num_lifetime_overlaps;
+	a->num_same_alloc_cpu += b->num_same_alloc_cpu;
+	a->num_same_dealloc_cpu += b->num_same_dealloc_cpu;
+	if (later)
+		take_last(a, b);
+}

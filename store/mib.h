@@ -1,0 +1,40 @@
+/* MemInfoBlock: the per-allocation-context aggregate, with MemProf's field meanings
+ * (llvm/include/llvm/ProfileData/MemProfData.inc). Lifetimes and timestamps are kept
+ * in nanoseconds here; exports convert to MemProf's milliseconds. mib_merge() folds
+ * objects in deallocation order, exactly as MemInfoBlock::Merge does. */
+#pragma once
+#include <stdint.h>
+#include <stdbool.h>
+
+struct mib {
+	uint64_t alloc_count;
+	uint64_t total_size, min_size, max_size;
+	uint64_t total_lifetime_ns, min_lifetime_ns, max_lifetime_ns;
+	uint64_t alloc_ts_ns, dealloc_ts_ns;       /* of the last object merged in */
+	uint32_t alloc_cpu, dealloc_cpu;           /* of the last object merged in */
+	uint64_t num_migrated_cpu;
+	uint64_t num_lifetime_overlaps;
+	uint64_t num_same_alloc_cpu, num_same_dealloc_cpu;
+	/* Access fields: zero until an access source attributes samples. */
+	uint64_t access_samples;                   /* raw samples that hit this context */
+	uint64_t total_access_count, min_access_count, max_access_count; /* estimated */
+};
+
+/* One object's MIB, as MemProf builds it at deallocation (or at process exit). */
+void mib_from_object(struct mib *m, uint64_t size, uint64_t alloc_ts_ns, uint64_t dealloc_ts_ns,
+		     uint32_t alloc_cpu, uint32_t dealloc_cpu, uint64_t access_count);
+
+/* Fold the single object `obj` (deallocated after everything already in `into`) into
+ * `into`, exactly as MemInfoBlock::Merge: NumLifetimeOverlaps counts objects allocated
+ * before the previous one was deallocated, NumSame{Alloc,Dealloc}Cpu objects on the same
+ * CPU as the previous one, and num_migrated_cpu stays the first object's flag.
+ * An `into` with alloc_count == 0 is empty and becomes a copy of `obj`. */
+void mib_merge(struct mib *into, const struct mib *obj);
+
+/* Combine two aggregates of disjoint object sets whose order is unknown (buckets,
+ * processes, hosts): counts add (num_migrated_cpu, overlaps and same-CPU counts
+ * included), min/max combine, and the "last object" fields (timestamps, CPUs) are
+ * those of the aggregate whose last object was deallocated later (alloc_ts, then the
+ * CPUs break ties; full ties take `b`'s), so the result does not depend on the order.
+ * An aggregate with alloc_count == 0 is empty: combining it changes nothing. */
+void mib_combine(struct mib *a, const struct mib *b);
