@@ -86,6 +86,15 @@ static __always_inline void count(u32 c)
 		*v += 1;
 }
 
+/* Wake the reader only when the ring is a quarter full: a wakeup per record costs an
+ * IPI and a context switch, more than the probe itself. The reader also polls every
+ * RECORD_POLL_MS, so records never wait longer than that. */
+static __always_inline u64 rb_flags(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ALLOC_RINGBUF_BYTES / 4 ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline u64 proc_start_ns(void)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
@@ -181,7 +190,7 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 	u64 sz = offsetof(struct ev_stack, frames) + (u64)n;
 	if (sz > sizeof(s->st))
 		sz = sizeof(s->st);
-	if (bpf_ringbuf_output(&events, &s->st, sz, 0)) {
+	if (bpf_ringbuf_output(&events, &s->st, sz, rb_flags())) {
 		count(CNT_DROP_RINGBUF);
 		return key;   /* user space counts the allocation under an unknown stack */
 	}
@@ -236,7 +245,7 @@ static __always_inline bool track_free(u32 tgid, u64 ptr)
 		e->free_ns = bpf_ktime_get_ns();
 		e->alloc_cpu = v->cpu;
 		e->free_cpu = bpf_get_smp_processor_id();
-		bpf_ringbuf_submit(e, 0);
+		bpf_ringbuf_submit(e, rb_flags());
 		count(CNT_FREES);
 	}
 	bpf_map_delete_elem(&live, &k);
@@ -375,7 +384,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	e->ppid = ptgid;
 	e->pad = 0;
 	e->parent_start_ns = BPF_CORE_READ(parent, group_leader, start_time);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, rb_flags());
 	return 0;
 }
 
@@ -399,7 +408,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	e->cpu = bpf_get_smp_processor_id();
 	e->pad = 0;
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, rb_flags());
 	return 0;
 }
 
@@ -425,6 +434,6 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	e->ts_ns = bpf_ktime_get_ns();
 	e->cpu = bpf_get_smp_processor_id();
 	e->exit_code = BPF_CORE_READ(p, exit_code);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, rb_flags());
 	return 0;
 }

@@ -1,0 +1,435 @@
+/* `--alloc exact`: loads alloc.bpf.c, attaches its uprobes to every allocator function a
+ * binary defines, and turns ring-buffer records into MIB aggregates. Invariant: every
+ * object the kernel tracked ends up in exactly one aggregate (at its free, at its
+ * process's exit or exec, or when recording stops), or in a counted drop. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include <bpf/bpf.h>
+#include "alloc.skel.h"
+#include "daemon/log.h"
+#include "daemon/recorder.h"
+#include "symbolizer/elfsym.h"
+#include "symbolizer/probesite.h"
+
+enum probe_prog { P_SIZE1, P_CALLOC, P_SIZE2, P_REALLOC, P_REALLOCARRAY, P_POSIX, P_FREE, P_DELETE };
+
+/* Every allocator entry point we trace: C, then the C++ operators (Itanium mangling). */
+static const struct { const char *name; enum probe_prog prog; } probes[] = {
+	{ "malloc", P_SIZE1 }, { "calloc", P_CALLOC }, { "realloc", P_REALLOC },
+	{ "reallocarray", P_REALLOCARRAY }, { "free", P_FREE },
+	{ "posix_memalign", P_POSIX }, { "aligned_alloc", P_SIZE2 }, { "memalign", P_SIZE2 },
+	{ "valloc", P_SIZE1 }, { "pvalloc", P_SIZE1 },
+	{ "_Znwm", P_SIZE1 }, { "_Znam", P_SIZE1 },
+	{ "_ZnwmRKSt9nothrow_t", P_SIZE1 }, { "_ZnamRKSt9nothrow_t", P_SIZE1 },
+	{ "_ZnwmSt11align_val_t", P_SIZE1 }, { "_ZnamSt11align_val_t", P_SIZE1 },
+	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", P_SIZE1 },
+	{ "_ZnamSt11align_val_tRKSt9nothrow_t", P_SIZE1 },
+	{ "_ZdlPv", P_DELETE }, { "_ZdaPv", P_DELETE }, { "_ZdlPvm", P_DELETE },
+	{ "_ZdaPvm", P_DELETE }, { "_ZdlPvSt11align_val_t", P_DELETE },
+	{ "_ZdaPvSt11align_val_t", P_DELETE }, { "_ZdlPvmSt11align_val_t", P_DELETE },
+	{ "_ZdaPvmSt11align_val_t", P_DELETE }, { "_ZdlPvRKSt9nothrow_t", P_DELETE },
+	{ "_ZdaPvRKSt9nothrow_t", P_DELETE }, { "_ZdlPvSt11align_val_tRKSt9nothrow_t", P_DELETE },
+	{ "_ZdaPvSt11align_val_tRKSt9nothrow_t", P_DELETE },
+};
+#define NPROBES (sizeof(probes) / sizeof(probes[0]))
+
+static struct bpf_program *entry_prog(struct alloc_bpf *s, enum probe_prog p)
+{
+	switch (p) {
+	case P_SIZE1: return s->progs.alloc_size1;
+	case P_CALLOC: return s->progs.alloc_calloc;
+	case P_SIZE2: return s->progs.alloc_size2;
+	case P_REALLOC: return s->progs.alloc_realloc;
+	case P_REALLOCARRAY: return s->progs.alloc_reallocarray;
+	case P_POSIX: return s->progs.alloc_posix_memalign;
+	case P_FREE: return s->progs.free_ptr;
+	case P_DELETE: return s->progs.delete_ptr;
+	}
+	return NULL;
+}
+
+static int add_link(struct recorder *r, struct bpf_link *l)
+{
+	if (r->nlinks == r->links_cap) {
+		size_t cap = r->links_cap ? r->links_cap * 2 : 64;
+		struct bpf_link **v = realloc(r->links, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		r->links = v;
+		r->links_cap = cap;
+	}
+	r->links[r->nlinks++] = l;
+	return 0;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_WARN && getenv("MEMPROFD_DEBUG_BPF"))
+		return vfprintf(stderr, fmt, ap);
+	if (level == LIBBPF_DEBUG && getenv("MEMPROFD_DEBUG_BPF"))
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t len);
+
+int exact_open(struct recorder *r)
+{
+	struct timespec rt, mt;
+	int err;
+
+	libbpf_set_print(libbpf_quiet);
+	r->procs.in = &r->in;
+	r->unknown_stack = intern_stack(&r->in, NULL, 0);
+	if (!r->unknown_stack)
+		return log_error_errno(-ENOMEM, "record: out of memory");
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	r->mono_to_real_ns = (rt.tv_sec - mt.tv_sec) * 1000000000LL + (rt.tv_nsec - mt.tv_nsec);
+
+	r->skel = alloc_bpf__open();
+	if (!r->skel)
+		return log_error_errno(-errno, "record: opening BPF object: %s", strerror(errno));
+	err = alloc_bpf__load(r->skel);
+	if (err)
+		return log_error_errno(err, "record: loading BPF programs: %s%s", strerror(-err),
+				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+	struct bpf_program *tps[] = { r->skel->progs.on_fork, r->skel->progs.on_exec,
+				      r->skel->progs.on_exit };
+	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
+		struct bpf_link *l = bpf_program__attach(tps[i]);
+		if (!l)
+			return log_error_errno(-errno, "record: attaching %s: %s",
+					       bpf_program__name(tps[i]), strerror(errno));
+		if ((err = add_link(r, l)))
+			return err;
+	}
+	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), on_event, r, NULL);
+	if (!r->rb)
+		return log_error_errno(-errno, "record: ring buffer: %s", strerror(errno));
+	return 0;
+}
+
+int exact_attach_binary(struct recorder *r, const char *path)
+{
+	const char *names[NPROBES];
+	uint64_t offs[NPROBES];
+	struct elfsym *e;
+	int err, attached = 0;
+
+	for (size_t i = 0; i < NPROBES; i++)
+		names[i] = probes[i].name;
+	err = elfsym_open(&e, path);
+	if (err)
+		return err;
+	err = elfsym_find_funcs(e, names, NPROBES, offs);
+	elfsym_close(e);
+	if (err <= 0)
+		return err;   /* error, or defines no allocator function */
+	bin_register(&r->procs, path, path);
+	for (size_t i = 0; i < NPROBES; i++) {
+		if (offs[i] == UINT64_MAX)
+			continue;
+		bool dup = false;   /* aliases (memalign/aligned_alloc) share one address */
+		for (size_t j = 0; j < i; j++)
+			dup |= offs[j] == offs[i];
+		if (dup)
+			continue;
+		struct bpf_program *prog = entry_prog(r->skel, probes[i].prog);
+		bool entry_only = probes[i].prog == P_FREE || probes[i].prog == P_DELETE;
+		uint64_t site = offs[i];
+		/* Probes with a uretprobe must sit at the entry; the others may move to an
+		 * instruction the kernel emulates instead of single-stepping. */
+		if (entry_only)
+			probesite_entry_only(path, offs[i], &site);
+		struct bpf_link *l = bpf_program__attach_uprobe(prog, false, -1, path, site);
+		if (!l)
+			return log_error_errno(-errno, "record: uprobe on %s in %s: %s",
+					       probes[i].name, path, strerror(errno));
+		if ((err = add_link(r, l)))
+			return err;
+		if (!entry_only) {
+			l = bpf_program__attach_uprobe(r->skel->progs.alloc_ret, true, -1, path, offs[i]);
+			if (!l)
+				return log_error_errno(-errno, "record: uretprobe on %s in %s: %s",
+						       probes[i].name, path, strerror(errno));
+			if ((err = add_link(r, l)))
+				return err;
+		}
+		attached++;
+	}
+	return attached;
+}
+
+int exact_add_target(struct recorder *r, uint32_t pid)
+{
+	uint64_t any = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &pid, &any, BPF_ANY))
+		return log_error_errno(-errno, "record: adding target %u: %s", pid, strerror(errno));
+	return 0;
+}
+
+static void to_hex(const unsigned char *b, size_t n, char *out)
+{
+	static const char d[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = d[b[i] >> 4];
+		out[2 * i + 1] = d[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* An IP the kernel could not turn into (build-id, offset): try the process's maps. */
+static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
+{
+	struct iframe f = { "", ip };
+	const struct map_entry *m;
+	char open_path[128];
+	struct binary *b;
+
+	if (!p->maps_loaded) {
+		p->maps_loaded = true;
+		maps_read_pid(&p->maps, p->pid);
+	}
+	m = maps_find(&p->maps, ip);
+	if (!m || m->path[0] != '/')
+		return f;
+	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	b = bin_register(&r->procs, m->path, open_path);
+	if (!b)
+		b = bin_register(&r->procs, m->path, m->path);
+	if (!b)
+		return f;
+	f.build_id = b->build_id;
+	f.offset = ip - m->start + m->offset;
+	return f;
+}
+
+static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
+{
+	struct iframe f[ALLOC_MAX_FRAMES];
+	unsigned n = 0, max = e->nframes;
+	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
+	bool scanned = false;
+
+	if (!p)
+		return;
+	if (max > ALLOC_MAX_FRAMES || offsetof(struct ev_stack, frames) + max * sizeof(e->frames[0]) > len)
+		max = (len - offsetof(struct ev_stack, frames)) / sizeof(e->frames[0]);
+	for (unsigned i = 0; i < max && n < ALLOC_MAX_FRAMES; i++) {
+		const struct ev_frame *ef = &e->frames[i];
+		if (ef->status == 1) {
+			struct binary *b = bin_by_raw(&r->procs, ef->build_id);
+			if (!b && !scanned) {
+				bin_scan_process(&r->procs, p);
+				scanned = true;
+				b = bin_by_raw(&r->procs, ef->build_id);
+			}
+			if (b) {
+				f[n].build_id = b->build_id;
+			} else {
+				char hex[41];
+				to_hex(ef->build_id, 20, hex);
+				f[n].build_id = intern_str(&r->in, hex);
+			}
+			f[n].offset = ef->offset;
+		} else if (ef->status == 2) {
+			f[n] = resolve_ip(r, p, ef->ip);
+		} else {
+			break;
+		}
+		if (!f[n].build_id) {
+			f[n].build_id = "";
+		}
+		if (!*f[n].build_id)
+			r->unresolved_frames++;
+		n++;
+	}
+	struct istack *s = intern_stack(&r->in, f, n);
+	if (!s)
+		return;
+	if (!hmap_find(&p->stacks, e->key, NULL, NULL))
+		hmap_insert(&p->stacks, e->key, s);
+}
+
+static void add_object(struct recorder *r, struct proc *p, uint64_t key, uint64_t size,
+		       uint64_t alloc_ns, uint64_t dead_ns, uint32_t acpu, uint32_t dcpu)
+{
+	struct istack *s = key ? hmap_find(&p->stacks, key, NULL, NULL) : NULL;
+	struct mib m;
+
+	if (!s) {
+		s = r->unknown_stack;
+		r->unknown_stack_objs++;
+	}
+	mib_from_object(&m, size, alloc_ns, dead_ns, acpu, dcpu, 0);
+	if (agg_add(&r->aggs, s, p, agg_bucket_of((int64_t)dead_ns + r->mono_to_real_ns), &m) == 0)
+		r->objects++;
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct recorder *r = ctx;
+	const struct ev_hdr *h = data;
+	struct proc *p;
+
+	r->events++;
+	if (len < sizeof(*h))
+		return 0;
+	switch (h->type) {
+	case EV_STACK:
+		if (len >= offsetof(struct ev_stack, frames))
+			on_stack(r, data, len);
+		break;
+	case EV_FREE: {
+		const struct ev_free *e = data;
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			break;
+		add_object(r, p, e->key, e->size, e->alloc_ns, e->free_ns, e->alloc_cpu, e->free_cpu);
+		break;
+	}
+	case EV_FORK: {
+		const struct ev_fork *e = data;
+		struct proc *parent;
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			break;
+		p->ppid = e->ppid;
+		parent = proc_find(&r->procs, e->ppid, e->parent_start_ns);
+		if (parent && (!*p->exe || !*p->build_id)) {
+			p->exe = parent->exe;
+			p->build_id = parent->build_id;
+			p->comm = parent->comm;
+		}
+		break;
+	}
+	case EV_EXEC: {
+		const struct ev_exec *e = data;
+		char buf[ALLOC_EXEC_NAME + 1];
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			break;
+		/* The old image's allocations die with it. */
+		exact_reap(r, h->tgid, h->start_ns, e->ts_ns, e->cpu);
+		memcpy(buf, e->filename, ALLOC_EXEC_NAME);
+		buf[ALLOC_EXEC_NAME] = '\0';
+		if (buf[0] == '/')
+			proc_set_exe(&r->procs, p, buf);
+		else {
+			char link[64], exe[4096];
+			snprintf(link, sizeof(link), "/proc/%u/exe", p->pid);
+			ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+			if (n > 0) {
+				exe[n] = '\0';
+				proc_set_exe(&r->procs, p, exe);
+			}
+		}
+		p->comm = p->exe[0] ? (strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe) : p->comm;
+		hmap_free(&p->stacks);   /* stack keys were per image */
+		maps_free(&p->maps);
+		p->maps_loaded = false;
+		break;
+	}
+	case EV_EXIT: {
+		const struct ev_exit *e = data;
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			break;
+		exact_reap(r, h->tgid, h->start_ns, e->ts_ns, e->cpu);
+		p->exited = true;
+		p->exit_ns = (int64_t)e->ts_ns + r->mono_to_real_ns;
+		break;
+	}
+	}
+	return 0;
+}
+
+int exact_poll(struct recorder *r, int timeout_ms)
+{
+	int n = ring_buffer__poll(r->rb, timeout_ms);
+
+	if (n == -EINTR)
+		return 0;
+	return n < 0 ? log_error_errno(n, "record: polling ring buffer: %s", strerror(-n)) : n;
+}
+
+int exact_reap(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns, uint32_t cpu)
+{
+	int fd = bpf_map__fd(r->skel->maps.live);
+	struct live_key k, next, *keys = NULL;
+	size_t n = 0, cap = 0;
+	bool first = true;
+
+	/* Collect first, delete after: deleting while walking restarts get_next_key. */
+	while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0) {
+		first = false;
+		k = next;
+		if (tgid && next.tgid != tgid)
+			continue;
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 1024;
+			struct live_key *v = realloc(keys, c * sizeof(*v));
+			if (!v) {
+				free(keys);
+				return -ENOMEM;
+			}
+			keys = v;
+			cap = c;
+		}
+		keys[n++] = next;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct live_val v;
+		if (bpf_map_lookup_elem(fd, &keys[i], &v))
+			continue;
+		if (tgid && v.start_ns != start_ns)
+			continue;   /* a reused PID's allocation */
+		if (v.ts_ns > ts_ns)
+			continue;   /* made after the event (exec): the new image's */
+		struct proc *p = proc_get(&r->procs, keys[i].tgid, v.start_ns);
+		if (p)
+			add_object(r, p, v.key, v.size, v.ts_ns, ts_ns > v.ts_ns ? ts_ns : v.ts_ns,
+				   v.cpu, cpu);
+		bpf_map_delete_elem(fd, &keys[i]);
+	}
+	free(keys);
+	return 0;
+}
+
+void exact_counters(struct recorder *r, uint64_t out[CNT_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	int fd = bpf_map__fd(r->skel->maps.counters);
+
+	memset(out, 0, CNT_MAX * sizeof(out[0]));
+	if (ncpu <= 0)
+		return;
+	uint64_t *v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		return;
+	for (uint32_t c = 0; c < CNT_MAX; c++) {
+		if (bpf_map_lookup_elem(fd, &c, v))
+			continue;
+		for (int i = 0; i < ncpu; i++)
+			out[c] += v[i];
+	}
+	free(v);
+}
+
+void exact_close(struct recorder *r)
+{
+	for (size_t i = 0; i < r->nlinks; i++)
+		bpf_link__destroy(r->links[i]);
+	free(r->links);
+	r->links = NULL;
+	r->nlinks = 0;
+	ring_buffer__free(r->rb);
+	r->rb = NULL;
+	alloc_bpf__destroy(r->skel);
+	r->skel = NULL;
+}

@@ -1,0 +1,118 @@
+/* Flushing the recorder's aggregates to the store: one transaction per flush. A failed
+ * flush is rolled back and retried at the next interval with everything still dirty, so
+ * a locked DB or a full disk delays data but never loses or half-writes it. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include "daemon/log.h"
+#include "daemon/recorder.h"
+#include "store/store.h"
+
+static int64_t now_real_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void fill_proc(const struct recorder *r, const struct proc *p, struct store_proc *sp)
+{
+	*sp = (struct store_proc){
+		.pid = (int32_t)p->pid, .start_ns = p->start_ns, .ppid = (int32_t)p->ppid,
+		.exe = p->exe, .build_id = p->build_id, .comm = p->comm, .run_id = r->run_id,
+	};
+}
+
+static void symbolize(struct recorder *r, struct istack *s)
+{
+	for (unsigned i = 0; i < s->nframes; i++) {
+		if (s->function[i] || !*s->frames[i].build_id)
+			continue;
+		bin_function(&r->procs, s->frames[i].build_id, s->frames[i].offset,
+			     &s->function[i], &s->mangled[i]);
+	}
+}
+
+static int write_agg(struct agg *a, void *arg)
+{
+	struct recorder *r = arg;
+	struct istack *s = a->stack;
+	struct store_frame f[ALLOC_MAX_FRAMES];
+	struct store_proc sp;
+
+	if (!s->symbolized) {
+		symbolize(r, s);
+		s->symbolized = true;
+	}
+	/* Frames go with every put: the store reads them only for a hash it has not seen. */
+	for (unsigned i = 0; i < s->nframes && i < ALLOC_MAX_FRAMES; i++)
+		f[i] = (struct store_frame){
+			.build_id = s->frames[i].build_id, .offset = s->frames[i].offset,
+			.function = s->function[i], .mangled = s->mangled[i],
+		};
+	fill_proc(r, a->proc, &sp);
+	return store_put_mib(r->store, &sp, s->hash, f, s->nframes, a->bucket, &a->mib);
+}
+
+static int write_exits(struct recorder *r)
+{
+	hmap_foreach(&r->procs.procs, i) {
+		struct proc *p = r->procs.procs.vals[i];
+		struct store_proc sp;
+		if (!p->exited || p->exit_written)
+			continue;
+		fill_proc(r, p, &sp);
+		int e = store_proc_exit(r->store, &sp, p->exit_ns);
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+int recorder_flush(struct recorder *r, const char *status)
+{
+	uint64_t c[CNT_MAX];
+	int err;
+
+	exact_counters(r, c);
+	struct store_run_stats st = {
+		.ended_ns = status && strcmp(status, "running") ? now_real_ns() : 0,
+		.events = r->events,
+		.drops_ringbuf = c[CNT_DROP_RINGBUF],
+		.drops_live_full = c[CNT_DROP_LIVE_FULL],
+		.drops_state_full = c[CNT_DROP_STATE_FULL],
+		.drops_stack = c[CNT_DROP_STACK],
+		.unmatched_frees = c[CNT_UNMATCHED_FREE],
+		.overwritten = c[CNT_OVERWRITTEN],
+		.unresolved_frames = r->unresolved_frames,
+		.status = status ? status : "running",
+	};
+	err = store_begin(r->store);
+	if (!err)
+		err = agg_write_dirty(&r->aggs, write_agg, r);
+	if (!err)
+		err = write_exits(r);
+	if (!err)
+		err = store_run_update(r->store, r->run_id, &st);
+	if (!err)
+		err = store_commit(r->store);
+	if (err) {
+		store_rollback(r->store);
+		if (!r->flush_error_logged)
+			log_error("flush: %s (will retry, nothing is dropped)", store_errmsg(r->store));
+		r->flush_error_logged = true;
+		return err;
+	}
+	if (r->flush_error_logged)
+		log_warn("flush: store writable again");
+	r->flush_error_logged = false;
+	agg_mark_clean(&r->aggs);
+	hmap_foreach(&r->procs.procs, i) {
+		struct proc *p = r->procs.procs.vals[i];
+		if (p->exited)
+			p->exit_written = true;
+	}
+	agg_evict(&r->aggs, agg_bucket_of(now_real_ns()));
+	return 0;
+}
