@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The README's first command: installs what is missing, builds, records the bundled
+# demo workload (bench/kvcache) under `memprofd record --alloc exact`, and prints the
+# top allocation contexts. Run as root from anywhere.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash deploy/bootstrap.sh
+[ -f build/build.ninja ] || meson setup build >/dev/null
+ninja -C build >/dev/null
+db=build/demo.db
+rm -f "$db" "$db-wal" "$db-shm"
+build/daemon/memprofd record --alloc exact --db "$db" -- build/bench/kvcache --ops 400000
+build/daemon/memprofd query contexts --db "$db" --limit 10
