@@ -252,40 +252,20 @@ static __always_inline bool track_free(u32 tgid, u64 ptr)
 	return true;
 }
 
+/* One entry program for every allocation function: the attach cookie says which kind
+ * it is (enum alloc_kind), so a binary needs one multi-uprobe link, not one per kind. */
 SEC("uprobe")
-int BPF_KPROBE(alloc_size1, u64 size)
+int BPF_KPROBE(alloc_entry, u64 a1, u64 a2, u64 a3)
 {
-	return on_entry(ctx, AK_SIZE1, size, 0, 0);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(alloc_calloc, u64 n, u64 size)
-{
-	return on_entry(ctx, AK_CALLOC, mul_sat(n, size), 0, 0);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(alloc_size2, u64 align, u64 size)
-{
-	return on_entry(ctx, AK_SIZE2, size, 0, 0);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(alloc_realloc, u64 old, u64 size)
-{
-	return on_entry(ctx, AK_REALLOC, size, old, 0);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(alloc_reallocarray, u64 old, u64 n, u64 size)
-{
-	return on_entry(ctx, AK_REALLOCARRAY, mul_sat(n, size), old, 0);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(alloc_posix_memalign, u64 memptr, u64 align, u64 size)
-{
-	return on_entry(ctx, AK_POSIX_MEMALIGN, size, 0, memptr);
+	switch (bpf_get_attach_cookie(ctx)) {
+	case AK_SIZE1: return on_entry(ctx, AK_SIZE1, a1, 0, 0);
+	case AK_CALLOC: return on_entry(ctx, AK_CALLOC, mul_sat(a1, a2), 0, 0);
+	case AK_SIZE2: return on_entry(ctx, AK_SIZE2, a2, 0, 0);
+	case AK_REALLOC: return on_entry(ctx, AK_REALLOC, a2, a1, 0);
+	case AK_REALLOCARRAY: return on_entry(ctx, AK_REALLOCARRAY, mul_sat(a2, a3), a1, 0);
+	case AK_POSIX_MEMALIGN: return on_entry(ctx, AK_POSIX_MEMALIGN, a3, 0, a1);
+	}
+	return 0;
 }
 
 SEC("uretprobe")
@@ -320,45 +300,39 @@ int BPF_KRETPROBE(alloc_ret, u64 ret)
 	return 0;
 }
 
+/* free and every operator delete; cookie FK_DELETE for the latter, whose inner call to
+ * free must not count as a free of an unknown pointer. */
 SEC("uprobe")
-int BPF_KPROBE(free_ptr, u64 ptr)
+int BPF_KPROBE(free_entry, u64 ptr)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tgid = id >> 32;
+	struct tstate *st;
 
 	if (!ptr || !is_target(tgid))
 		return 0;
+	if (bpf_get_attach_cookie(ctx) == FK_DELETE) {
+		if (!track_free(tgid, ptr)) {
+			count(CNT_UNMATCHED_FREE);
+			return 0;
+		}
+		st = bpf_map_lookup_elem(&threads, &id);
+		if (st) {
+			st->freed = ptr;
+		} else {
+			struct tstate n = { .freed = ptr };
+			bpf_map_update_elem(&threads, &id, &n, BPF_ANY);
+		}
+		return 0;
+	}
 	if (track_free(tgid, ptr))
 		return 0;
-	/* operator delete calls free on what it already accounted: not an unmatched free. */
-	struct tstate *st = bpf_map_lookup_elem(&threads, &id);
+	st = bpf_map_lookup_elem(&threads, &id);
 	if (st && st->freed == ptr) {
-		st->freed = 0;
+		st->freed = 0;     /* operator delete's own free: already accounted */
 		return 0;
 	}
 	count(CNT_UNMATCHED_FREE);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(delete_ptr, u64 ptr)
-{
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tgid = id >> 32;
-
-	if (!ptr || !is_target(tgid))
-		return 0;
-	if (!track_free(tgid, ptr)) {
-		count(CNT_UNMATCHED_FREE);
-		return 0;
-	}
-	struct tstate *st = bpf_map_lookup_elem(&threads, &id);
-	if (st) {
-		st->freed = ptr;
-	} else {
-		struct tstate n = { .freed = ptr };
-		bpf_map_update_elem(&threads, &id, &n, BPF_ANY);
-	}
 	return 0;
 }
 

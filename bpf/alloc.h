@@ -21,6 +21,9 @@ enum alloc_kind {
 	AK_POSIX_MEMALIGN,  /* posix_memalign(&ptr, align, size) -> int */
 };
 
+/* Attach cookie of free_entry. */
+enum free_kind { FK_FREE = 0, FK_DELETE = 1 };
+
 enum ev_type {
 	EV_STACK = 1,       /* first allocation seen from a stack: its frames */
 	EV_FREE,            /* a tracked allocation died */

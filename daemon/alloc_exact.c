@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
 #include "alloc.skel.h"
@@ -16,7 +18,11 @@
 #include "symbolizer/elfsym.h"
 #include "symbolizer/probesite.h"
 
-enum probe_prog { P_SIZE1, P_CALLOC, P_SIZE2, P_REALLOC, P_REALLOCARRAY, P_POSIX, P_FREE, P_DELETE };
+/* Which program a function gets, and its attach cookie: an enum alloc_kind for
+ * alloc_entry (plus alloc_ret), an enum free_kind for free_entry. */
+enum probe_prog { P_SIZE1 = AK_SIZE1, P_CALLOC = AK_CALLOC, P_SIZE2 = AK_SIZE2,
+		  P_REALLOC = AK_REALLOC, P_REALLOCARRAY = AK_REALLOCARRAY,
+		  P_POSIX = AK_POSIX_MEMALIGN, P_FREE = 100, P_DELETE = 101 };
 
 /* Every allocator entry point we trace: C, then the C++ operators (Itanium mangling). */
 static const struct { const char *name; enum probe_prog prog; } probes[] = {
@@ -37,21 +43,6 @@ static const struct { const char *name; enum probe_prog prog; } probes[] = {
 	{ "_ZdaPvSt11align_val_tRKSt9nothrow_t", P_DELETE },
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
-
-static struct bpf_program *entry_prog(struct alloc_bpf *s, enum probe_prog p)
-{
-	switch (p) {
-	case P_SIZE1: return s->progs.alloc_size1;
-	case P_CALLOC: return s->progs.alloc_calloc;
-	case P_SIZE2: return s->progs.alloc_size2;
-	case P_REALLOC: return s->progs.alloc_realloc;
-	case P_REALLOCARRAY: return s->progs.alloc_reallocarray;
-	case P_POSIX: return s->progs.alloc_posix_memalign;
-	case P_FREE: return s->progs.free_ptr;
-	case P_DELETE: return s->progs.delete_ptr;
-	}
-	return NULL;
-}
 
 static int add_link(struct recorder *r, struct bpf_link *l)
 {
@@ -78,6 +69,82 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 
 static int on_event(void *ctx, void *data, size_t len);
 
+/* Multi-uprobe links (Linux >= 6.6) register all of a binary's probes in one go: each
+ * classic uprobe costs an RCU grace period (~100 ms here) to attach and again to
+ * detach, ten seconds for the ~45 probes of libc and libstdc++. libbpf 1.1 predates
+ * them, so the link is created with the raw syscall; the UAPI layout is fixed. */
+#define BPF_TRACE_UPROBE_MULTI_ 48
+#define BPF_F_UPROBE_MULTI_RETURN_ 1
+
+struct uprobe_multi_attr {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, um_flags, pid, pad;
+};
+
+static bool kernel_has_uprobe_multi(void)
+{
+	struct btf *btf;
+	bool ok;
+
+	if (getenv("MEMPROFD_NO_UPROBE_MULTI"))
+		return false;
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return false;
+	ok = btf__find_by_name_kind(btf, "bpf_uprobe_multi_link", BTF_KIND_STRUCT) > 0;
+	btf__free(btf);
+	return ok;
+}
+
+static int multi_attach(struct recorder *r, struct bpf_program *prog, const char *path,
+			const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
+{
+	union { struct uprobe_multi_attr a; char pad[128]; } attr;
+	int fd;
+
+	if (!n)
+		return 0;
+	memset(&attr, 0, sizeof(attr));
+	attr.a.prog_fd = bpf_program__fd(prog);
+	attr.a.attach_type = BPF_TRACE_UPROBE_MULTI_;
+	attr.a.path = (uintptr_t)path;
+	attr.a.offsets = (uintptr_t)offs;
+	attr.a.cookies = (uintptr_t)cookies;
+	attr.a.cnt = n;
+	attr.a.um_flags = ret ? BPF_F_UPROBE_MULTI_RETURN_ : 0;
+	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(struct uprobe_multi_attr));
+	if (fd < 0)
+		return -errno;
+	if (r->nfds == r->fds_cap) {
+		size_t cap = r->fds_cap ? r->fds_cap * 2 : 16;
+		int *v = realloc(r->fds, cap * sizeof(*v));
+		if (!v) {
+			close(fd);
+			return -ENOMEM;
+		}
+		r->fds = v;
+		r->fds_cap = cap;
+	}
+	r->fds[r->nfds++] = fd;
+	return 0;
+}
+
+static int classic_attach(struct recorder *r, struct bpf_program *prog, const char *path,
+			  const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
+{
+	for (size_t i = 0; i < n; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookies[i], .retprobe = ret);
+		struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, -1, path, offs[i], &o);
+		if (!l)
+			return -errno;
+		int err = add_link(r, l);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int exact_open(struct recorder *r)
 {
 	struct timespec rt, mt;
@@ -95,6 +162,12 @@ int exact_open(struct recorder *r)
 	r->skel = alloc_bpf__open();
 	if (!r->skel)
 		return log_error_errno(-errno, "record: opening BPF object: %s", strerror(errno));
+	r->uprobe_multi = kernel_has_uprobe_multi();
+	if (r->uprobe_multi) {
+		bpf_program__set_expected_attach_type(r->skel->progs.alloc_entry, BPF_TRACE_UPROBE_MULTI_);
+		bpf_program__set_expected_attach_type(r->skel->progs.alloc_ret, BPF_TRACE_UPROBE_MULTI_);
+		bpf_program__set_expected_attach_type(r->skel->progs.free_entry, BPF_TRACE_UPROBE_MULTI_);
+	}
 	err = alloc_bpf__load(r->skel);
 	if (err)
 		return log_error_errno(err, "record: loading BPF programs: %s%s", strerror(-err),
@@ -132,6 +205,9 @@ int exact_attach_binary(struct recorder *r, const char *path)
 	if (err <= 0)
 		return err;   /* error, or defines no allocator function */
 	bin_register(&r->procs, path, path);
+
+	uint64_t aoff[NPROBES], acookie[NPROBES], foff[NPROBES], fcookie[NPROBES];
+	size_t na = 0, nf = 0;
 	for (size_t i = 0; i < NPROBES; i++) {
 		if (offs[i] == UINT64_MAX)
 			continue;
@@ -140,29 +216,27 @@ int exact_attach_binary(struct recorder *r, const char *path)
 			dup |= offs[j] == offs[i];
 		if (dup)
 			continue;
-		struct bpf_program *prog = entry_prog(r->skel, probes[i].prog);
-		bool entry_only = probes[i].prog == P_FREE || probes[i].prog == P_DELETE;
-		uint64_t site = offs[i];
-		/* Probes with a uretprobe must sit at the entry; the others may move to an
-		 * instruction the kernel emulates instead of single-stepping. */
-		if (entry_only)
-			probesite_entry_only(path, offs[i], &site);
-		struct bpf_link *l = bpf_program__attach_uprobe(prog, false, -1, path, site);
-		if (!l)
-			return log_error_errno(-errno, "record: uprobe on %s in %s: %s",
-					       probes[i].name, path, strerror(errno));
-		if ((err = add_link(r, l)))
-			return err;
-		if (!entry_only) {
-			l = bpf_program__attach_uprobe(r->skel->progs.alloc_ret, true, -1, path, offs[i]);
-			if (!l)
-				return log_error_errno(-errno, "record: uretprobe on %s in %s: %s",
-						       probes[i].name, path, strerror(errno));
-			if ((err = add_link(r, l)))
-				return err;
+		/* Move each probe to an instruction the kernel emulates rather than
+		 * single-steps, past ones that keep the arguments and [rsp] intact. */
+		if (probes[i].prog == P_FREE || probes[i].prog == P_DELETE) {
+			probesite_find(path, offs[i], PROBESITE_ARG1, &foff[nf]);
+			fcookie[nf++] = probes[i].prog == P_DELETE ? FK_DELETE : FK_FREE;
+		} else {
+			probesite_find(path, offs[i], PROBESITE_ARG1 | PROBESITE_ARG2 | PROBESITE_ARG3,
+				       &aoff[na]);
+			acookie[na++] = probes[i].prog;
 		}
 		attached++;
 	}
+	int (*attach)(struct recorder *, struct bpf_program *, const char *, const uint64_t *,
+		      const uint64_t *, size_t, bool) = r->uprobe_multi ? multi_attach : classic_attach;
+	err = attach(r, r->skel->progs.alloc_entry, path, aoff, acookie, na, false);
+	if (!err)
+		err = attach(r, r->skel->progs.alloc_ret, path, aoff, acookie, na, true);
+	if (!err)
+		err = attach(r, r->skel->progs.free_entry, path, foff, fcookie, nf, false);
+	if (err)
+		return log_error_errno(err, "record: attaching uprobes to %s: %s", path, strerror(-err));
 	return attached;
 }
 
@@ -425,6 +499,11 @@ void exact_close(struct recorder *r)
 {
 	for (size_t i = 0; i < r->nlinks; i++)
 		bpf_link__destroy(r->links[i]);
+	for (size_t i = 0; i < r->nfds; i++)
+		close(r->fds[i]);
+	free(r->fds);
+	r->fds = NULL;
+	r->nfds = 0;
 	free(r->links);
 	r->links = NULL;
 	r->nlinks = 0;

@@ -21,6 +21,9 @@ struct recorder {
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	size_t nlinks, links_cap;
+	int *fds;                        /* multi-uprobe link fds */
+	size_t nfds, fds_cap;
+	bool uprobe_multi;               /* kernel has multi-uprobe links */
 	struct interner in;
 	struct proctab procs;
 	struct aggtab aggs;

@@ -27,7 +27,22 @@ static int emulated(csh h, const cs_insn *in)
 	}
 }
 
-static int writes_rdi_or_branches(csh h, const cs_insn *in)
+static int is_arg_reg(unsigned reg, unsigned args)
+{
+	static const unsigned fam[3][4] = {
+		{ X86_REG_RDI, X86_REG_EDI, X86_REG_DI, X86_REG_DIL },
+		{ X86_REG_RSI, X86_REG_ESI, X86_REG_SI, X86_REG_SIL },
+		{ X86_REG_RDX, X86_REG_EDX, X86_REG_DX, X86_REG_DL },
+	};
+
+	for (unsigned a = 0; a < 3; a++)
+		for (unsigned k = 0; (args & (1u << a)) && k < 4; k++)
+			if (reg == fam[a][k] || (a == 2 && reg == X86_REG_DH))
+				return 1;
+	return 0;
+}
+
+static int unsafe_to_skip(csh h, const cs_insn *in, unsigned args)
 {
 	cs_regs rd, wr;
 	uint8_t nrd, nwr;
@@ -39,13 +54,12 @@ static int writes_rdi_or_branches(csh h, const cs_insn *in)
 	if (cs_regs_access(h, in, rd, &nrd, wr, &nwr))
 		return 1;
 	for (unsigned i = 0; i < nwr; i++)
-		if (wr[i] == X86_REG_RDI || wr[i] == X86_REG_EDI || wr[i] == X86_REG_DI ||
-		    wr[i] == X86_REG_DIL || wr[i] == X86_REG_RSP)
+		if (is_arg_reg(wr[i], args) || wr[i] == X86_REG_RSP || wr[i] == X86_REG_ESP)
 			return 1;
 	return 0;
 }
 
-int probesite_entry_only(const char *path, uint64_t func_off, uint64_t *out)
+int probesite_find(const char *path, uint64_t func_off, unsigned args, uint64_t *out)
 {
 	unsigned char buf[PROBESITE_MAX_SKIP * 15];
 	cs_insn *ins = NULL;
@@ -74,7 +88,7 @@ int probesite_entry_only(const char *path, uint64_t func_off, uint64_t *out)
 			*out = ins[i].address;
 			break;
 		}
-		if (writes_rdi_or_branches(h, &ins[i]))
+		if (unsafe_to_skip(h, &ins[i], args))
 			break;
 	}
 	if (count)
