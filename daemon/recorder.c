@@ -52,7 +52,9 @@ static int write_agg(struct agg *a, void *arg)
 			.function = s->function[i], .mangled = s->mangled[i],
 		};
 	fill_proc(r, a->proc, &sp);
-	return store_put_mib(r->store, &sp, s->hash, f, s->nframes, a->bucket, &a->mib);
+	/* The store keys buckets by their start in CLOCK_REALTIME ns. */
+	return store_put_mib(r->store, &sp, s->hash, f, s->nframes, a->bucket * 1000000000LL,
+			     &a->mib);
 }
 
 static int write_exits(struct recorder *r)

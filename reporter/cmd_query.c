@@ -1,0 +1,855 @@
+/* `memprofd query contexts|data|binaries|processes|status`: options, then one report as
+ * an aligned table (at most FMT_TABLE_WIDTH columns), JSON (one array) or CSV (RFC 4180).
+ * The store is opened read-only, so this runs beside a recording daemon. Exit 0 on
+ * success, 1 on a runtime failure, 2 on bad usage; errors are one line on stderr. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "reporter/classify.h"
+#include "reporter/format.h"
+#include "reporter/query.h"
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+static inline void freep(void *p) { free(*(void **)p); }
+#define _cleanup_free_ _cleanup_(freep)
+static inline void store_closep(struct store **s) { store_close(*s); }
+
+#define NS_PER_MS UINT64_C(1000000)
+#define STACK_SEP " < "            /* between frames in the table, leaf first */
+#define CSV_FRAME_SEP ";"          /* between frames in a CSV field, leaf first */
+#define EOL_CSV "\r\n"             /* RFC 4180 records end in CRLF */
+
+/* ---- contexts ---- */
+
+struct ctx_out {
+	FILE *out;
+	enum query_format fmt;
+	unsigned n;
+};
+
+/* "0x1234": a frame without a symbol, by file offset. */
+static void frame_addr(char *buf, size_t n, const struct store_frame *f)
+{
+	snprintf(buf, n, "0x%" PRIx64, f->offset);
+}
+
+static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
+{
+	const struct mib *m = &r->mib;
+	char addr[32];
+
+	fputs("{\"build_id\": ", out);
+	fmt_json_str(out, r->build_id ? r->build_id : "");
+	fputs(", \"binary\": ", out);
+	fmt_json_str(out, r->binary ? r->binary : "");
+	fputs(", \"frames\": [", out);
+	for (unsigned i = 0; i < r->nframes; i++) {
+		const struct store_frame *f = &r->frames[i];
+
+		frame_addr(addr, sizeof(addr), f);
+		fputs(i ? ", {\"function\": " : "{\"function\": ", out);
+		fmt_json_str(out, f->function);
+		fprintf(out, ", \"file\": null, \"line\": null, \"column\": null, "
+			"\"inlined\": false, \"address\": \"%s\"}", addr);
+	}
+	fprintf(out, "], \"alloc_count\": %" PRIu64 ", \"total_size\": %" PRIu64
+		", \"min_size\": %" PRIu64 ", \"max_size\": %" PRIu64
+		", \"total_lifetime_ms\": %" PRIu64 ", \"min_lifetime_ms\": %" PRIu64
+		", \"max_lifetime_ms\": %" PRIu64 ", \"access_samples\": %" PRIu64
+		", \"est_accesses\": %" PRIu64 ", \"lifetime_access_density\": %.9g"
+		", \"class\": \"%s\"}",
+		m->alloc_count, m->total_size, m->min_size, m->max_size,
+		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
+		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
+		classify_density(m), classify_name(classify_mib(m)));
+}
+
+static void print_ctx_csv(FILE *out, const struct store_ctx_row *r)
+{
+	const struct mib *m = &r->mib;
+	_cleanup_free_ char *frames = NULL;
+	size_t len = 0;
+	FILE *fs = open_memstream(&frames, &len);
+	char addr[32];
+
+	for (unsigned i = 0; fs && i < r->nframes; i++) {
+		const struct store_frame *f = &r->frames[i];
+
+		frame_addr(addr, sizeof(addr), f);
+		fprintf(fs, "%s%s", i ? CSV_FRAME_SEP : "", f->function ? f->function : addr);
+	}
+	if (fs)
+		fclose(fs);
+	fmt_csv_field(out, r->build_id);
+	fputc(',', out);
+	fmt_csv_field(out, r->binary);
+	fputc(',', out);
+	fmt_csv_field(out, frames);
+	fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.9g,%s" EOL_CSV,
+		m->alloc_count, m->total_size, m->min_size, m->max_size,
+		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
+		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
+		classify_density(m), classify_name(classify_mib(m)));
+}
+
+/* Table layout: fixed columns, then the stack in what is left of FMT_TABLE_WIDTH. */
+#define W_BYTES FMT_BYTES_MAX
+#define W_ALLOCS FMT_COUNT_MAX
+#define W_LIFE FMT_DURATION_MAX
+#define W_ACCESSES 8
+#define W_DENSITY FMT_DENSITY_MAX
+#define W_CLASS 7
+#define W_BINARY 12
+#define W_CTX_FIXED (W_BYTES + W_ALLOCS + W_LIFE + W_ACCESSES + W_DENSITY + W_CLASS + W_BINARY + 7)
+#define W_STACK (FMT_TABLE_WIDTH - W_CTX_FIXED)
+
+_Static_assert(W_STACK >= 20, "the stack column needs room");
+
+static const char *base_name(const char *path)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+
+	return slash ? slash + 1 : path;
+}
+
+/* "std::vector<...>::_M_realloc_insert" keeps both ends: "std::vect...realloc_insert". */
+static void elide_middle(char *s, size_t width)
+{
+	size_t len = strlen(s), head = (width - 3) / 3, tail = width - 3 - head;
+
+	memmove(s + head + 3, s + len - tail, tail + 1);
+	memcpy(s + head, "...", 3);
+}
+
+/* Leaf-first "f < g < h", cut to W_STACK columns. */
+static void stack_cell(char *cell, const struct store_ctx_row *r)
+{
+	char buf[4 * W_STACK + 8];
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < r->nframes && len <= W_STACK; i++) {
+		const struct store_frame *f = &r->frames[i];
+		/* The whole name: its parameter list is found from the end. */
+		size_t namesz = f->function ? strlen(f->function) + 1 : 0;
+		_cleanup_free_ char *name = malloc(namesz > 32 ? namesz : 32);
+
+		if (!name)
+			break;
+		if (f->function)
+			fmt_func_short(name, namesz, f->function);
+		else
+			frame_addr(name, 32, f);
+		/* A leaf too long alone is shown alone, both ends kept; later names are cut. */
+		if (i == 0 && strlen(name) > W_STACK) {
+			elide_middle(name, W_STACK);
+			snprintf(buf, sizeof(buf), "%s", name);
+			break;
+		}
+
+		int n = snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? STACK_SEP : "", name);
+
+		if (n < 0)
+			break;
+		len += (size_t)n;
+		if (len >= sizeof(buf)) {
+			len = sizeof(buf) - 1;
+			break;
+		}
+	}
+	fmt_cell(cell, W_STACK, r->nframes ? buf : "(no frames)");
+}
+
+static void print_ctx_table_header(FILE *out)
+{
+	fprintf(out, "%*s %*s %*s %*s %*s %-*s %-*s %s\n", W_BYTES, "BYTES", W_ALLOCS, "ALLOCS",
+		W_LIFE, "AVG LIFE", W_ACCESSES, "ACCESSES", W_DENSITY, "DENSITY",
+		W_CLASS, "CLASS", W_BINARY, "BINARY", "STACK (leaf first)");
+}
+
+static void print_ctx_table(FILE *out, const struct store_ctx_row *r)
+{
+	const struct mib *m = &r->mib;
+	char bytes[FMT_BUF], allocs[FMT_BUF], life[FMT_BUF], acc[FMT_BUF], dens[FMT_BUF];
+	char bin[W_BINARY + 1], stack[W_STACK + 1];
+	const char *b = base_name(r->binary);
+
+	fmt_cell(bin, W_BINARY, b && *b ? b : r->build_id && *r->build_id ? r->build_id : "?");
+	stack_cell(stack, r);
+	fprintf(out, "%*s %*s %*s %*s %*s %-*s %-*s %s\n",
+		W_BYTES, fmt_bytes(bytes, m->total_size),
+		W_ALLOCS, fmt_count(allocs, m->alloc_count),
+		W_LIFE, fmt_duration_ns(life, classify_avg_lifetime_ns(m)),
+		W_ACCESSES, fmt_count(acc, m->total_access_count),
+		W_DENSITY, fmt_density(dens, classify_density(m)),
+		W_CLASS, classify_name(classify_mib(m)), W_BINARY, bin, stack);
+}
+
+static int ctx_cb(const struct store_ctx_row *r, void *arg)
+{
+	struct ctx_out *o = arg;
+
+	switch (o->fmt) {
+	case QUERY_JSON:
+		fputs(o->n ? ",\n" : "\n", o->out);
+		print_ctx_json(o->out, r);
+		break;
+	case QUERY_CSV:
+		print_ctx_csv(o->out, r);
+		break;
+	default:
+		print_ctx_table(o->out, r);
+	}
+	o->n++;
+	return 0;
+}
+
+int query_print_contexts(FILE *out, struct store *s, const struct store_ctx_filter *f,
+			 enum query_format fmt)
+{
+	struct ctx_out o = { .out = out, .fmt = fmt };
+	int r;
+
+	if (fmt == QUERY_JSON)
+		fputc('[', out);
+	else if (fmt == QUERY_CSV)
+		fputs("build_id,binary,frames,alloc_count,total_size,min_size,max_size,"
+		      "total_lifetime_ms,min_lifetime_ms,max_lifetime_ms,access_samples,"
+		      "est_accesses,lifetime_access_density,class" EOL_CSV, out);
+	else
+		print_ctx_table_header(out);
+	r = store_query_contexts(s, f, ctx_cb, &o);
+	if (r < 0)
+		return r;
+	if (fmt == QUERY_JSON)
+		fputs(o.n ? "\n]\n" : "]\n", out);
+	else if (fmt == QUERY_TABLE && !o.n)
+		fputs("(no allocation contexts)\n", out);
+	return 0;
+}
+
+/* ---- binaries ---- */
+
+struct list_out {
+	FILE *out;
+	enum query_format fmt;
+	unsigned n;
+	int64_t now_ns;
+};
+
+#define W_BUILD_ID 16
+#define W_NUM 8
+
+static int binary_cb(const struct store_binary_row *r, void *arg)
+{
+	struct list_out *o = arg;
+	char bytes[FMT_BUF], allocs[FMT_BUF], nctx[FMT_BUF], nproc[FMT_BUF];
+	char id[W_BUILD_ID + 1], path[FMT_TABLE_WIDTH + 1];
+
+	switch (o->fmt) {
+	case QUERY_JSON:
+		fputs(o->n ? ",\n{\"build_id\": " : "\n{\"build_id\": ", o->out);
+		fmt_json_str(o->out, r->build_id);
+		fputs(", \"binary\": ", o->out);
+		fmt_json_str(o->out, r->path);
+		fprintf(o->out, ", \"processes\": %" PRIu64 ", \"contexts\": %" PRIu64
+			", \"alloc_count\": %" PRIu64 ", \"total_size\": %" PRIu64 "}",
+			r->processes, r->contexts, r->alloc_count, r->total_size);
+		break;
+	case QUERY_CSV:
+		fmt_csv_field(o->out, r->build_id);
+		fputc(',', o->out);
+		fmt_csv_field(o->out, r->path);
+		fprintf(o->out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 EOL_CSV,
+			r->processes, r->contexts, r->alloc_count, r->total_size);
+		break;
+	default:
+		fmt_cell(id, W_BUILD_ID, r->build_id && *r->build_id ? r->build_id : "-");
+		fmt_cell(path, FMT_TABLE_WIDTH - (W_BYTES + W_NUM * 3 + W_BUILD_ID + 5),
+			 r->path && *r->path ? r->path : "?");
+		fprintf(o->out, "%*s %*s %*s %*s %-*s %s\n",
+			W_BYTES, fmt_bytes(bytes, r->total_size),
+			W_NUM, fmt_count(allocs, r->alloc_count), W_NUM, fmt_count(nctx, r->contexts),
+			W_NUM, fmt_count(nproc, r->processes), W_BUILD_ID, id, path);
+	}
+	o->n++;
+	return 0;
+}
+
+int query_print_binaries(FILE *out, struct store *s, enum query_format fmt)
+{
+	struct list_out o = { .out = out, .fmt = fmt };
+	int r;
+
+	if (fmt == QUERY_JSON)
+		fputc('[', out);
+	else if (fmt == QUERY_CSV)
+		fputs("build_id,binary,processes,contexts,alloc_count,total_size" EOL_CSV, out);
+	else
+		fprintf(out, "%*s %*s %*s %*s %-*s %s\n", W_BYTES, "BYTES", W_NUM, "ALLOCS",
+			W_NUM, "CONTEXTS", W_NUM, "PROCS", W_BUILD_ID, "BUILD-ID", "BINARY");
+	r = store_query_binaries(s, binary_cb, &o);
+	if (r < 0)
+		return r;
+	if (fmt == QUERY_JSON)
+		fputs(o.n ? "\n]\n" : "]\n", out);
+	else if (fmt == QUERY_TABLE && !o.n)
+		fputs("(no binaries)\n", out);
+	return 0;
+}
+
+/* ---- processes ---- */
+
+#define W_PID 8
+#define W_COMM 16
+#define W_STATE 7
+
+static void json_opt_i64(FILE *out, const char *key, int64_t v)
+{
+	if (v)
+		fprintf(out, ", \"%s\": %" PRId64, key, v);
+	else
+		fprintf(out, ", \"%s\": null", key);
+}
+
+static int proc_cb(const struct store_proc_row *r, void *arg)
+{
+	struct list_out *o = arg;
+	char bytes[FMT_BUF], allocs[FMT_BUF], nctx[FMT_BUF];
+	char comm[W_COMM + 1], exe[FMT_TABLE_WIDTH + 1];
+
+	switch (o->fmt) {
+	case QUERY_JSON:
+		fprintf(o->out, "%s{\"pid\": %d, \"start_ns\": %" PRIu64 ", \"ppid\": %d, \"comm\": ",
+			o->n ? ",\n" : "\n", r->pid, r->start_ns, r->ppid);
+		fmt_json_str(o->out, r->comm);
+		fputs(", \"exe\": ", o->out);
+		fmt_json_str(o->out, r->exe);
+		fputs(", \"build_id\": ", o->out);
+		fmt_json_str(o->out, r->build_id);
+		json_opt_i64(o->out, "run_id", r->run_id);
+		json_opt_i64(o->out, "exit_ns", r->exit_ns);
+		fprintf(o->out, ", \"contexts\": %" PRIu64 ", \"alloc_count\": %" PRIu64
+			", \"total_size\": %" PRIu64 "}", r->contexts, r->alloc_count, r->total_size);
+		break;
+	case QUERY_CSV:
+		fprintf(o->out, "%d,%" PRIu64 ",%d,", r->pid, r->start_ns, r->ppid);
+		fmt_csv_field(o->out, r->comm);
+		fputc(',', o->out);
+		fmt_csv_field(o->out, r->exe);
+		fputc(',', o->out);
+		fmt_csv_field(o->out, r->build_id);
+		fprintf(o->out, ",%" PRId64 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 EOL_CSV,
+			r->run_id, r->exit_ns, r->contexts, r->alloc_count, r->total_size);
+		break;
+	default:
+		fmt_cell(comm, W_COMM, r->comm ? r->comm : "?");
+		fmt_cell(exe, FMT_TABLE_WIDTH - (W_PID * 3 + W_COMM + W_STATE + W_BYTES + W_NUM + 7),
+			 r->exe ? r->exe : "?");
+		fprintf(o->out, "%*d %*d %-*s %-*s %*s %*s %*s %s\n",
+			W_PID, r->pid, W_PID, r->ppid, W_COMM, comm,
+			W_STATE, r->exit_ns ? "exited" : "running",
+			W_BYTES, fmt_bytes(bytes, r->total_size),
+			W_PID, fmt_count(allocs, r->alloc_count), W_NUM, fmt_count(nctx, r->contexts),
+			exe);
+	}
+	o->n++;
+	return 0;
+}
+
+int query_print_processes(FILE *out, struct store *s, const struct store_proc_filter *f,
+			  enum query_format fmt)
+{
+	struct list_out o = { .out = out, .fmt = fmt };
+	int r;
+
+	if (fmt == QUERY_JSON)
+		fputc('[', out);
+	else if (fmt == QUERY_CSV)
+		fputs("pid,start_ns,ppid,comm,exe,build_id,run_id,exit_ns,contexts,alloc_count,"
+		      "total_size" EOL_CSV, out);
+	else
+		fprintf(out, "%*s %*s %-*s %-*s %*s %*s %*s %s\n", W_PID, "PID", W_PID, "PPID",
+			W_COMM, "COMM", W_STATE, "STATE", W_BYTES, "BYTES", W_PID, "ALLOCS",
+			W_NUM, "CONTEXTS", "EXE");
+	r = store_query_processes(s, f, proc_cb, &o);
+	if (r < 0)
+		return r;
+	if (fmt == QUERY_JSON)
+		fputs(o.n ? "\n]\n" : "]\n", out);
+	else if (fmt == QUERY_TABLE && !o.n)
+		fputs("(no processes)\n", out);
+	return 0;
+}
+
+/* ---- status: runs and their counters ---- */
+
+#define W_RUN_ID 5
+#define W_STARTED 20
+#define W_STATUS 14
+
+static int64_t now_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static const char *iso_utc(char *buf, size_t n, int64_t ns)
+{
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, n, "?");
+	return buf;
+}
+
+static int run_cb(const struct store_run_row *r, void *arg)
+{
+	struct list_out *o = arg;
+	const struct store_run_stats *st = &r->stats;
+	uint64_t drops = st->drops_ringbuf + st->drops_live_full + st->drops_state_full +
+			 st->drops_stack;
+	char started[32], dur[FMT_BUF], events[FMT_BUF], ndrops[FMT_BUF], nunm[FMT_BUF];
+	char status[W_STATUS + 1];
+	char cmd[FMT_TABLE_WIDTH + 1];
+
+	switch (o->fmt) {
+	case QUERY_JSON:
+		fprintf(o->out, "%s{\"run_id\": %" PRId64 ", \"command\": ", o->n ? ",\n" : "\n",
+			r->id);
+		fmt_json_str(o->out, r->run.command);
+		fputs(", \"alloc_mode\": ", o->out);
+		fmt_json_str(o->out, r->run.alloc_mode);
+		fputs(", \"access_mode\": ", o->out);
+		fmt_json_str(o->out, r->run.access_mode);
+		fputs(", \"settings\": ", o->out);
+		fmt_json_str(o->out, r->run.settings);
+		fprintf(o->out, ", \"started_ns\": %" PRId64, r->run.started_ns);
+		json_opt_i64(o->out, "ended_ns", st->ended_ns);
+		fputs(", \"status\": ", o->out);
+		fmt_json_str(o->out, st->status);
+		fprintf(o->out, ", \"events\": %" PRIu64 ", \"drops_ringbuf\": %" PRIu64
+			", \"drops_live_full\": %" PRIu64 ", \"drops_state_full\": %" PRIu64
+			", \"drops_stack\": %" PRIu64 ", \"unmatched_frees\": %" PRIu64
+			", \"overwritten\": %" PRIu64 ", \"unresolved_frames\": %" PRIu64 "}",
+			st->events, st->drops_ringbuf, st->drops_live_full, st->drops_state_full,
+			st->drops_stack, st->unmatched_frees, st->overwritten, st->unresolved_frames);
+		break;
+	case QUERY_CSV:
+		fprintf(o->out, "%" PRId64 ",", r->id);
+		fmt_csv_field(o->out, r->run.command);
+		fputc(',', o->out);
+		fmt_csv_field(o->out, r->run.alloc_mode);
+		fputc(',', o->out);
+		fmt_csv_field(o->out, r->run.access_mode);
+		fputc(',', o->out);
+		fmt_csv_field(o->out, r->run.settings);
+		fprintf(o->out, ",%" PRId64 ",%" PRId64 ",", r->run.started_ns, st->ended_ns);
+		fmt_csv_field(o->out, st->status);
+		fprintf(o->out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			",%" PRIu64 ",%" PRIu64 ",%" PRIu64 EOL_CSV,
+			st->events, st->drops_ringbuf, st->drops_live_full, st->drops_state_full,
+			st->drops_stack, st->unmatched_frees, st->overwritten, st->unresolved_frames);
+		break;
+	default: {
+		int64_t end = st->ended_ns ? st->ended_ns : o->now_ns;
+
+		fmt_cell(status, W_STATUS, st->status ? st->status : "?");
+		fmt_cell(cmd, FMT_TABLE_WIDTH - (W_RUN_ID + W_STARTED + W_LIFE + W_STATUS +
+						 W_NUM * 3 + 7), r->run.command);
+		fprintf(o->out, "%*" PRId64 " %-*s %*s %-*s %*s %*s %*s %s\n",
+			W_RUN_ID, r->id, W_STARTED, iso_utc(started, sizeof(started), r->run.started_ns),
+			W_LIFE, fmt_duration_ns(dur, end > r->run.started_ns ?
+						(uint64_t)(end - r->run.started_ns) : 0),
+			W_STATUS, status, W_NUM, fmt_count(events, st->events),
+			W_NUM, fmt_count(ndrops, drops),
+			W_NUM, fmt_count(nunm, st->unmatched_frees), cmd);
+	}
+	}
+	o->n++;
+	return 0;
+}
+
+int query_print_status(FILE *out, struct store *s, enum query_format fmt)
+{
+	struct list_out o = { .out = out, .fmt = fmt, .now_ns = now_realtime_ns() };
+	int r;
+
+	if (fmt == QUERY_JSON)
+		fputc('[', out);
+	else if (fmt == QUERY_CSV)
+		fputs("run_id,command,alloc_mode,access_mode,settings,started_ns,ended_ns,status,"
+		      "events,drops_ringbuf,drops_live_full,drops_state_full,drops_stack,"
+		      "unmatched_frees,overwritten,unresolved_frames" EOL_CSV, out);
+	else
+		fprintf(out, "%*s %-*s %*s %-*s %*s %*s %*s %s\n", W_RUN_ID, "RUN", W_STARTED,
+			"STARTED (UTC)", W_LIFE, "DURATION", W_STATUS, "STATUS", W_NUM, "EVENTS",
+			W_NUM, "DROPS", W_NUM, "UNMATCH", "COMMAND");
+	r = store_query_runs(s, run_cb, &o);
+	if (r < 0)
+		return r;
+	if (fmt == QUERY_JSON)
+		fputs(o.n ? "\n]\n" : "]\n", out);
+	else if (fmt == QUERY_TABLE && !o.n)
+		fputs("(no runs recorded)\n", out);
+	return 0;
+}
+
+/* ---- options ---- */
+
+static bool parse_u64(const char *arg, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!arg || !isdigit((unsigned char)arg[0]))
+		return false;
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || *end || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int64_t unit_ns(const char *u, bool relative)
+{
+	static const struct { const char *name; int64_t ns; } units[] = {
+		{ "", 1000000000 }, { "s", 1000000000 }, { "ms", 1000000 }, { "us", 1000 },
+		{ "ns", 1 }, { "m", 60ll * 1000000000 }, { "min", 60ll * 1000000000 },
+		{ "h", 3600ll * 1000000000 }, { "d", 86400ll * 1000000000 },
+	};
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(u, units[i].name)) {
+			/* Minutes and longer only make sense as "that long ago". */
+			if (!relative && units[i].ns > 1000000000)
+				return 0;
+			return units[i].ns;
+		}
+	return 0;
+}
+
+int query_parse_time(const char *arg, int64_t now_ns, int64_t *out)
+{
+	static const char *const date_fmts[] = {
+		"%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M",
+		"%Y-%m-%d",
+	};
+	bool relative = arg && arg[0] == '-';
+	const char *num = relative ? arg + 1 : arg;
+	char *end;
+	unsigned long long v;
+
+	if (!num || !isdigit((unsigned char)num[0]))
+		return -EINVAL;
+	if (!relative && strchr(num, '-')) {
+		for (size_t i = 0; i < sizeof(date_fmts) / sizeof(date_fmts[0]); i++) {
+			struct tm tm = {0};
+			const char *rest = strptime(num, date_fmts[i], &tm);
+
+			if (!rest || (*rest && strcmp(rest, "Z")))
+				continue;
+			time_t t = timegm(&tm);
+
+			if (t < 0 || (int64_t)t > INT64_MAX / 1000000000)
+				return -ERANGE;
+			*out = (int64_t)t * 1000000000;
+			return 0;
+		}
+		return -EINVAL;
+	}
+	errno = 0;
+	v = strtoull(num, &end, 10);
+	if (errno)
+		return -ERANGE;
+
+	int64_t mult = unit_ns(end, relative);
+
+	if (!mult)
+		return -EINVAL;
+	if (v > (unsigned long long)(INT64_MAX / mult))
+		return -ERANGE;
+	*out = relative ? now_ns - (int64_t)v * mult : (int64_t)v * mult;
+	return 0;
+}
+
+enum {
+	O_DB = 1 << 0, O_BINARY = 1 << 1, O_PID = 1 << 2, O_SINCE = 1 << 3, O_UNTIL = 1 << 4,
+	O_SORT = 1 << 5, O_LIMIT = 1 << 6, O_FORMAT = 1 << 7,
+	O_ALL = (1 << 8) - 1,
+};
+
+struct query_opts {
+	const char *db;
+	char *binary_path;   /* --binary resolved by realpath(), owned */
+	struct store_ctx_filter ctx;
+	enum query_format fmt;
+	unsigned given;
+};
+
+static void query_opts_free(struct query_opts *o)
+{
+	free(o->binary_path);
+}
+
+static int run_contexts(FILE *out, struct store *s, const struct query_opts *o)
+{
+	return query_print_contexts(out, s, &o->ctx, o->fmt);
+}
+
+static int run_binaries(FILE *out, struct store *s, const struct query_opts *o)
+{
+	return query_print_binaries(out, s, o->fmt);
+}
+
+static int run_processes(FILE *out, struct store *s, const struct query_opts *o)
+{
+	struct store_proc_filter f = { .binary = o->ctx.binary, .pid = o->ctx.pid,
+				       .limit = o->ctx.limit };
+
+	return query_print_processes(out, s, &f, o->fmt);
+}
+
+static int run_status(FILE *out, struct store *s, const struct query_opts *o)
+{
+	return query_print_status(out, s, o->fmt);
+}
+
+static const struct subcmd {
+	const char *name;
+	unsigned opts;      /* the options that apply */
+	int (*run)(FILE *out, struct store *s, const struct query_opts *o);  /* NULL: not yet */
+} subcmds[] = {
+	{ "contexts", O_ALL, run_contexts },
+	{ "data", O_ALL, NULL },
+	{ "binaries", O_DB | O_FORMAT, run_binaries },
+	{ "processes", O_DB | O_BINARY | O_PID | O_LIMIT | O_FORMAT, run_processes },
+	{ "status", O_DB | O_FORMAT, run_status },
+};
+
+static const char usage_text[] =
+	"usage: memprofd query contexts|data|binaries|processes|status [options]\n"
+	"\n"
+	"Reports from a memprofd database, opened read-only (a recording may be running).\n"
+	"\n"
+	"  contexts   allocation contexts (call stacks) with their combined MemInfoBlocks\n"
+	"  binaries   executables that were profiled\n"
+	"  processes  process instances (pid + start time), most recent first\n"
+	"  status     recording runs and their counters, most recent first\n"
+	"  data       static data symbols (not implemented yet)\n"
+	"\n"
+	"options:\n"
+	"  --db PATH            database file (default " QUERY_DEFAULT_DB ")\n"
+	"  --binary PATH|ID     only this executable: its path (resolved) or its build-id\n"
+	"                       (contexts, processes)\n"
+	"  --pid PID            only processes with this pid (contexts, processes)\n"
+	"  --since T            only time buckets starting at or after T (contexts)\n"
+	"  --until T            only time buckets starting before T (contexts)\n"
+	"  --sort KEY           bytes|count|lifetime|density|accesses, largest first\n"
+	"                       (contexts; default bytes)\n"
+	"  --limit N            at most N rows; 0 for all (contexts, processes)\n"
+	"  --format FMT         table|json|csv (default table)\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"T is seconds since the epoch (or N with a ns|us|ms|s suffix), a UTC date\n"
+	"YYYY-MM-DD[THH:MM[:SS]], or -N[s|m|h|d] for that long ago.\n";
+
+static int usage_error(const char *what, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "memprofd: %s: ", what);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	return 2;
+}
+
+static int parse_option(int c, const char *arg, struct query_opts *o, const char *what)
+{
+	static const char *const sorts[] = {
+		[STORE_SORT_BYTES] = "bytes", [STORE_SORT_COUNT] = "count",
+		[STORE_SORT_LIFETIME] = "lifetime", [STORE_SORT_DENSITY] = "density",
+		[STORE_SORT_ACCESSES] = "accesses",
+	};
+	static const char *const formats[] = {
+		[QUERY_TABLE] = "table", [QUERY_JSON] = "json", [QUERY_CSV] = "csv",
+	};
+	uint64_t v;
+	int r;
+
+	switch (c) {
+	case O_DB:
+		if (!*arg)
+			return usage_error(what, "--db: empty path%s", "");
+		o->db = arg;
+		return 0;
+	case O_BINARY:
+		if (!*arg)
+			return usage_error(what, "--binary: empty value%s", "");
+		/* A path names the binary as the daemon recorded it: absolute, links resolved. */
+		free(o->binary_path);
+		o->binary_path = strchr(arg, '/') ? realpath(arg, NULL) : NULL;
+		o->ctx.binary = o->binary_path ? o->binary_path : arg;
+		return 0;
+	case O_PID:
+		if (!parse_u64(arg, INT32_MAX, &v) || v == 0)
+			return usage_error(what, "--pid: invalid process id '%s'", arg);
+		o->ctx.pid = (int32_t)v;
+		return 0;
+	case O_LIMIT:
+		if (!parse_u64(arg, UINT_MAX, &v))
+			return usage_error(what, "--limit: invalid number '%s'", arg);
+		o->ctx.limit = (unsigned)v;
+		return 0;
+	case O_SINCE:
+	case O_UNTIL:
+		r = query_parse_time(arg, now_realtime_ns(), c == O_SINCE ? &o->ctx.since_ns :
+				     &o->ctx.until_ns);
+		if (r < 0)
+			return usage_error(what, c == O_SINCE ? "--since: invalid time '%s'" :
+					   "--until: invalid time '%s'", arg);
+		return 0;
+	case O_SORT:
+		for (size_t i = 0; i < sizeof(sorts) / sizeof(sorts[0]); i++)
+			if (!strcmp(arg, sorts[i])) {
+				o->ctx.sort = (enum store_sort)i;
+				return 0;
+			}
+		return usage_error(what, "--sort: unknown key '%s' "
+				   "(bytes|count|lifetime|density|accesses)", arg);
+	case O_FORMAT:
+		for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+			if (!strcmp(arg, formats[i])) {
+				o->fmt = (enum query_format)i;
+				return 0;
+			}
+		return usage_error(what, "--format: unknown format '%s' (table|json|csv)", arg);
+	}
+	return 2;
+}
+
+static const char *option_name(int c)
+{
+	switch (c) {
+	case O_DB: return "--db";
+	case O_BINARY: return "--binary";
+	case O_PID: return "--pid";
+	case O_SINCE: return "--since";
+	case O_UNTIL: return "--until";
+	case O_SORT: return "--sort";
+	case O_LIMIT: return "--limit";
+	default: return "--format";
+	}
+}
+
+int cmd_query(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "db", required_argument, NULL, O_DB },
+		{ "binary", required_argument, NULL, O_BINARY },
+		{ "pid", required_argument, NULL, O_PID },
+		{ "since", required_argument, NULL, O_SINCE },
+		{ "until", required_argument, NULL, O_UNTIL },
+		{ "sort", required_argument, NULL, O_SORT },
+		{ "limit", required_argument, NULL, O_LIMIT },
+		{ "format", required_argument, NULL, O_FORMAT },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	_cleanup_(query_opts_free) struct query_opts o = {
+		.db = QUERY_DEFAULT_DB, .ctx.sort = STORE_SORT_BYTES, .fmt = QUERY_TABLE };
+	const struct subcmd *sub = NULL;
+	char what[64] = "query";
+	int c, r;
+
+	/* The report may come before or after the options: find it first, for messages. */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (argv[i][0] == '-') {
+			bool has_arg = argv[i][1] == '-' && !strchr(argv[i], '=') &&
+				       strcmp(argv[i], "--help");
+			i += has_arg;
+			continue;
+		}
+		for (size_t k = 0; k < sizeof(subcmds) / sizeof(subcmds[0]); k++)
+			if (!strcmp(argv[i], subcmds[k].name))
+				sub = &subcmds[k];
+		if (sub)
+			snprintf(what, sizeof(what), "query %s", sub->name);
+		break;
+	}
+
+	optind = 0;   /* glibc: full re-initialisation, cmd_query may run more than once */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(usage_text, stdout);
+			return 0;
+		}
+		if (c == ':')
+			return usage_error(what, "option '%s' needs a value", argv[optind - 1]);
+		if (c == '?')
+			return usage_error(what, "unknown option '%s'", argv[optind - 1]);
+		r = parse_option(c, optarg, &o, what);
+		if (r)
+			return r;
+		o.given |= (unsigned)c;
+	}
+	if (optind >= argc) {
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	if (!sub || strcmp(argv[optind], sub->name)) {
+		sub = NULL;
+		for (size_t k = 0; k < sizeof(subcmds) / sizeof(subcmds[0]); k++)
+			if (!strcmp(argv[optind], subcmds[k].name))
+				sub = &subcmds[k];
+		if (!sub)
+			return usage_error("query", "unknown report '%s' "
+					   "(contexts|data|binaries|processes|status)", argv[optind]);
+		snprintf(what, sizeof(what), "query %s", sub->name);
+	}
+	if (optind + 1 < argc)
+		return usage_error(what, "unexpected argument '%s'", argv[optind + 1]);
+	for (unsigned bit = 1; bit < O_ALL; bit <<= 1)
+		if ((o.given & bit) && !(sub->opts & bit))
+			return usage_error(what, "%s does not apply to this report",
+					   option_name((int)bit));
+	if (o.ctx.since_ns && o.ctx.until_ns && o.ctx.since_ns >= o.ctx.until_ns)
+		return usage_error(what, "--since must be before --until%s", "");
+	if (!sub->run) {
+		fprintf(stderr, "memprofd: %s: not implemented yet\n", what);
+		return 1;
+	}
+
+	char err[512];
+	_cleanup_(store_closep) struct store *s = NULL;
+
+	r = store_open(&s, o.db, STORE_RDONLY, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "memprofd: %s: %s\n", what, err);
+		return 1;
+	}
+	r = sub->run(stdout, s, &o);
+	if (r < 0) {
+		fflush(stdout);
+		fprintf(stderr, "memprofd: %s: %s\n", what, store_errmsg(s));
+		return 1;
+	}
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		fprintf(stderr, "memprofd: %s: writing the report: %s\n", what, strerror(errno));
+		return 1;
+	}
+	return 0;
+}

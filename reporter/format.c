@@ -1,0 +1,204 @@
+/* Output primitives (see format.h). Every function here is total: any input bytes give
+ * well-formed output of the documented maximum width, never a crash or a bad escape. */
+#include <stdbool.h>
+#include <string.h>
+
+#include "reporter/format.h"
+
+/* Length of the well-formed UTF-8 sequence at p (1-4), or 0 if it is not one
+ * (overlongs, surrogates and code points above U+10FFFF are not). Stops at a NUL. */
+static size_t utf8_seq(const unsigned char *p)
+{
+	unsigned c = p[0];
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
+			return 0;
+		if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0))
+			return 0;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
+			return 0;
+		if ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90))
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+void fmt_json_str(FILE *out, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	if (!s) {
+		fputs("null", out);
+		return;
+	}
+	fputc('"', out);
+	while (*p) {
+		size_t n = utf8_seq(p);
+
+		if (n == 0) {
+			fputs("\\ufffd", out);   /* a byte that is not UTF-8 */
+			p++;
+			continue;
+		}
+		if (n > 1) {
+			fwrite(p, 1, n, out);
+			p += n;
+			continue;
+		}
+		switch (*p) {
+		case '"': fputs("\\\"", out); break;
+		case '\\': fputs("\\\\", out); break;
+		case '\b': fputs("\\b", out); break;
+		case '\f': fputs("\\f", out); break;
+		case '\n': fputs("\\n", out); break;
+		case '\r': fputs("\\r", out); break;
+		case '\t': fputs("\\t", out); break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				fprintf(out, "\\u%04x", *p);
+			else
+				fputc(*p, out);
+		}
+		p++;
+	}
+	fputc('"', out);
+}
+
+void fmt_csv_field(FILE *out, const char *s)
+{
+	if (!s)
+		return;
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, out);
+		return;
+	}
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', out);
+		fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
+/* v / 1024^k (or 1000^k) with one decimal, promoted while it would print >= 1000. */
+static const char *scaled(char *buf, uint64_t v, double base, const char *const *units,
+			  unsigned nunits, const char *sep)
+{
+	double x = (double)v;
+	unsigned u = 0;
+
+	while (u + 1 < nunits && x >= 999.95) {
+		x /= base;
+		u++;
+	}
+	snprintf(buf, FMT_BUF, "%.1f%s%s", x, sep, units[u]);
+	return buf;
+}
+
+const char *fmt_bytes(char *buf, uint64_t bytes)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+
+	if (bytes < 1000) {
+		snprintf(buf, FMT_BUF, "%u B", (unsigned)bytes);
+		return buf;
+	}
+	return scaled(buf, bytes, 1024.0, units, sizeof(units) / sizeof(units[0]), " ");
+}
+
+const char *fmt_count(char *buf, uint64_t v)
+{
+	static const char *const units[] = { "", "k", "M", "G", "T", "P", "E" };
+
+	if (v < 10000) {
+		snprintf(buf, FMT_BUF, "%u", (unsigned)v);
+		return buf;
+	}
+	return scaled(buf, v, 1000.0, units, sizeof(units) / sizeof(units[0]), "");
+}
+
+const char *fmt_duration_ns(char *buf, uint64_t ns)
+{
+	double ms = (double)ns / 1e6, s = (double)ns / 1e9;
+
+	if (ms < 999.95)
+		snprintf(buf, FMT_BUF, "%.1f ms", ms);
+	else if (s < 999.95)
+		snprintf(buf, FMT_BUF, "%.1f s", s);
+	else if (s / 3600 < 99.95)
+		snprintf(buf, FMT_BUF, "%.1f h", s / 3600);
+	else
+		snprintf(buf, FMT_BUF, "%.0f d", s / 86400);
+	return buf;
+}
+
+const char *fmt_density(char *buf, double d)
+{
+	snprintf(buf, FMT_BUF, "%.3g", d);
+	return buf;
+}
+
+size_t fmt_cell(char *dst, size_t width, const char *src)
+{
+	size_t len = src ? strlen(src) : 0, n = len <= width ? len : width;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)src[i];
+
+		dst[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	if (len > width && width >= 3)
+		memcpy(dst + width - 3, "...", 3);
+	dst[n] = '\0';
+	return n;
+}
+
+static bool strip_suffix(char *s, size_t *len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	if (*len < n || memcmp(s + *len - n, suffix, n))
+		return false;
+	*len -= n;
+	s[*len] = '\0';
+	return true;
+}
+
+void fmt_func_short(char *dst, size_t dstsz, const char *func)
+{
+	size_t len;
+
+	if (!dstsz)
+		return;
+	snprintf(dst, dstsz, "%s", func ? func : "");
+	len = strlen(dst);
+	while (strip_suffix(dst, &len, " const") || strip_suffix(dst, &len, " volatile") ||
+	       strip_suffix(dst, &len, " &&") || strip_suffix(dst, &len, " &") ||
+	       strip_suffix(dst, &len, " noexcept"))
+		;
+	if (len < 2 || dst[len - 1] != ')')
+		return;
+	/* Find the '(' that opens the final parameter list; keep names that start with one. */
+	int depth = 0;
+
+	for (size_t i = len; i-- > 0;) {
+		if (dst[i] == ')')
+			depth++;
+		else if (dst[i] == '(' && --depth == 0) {
+			if (i > 0)
+				dst[i] = '\0';
+			return;
+		}
+	}
+}

@@ -1,0 +1,372 @@
+/* Read-only queries. Contexts are combined in SQL (GROUP BY over the mib table, which
+ * is clustered by context) with mib_combine()'s semantics: SUM for counts, MIN/MAX for
+ * extremes, and the "last object" fields from the row whose last object died last,
+ * fetched only for the rows returned. Nothing here writes; it all works on a
+ * STORE_RDONLY store while a writer holds a transaction (WAL snapshot isolation). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <endian.h>
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+
+static inline void stmt_resetp(sqlite3_stmt **st)
+{
+	if (*st)
+		sqlite3_reset(*st);
+}
+#define _cleanup_reset_ _cleanup_(stmt_resetp)
+
+double store_lifetime_access_density(const struct mib *m)
+{
+	/* Same operations, in the same order, as DENSITY_SQL below. */
+	if (!m->total_access_count || !m->total_size || !m->alloc_count)
+		return 0.0;
+
+	double life_s = (double)m->total_lifetime_ns / ((double)m->alloc_count * 1e9);
+
+	if (life_s < 0.001)
+		life_s = 0.001;
+	return (double)m->total_access_count / (double)m->total_size / life_s;
+}
+
+static uint64_t col_u64(sqlite3_stmt *st, int i)
+{
+	return (uint64_t)sqlite3_column_int64(st, i);
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+/* ---- contexts ---- */
+
+#define AGG_SUM(f) ", sum(m." #f ")"
+#define AGG_MIN(f) ", min(m." #f ")"
+#define AGG_MAX(f) ", max(m." #f ")"
+#define AGG_LAST(f)
+#define AGG_COL(f, agg) AGG_##agg(f)
+
+/* ?1 limit (-1 for none), ?2 binary, ?3 pid, ?4 since, ?5 until, ?6 context (LAST). */
+#define ROWS_WHERE "m.alloc_count > 0" \
+	" AND (?3 = 0 OR m.process_id IN (SELECT id FROM processes WHERE pid = ?3))" \
+	" AND (?4 = 0 OR m.bucket_start >= ?4) AND (?5 = 0 OR m.bucket_start < ?5)"
+
+#define CTX_SELECT "SELECT m.context_id, b.build_id, b.path, s.frames" \
+	STORE__MIB_FIELDS(AGG_COL) \
+	" FROM mib m JOIN contexts c ON c.id = m.context_id" \
+	" JOIN binaries b ON b.id = c.binary_id JOIN stacks s ON s.id = c.stack_id" \
+	" WHERE " ROWS_WHERE " AND (?2 IS NULL OR b.build_id = ?2 OR b.path = ?2)" \
+	" GROUP BY m.context_id ORDER BY "
+#define CTX_TAIL " DESC, m.context_id LIMIT ?1"
+#define CTX_FIRST_MIB_COL 4
+
+/* store_lifetime_access_density() in SQL. */
+#define DENSITY_SQL "CASE WHEN sum(m.total_access_count) = 0 OR sum(m.total_size) = 0" \
+	" THEN 0.0 ELSE CAST(sum(m.total_access_count) AS REAL) / sum(m.total_size)" \
+	" / max(CAST(sum(m.total_lifetime_ns) AS REAL) / (sum(m.alloc_count) * 1e9), 0.001) END"
+
+static const char *const ctx_sql[] = {
+	[STORE_SORT_BYTES] = CTX_SELECT "sum(m.total_size)" CTX_TAIL,
+	[STORE_SORT_COUNT] = CTX_SELECT "sum(m.alloc_count)" CTX_TAIL,
+	[STORE_SORT_LIFETIME] = CTX_SELECT "sum(m.total_lifetime_ns)" CTX_TAIL,
+	[STORE_SORT_DENSITY] = CTX_SELECT DENSITY_SQL CTX_TAIL,
+	[STORE_SORT_ACCESSES] = CTX_SELECT "sum(m.total_access_count)" CTX_TAIL,
+};
+
+static const char last_sql[] =
+	"SELECT alloc_ts_ns, dealloc_ts_ns, alloc_cpu, dealloc_cpu FROM mib m"
+	" WHERE m.context_id = ?6 AND " ROWS_WHERE
+	" ORDER BY dealloc_ts_ns DESC, alloc_ts_ns DESC, alloc_cpu DESC, dealloc_cpu DESC LIMIT 1";
+
+static const char frame_sql[] =
+	"SELECT f.offset, f.function, f.mangled, b.build_id, b.path"
+	" FROM frames f JOIN binaries b ON b.id = f.binary_id WHERE f.id = ?1";
+
+static void bind_filter(sqlite3_stmt *st, const struct store_ctx_filter *f)
+{
+	sqlite3_bind_int64(st, 1, f->limit ? (int64_t)f->limit : -1);
+	if (f->binary)
+		sqlite3_bind_text(st, 2, f->binary, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, f->pid);
+	sqlite3_bind_int64(st, 4, f->since_ns);
+	sqlite3_bind_int64(st, 5, f->until_ns);
+}
+
+struct frames_buf {
+	struct store_frame *v;
+	unsigned n;
+};
+
+static void frames_free(struct frames_buf *fb)
+{
+	for (unsigned i = 0; i < fb->n; i++) {
+		free((char *)fb->v[i].build_id);
+		free((char *)fb->v[i].path);
+		free((char *)fb->v[i].function);
+		free((char *)fb->v[i].mangled);
+	}
+	free(fb->v);
+	*fb = (struct frames_buf){0};
+}
+
+static char *dup_or_null(const char *s, bool *oom)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		*oom = true;
+	return d;
+}
+
+static int load_frames(struct store *s, const void *blob, int bytes, struct frames_buf *fb)
+{
+	unsigned n = bytes > 0 ? (unsigned)bytes / 8 : 0;
+	const unsigned char *p = blob;
+	sqlite3_stmt *st;
+	bool oom = false;
+
+	if (bytes % 8)
+		return store__error(s, -EUCLEAN, "corrupt stack: %d bytes of frame ids", bytes);
+	fb->v = calloc(n ? n : 1, sizeof(*fb->v));
+	if (!fb->v)
+		return store__error(s, -ENOMEM, "out of memory");
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t le;
+
+		memcpy(&le, p + 8 * i, 8);
+		st = store__stmt(s, frame_sql);
+		if (!st)
+			return -EIO;
+
+		_cleanup_reset_ sqlite3_stmt *guard = st;
+		int rc;
+
+		sqlite3_bind_int64(st, 1, (int64_t)le64toh(le));
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_DONE)
+			return store__error(s, -EUCLEAN, "corrupt stack: no frame %lld",
+					    (long long)le64toh(le));
+		if (rc != SQLITE_ROW)
+			return store__fail(s, rc, "reading a frame");
+
+		struct store_frame *f = &fb->v[fb->n++];
+
+		f->offset = col_u64(st, 0);
+		f->function = dup_or_null(col_text(st, 1), &oom);
+		f->mangled = dup_or_null(col_text(st, 2), &oom);
+		f->build_id = dup_or_null(col_text(st, 3), &oom);
+		f->path = dup_or_null(col_text(st, 4), &oom);
+		if (oom)
+			return store__error(s, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static int load_last(struct store *s, const struct store_ctx_filter *f, int64_t ctx,
+		     struct mib *m)
+{
+	sqlite3_stmt *st = store__stmt(s, last_sql);
+
+	if (!st)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+	int rc;
+
+	bind_filter(st, f);
+	sqlite3_bind_int64(st, 6, ctx);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		m->alloc_ts_ns = col_u64(st, 0);
+		m->dealloc_ts_ns = col_u64(st, 1);
+		m->alloc_cpu = (uint32_t)sqlite3_column_int64(st, 2);
+		m->dealloc_cpu = (uint32_t)sqlite3_column_int64(st, 3);
+		return 0;
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "reading a context's last object");
+}
+
+int store_query_contexts(struct store *s, const struct store_ctx_filter *f, store_ctx_cb cb,
+			 void *arg)
+{
+	static const struct store_ctx_filter all = { .sort = STORE_SORT_BYTES };
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!f)
+		f = &all;
+	if ((unsigned)f->sort >= sizeof(ctx_sql) / sizeof(ctx_sql[0]))
+		return store__error(s, -EINVAL, "unknown sort order %d", (int)f->sort);
+	st = store__stmt(s, ctx_sql[f->sort]);
+	if (!st)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+
+	bind_filter(st, f);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_ctx_row row = {
+			.context_id = sqlite3_column_int64(st, 0),
+			.build_id = col_text(st, 1),
+			.binary = col_text(st, 2),
+		};
+		struct frames_buf fb = {0};
+		int col = CTX_FIRST_MIB_COL, r;
+
+#define READ_SUM(f) row.mib.f = col_u64(st, col++);
+#define READ_MIN READ_SUM
+#define READ_MAX READ_SUM
+#define READ_LAST(f)
+#define READ_COL(f, agg) READ_##agg(f)
+		STORE__MIB_FIELDS(READ_COL)
+#undef READ_COL
+		r = load_frames(s, sqlite3_column_blob(st, 3), sqlite3_column_bytes(st, 3), &fb);
+		if (r == 0)
+			r = load_last(s, f, row.context_id, &row.mib);
+		if (r == 0) {
+			row.frames = fb.v;
+			row.nframes = fb.n;
+			r = cb(&row, arg);
+		}
+		frames_free(&fb);
+		if (r)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying contexts");
+}
+
+/* ---- binaries, processes, runs ---- */
+
+static const char binaries_sql[] =
+	"SELECT b.id, b.build_id, b.path,"
+	" (SELECT count(*) FROM processes p WHERE p.binary_id = b.id),"
+	" count(DISTINCT c.id), coalesce(sum(m.alloc_count), 0), coalesce(sum(m.total_size), 0) AS ts"
+	" FROM binaries b LEFT JOIN contexts c ON c.binary_id = b.id"
+	" LEFT JOIN mib m ON m.context_id = c.id"
+	" WHERE b.id IN (SELECT binary_id FROM processes)"
+	" GROUP BY b.id ORDER BY ts DESC, b.id";
+
+int store_query_binaries(struct store *s, store_binary_cb cb, void *arg)
+{
+	sqlite3_stmt *st = store__stmt(s, binaries_sql);
+	int rc;
+
+	if (!st)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_binary_row row = {
+			.id = sqlite3_column_int64(st, 0),
+			.build_id = col_text(st, 1), .path = col_text(st, 2),
+			.processes = col_u64(st, 3), .contexts = col_u64(st, 4),
+			.alloc_count = col_u64(st, 5), .total_size = col_u64(st, 6),
+		};
+		int r = cb(&row, arg);
+
+		if (r)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying binaries");
+}
+
+static const char processes_sql[] =
+	"SELECT p.id, p.pid, p.start_ns, p.ppid, p.exe, b.build_id, p.comm,"
+	" coalesce(p.run_id, 0), coalesce(p.exit_ns, 0),"
+	" count(DISTINCT m.context_id), coalesce(sum(m.alloc_count), 0),"
+	" coalesce(sum(m.total_size), 0)"
+	" FROM processes p JOIN binaries b ON b.id = p.binary_id"
+	" LEFT JOIN mib m ON m.process_id = p.id"
+	" WHERE (?1 IS NULL OR b.build_id = ?1 OR b.path = ?1 OR p.exe = ?1)"
+	" AND (?2 = 0 OR p.pid = ?2)"
+	" GROUP BY p.id ORDER BY p.id DESC LIMIT ?3";
+
+int store_query_processes(struct store *s, const struct store_proc_filter *f, store_proc_cb cb,
+			  void *arg)
+{
+	static const struct store_proc_filter all;
+	sqlite3_stmt *st = store__stmt(s, processes_sql);
+	int rc;
+
+	if (!st)
+		return -EIO;
+	if (!f)
+		f = &all;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+
+	if (f->binary)
+		sqlite3_bind_text(st, 1, f->binary, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, f->pid);
+	sqlite3_bind_int64(st, 3, f->limit ? (int64_t)f->limit : -1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_proc_row row = {
+			.id = sqlite3_column_int64(st, 0),
+			.pid = sqlite3_column_int(st, 1),
+			.start_ns = col_u64(st, 2),
+			.ppid = sqlite3_column_int(st, 3),
+			.exe = col_text(st, 4), .build_id = col_text(st, 5), .comm = col_text(st, 6),
+			.run_id = sqlite3_column_int64(st, 7),
+			.exit_ns = sqlite3_column_int64(st, 8),
+			.contexts = col_u64(st, 9), .alloc_count = col_u64(st, 10),
+			.total_size = col_u64(st, 11),
+		};
+		int r = cb(&row, arg);
+
+		if (r)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying processes");
+}
+
+static const char runs_sql[] =
+	"SELECT id, command, alloc_mode, access_mode, settings, started_ns, ended_ns,"
+	" events, drops_ringbuf, drops_live_full, drops_state_full, drops_stack,"
+	" unmatched_frees, overwritten, unresolved_frames, status"
+	" FROM runs ORDER BY id DESC";
+
+int store_query_runs(struct store *s, store_run_cb cb, void *arg)
+{
+	sqlite3_stmt *st = store__stmt(s, runs_sql);
+	int rc;
+
+	if (!st)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_run_row row = {
+			.id = sqlite3_column_int64(st, 0),
+			.run = {
+				.command = col_text(st, 1), .alloc_mode = col_text(st, 2),
+				.access_mode = col_text(st, 3), .settings = col_text(st, 4),
+				.started_ns = sqlite3_column_int64(st, 5),
+			},
+			.stats = {
+				.ended_ns = sqlite3_column_int64(st, 6),
+				.events = col_u64(st, 7), .drops_ringbuf = col_u64(st, 8),
+				.drops_live_full = col_u64(st, 9),
+				.drops_state_full = col_u64(st, 10),
+				.drops_stack = col_u64(st, 11), .unmatched_frees = col_u64(st, 12),
+				.overwritten = col_u64(st, 13),
+				.unresolved_frames = col_u64(st, 14),
+				.status = col_text(st, 15),
+			},
+		};
+		int r = cb(&row, arg);
+
+		if (r)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying runs");
+}

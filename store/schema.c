@@ -1,0 +1,234 @@
+/* Schema and migrations. PRAGMA user_version is the schema version; migrations[i]
+ * takes a database from version i to i + 1 and runs in its own IMMEDIATE transaction
+ * together with the user_version bump, so a crash leaves either version, never a mix.
+ * A database newer than STORE_SCHEMA_VERSION is refused, never written. Integers that
+ * are uint64 in C are stored as their int64 bit pattern. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const migrations[] = {
+	/* 0 -> 1: initial schema. */
+	"CREATE TABLE runs ("
+	"  id INTEGER PRIMARY KEY,"
+	"  command TEXT NOT NULL,"
+	"  alloc_mode TEXT, access_mode TEXT,"
+	"  settings TEXT,"                       /* JSON object text */
+	"  started_ns INTEGER NOT NULL,"         /* CLOCK_REALTIME */
+	"  ended_ns INTEGER NOT NULL DEFAULT 0," /* 0 while running */
+	"  events INTEGER NOT NULL DEFAULT 0,"
+	"  drops_ringbuf INTEGER NOT NULL DEFAULT 0,"
+	"  drops_live_full INTEGER NOT NULL DEFAULT 0,"
+	"  drops_state_full INTEGER NOT NULL DEFAULT 0,"
+	"  drops_stack INTEGER NOT NULL DEFAULT 0,"
+	"  unmatched_frees INTEGER NOT NULL DEFAULT 0,"
+	"  overwritten INTEGER NOT NULL DEFAULT 0,"
+	"  unresolved_frames INTEGER NOT NULL DEFAULT 0,"
+	"  status TEXT NOT NULL DEFAULT 'running');"
+	/* One row per build-id; binaries without one (build_id '') are told apart by path. */
+	"CREATE TABLE binaries ("
+	"  id INTEGER PRIMARY KEY,"
+	"  build_id TEXT NOT NULL,"              /* lowercase hex, '' if none */
+	"  path TEXT NOT NULL);"                 /* first path seen, '' if unknown */
+	"CREATE UNIQUE INDEX binaries_build_id ON binaries(build_id) WHERE build_id <> '';"
+	"CREATE UNIQUE INDEX binaries_no_build_id ON binaries(path) WHERE build_id = '';"
+	"CREATE INDEX binaries_path ON binaries(path);"
+	/* (pid, start_ns) is a process instance: PID reuse never merges two processes. */
+	"CREATE TABLE processes ("
+	"  id INTEGER PRIMARY KEY,"
+	"  pid INTEGER NOT NULL,"
+	"  start_ns INTEGER NOT NULL,"
+	"  ppid INTEGER NOT NULL DEFAULT 0,"
+	"  exe TEXT,"
+	"  binary_id INTEGER NOT NULL REFERENCES binaries(id),"
+	"  comm TEXT,"
+	"  run_id INTEGER REFERENCES runs(id),"
+	"  exit_ns INTEGER,"                     /* CLOCK_REALTIME, NULL while running */
+	"  UNIQUE (pid, start_ns));"
+	"CREATE INDEX processes_binary ON processes(binary_id);"
+	"CREATE INDEX processes_run ON processes(run_id);"
+	"CREATE TABLE frames ("
+	"  id INTEGER PRIMARY KEY,"
+	"  binary_id INTEGER NOT NULL REFERENCES binaries(id),"
+	"  offset INTEGER NOT NULL,"             /* file offset; absolute address if no build-id */
+	"  function TEXT,"                       /* demangled, NULL if unknown */
+	"  mangled TEXT,"
+	"  UNIQUE (binary_id, offset));"
+	/* frames: little-endian int64 frame ids, leaf first; hash is the caller's. */
+	"CREATE TABLE stacks ("
+	"  id INTEGER PRIMARY KEY,"
+	"  hash INTEGER NOT NULL UNIQUE,"
+	"  nframes INTEGER NOT NULL,"
+	"  frames BLOB NOT NULL);"
+	/* An allocation context: a stack in the processes of one executable. */
+	"CREATE TABLE contexts ("
+	"  id INTEGER PRIMARY KEY,"
+	"  stack_id INTEGER NOT NULL REFERENCES stacks(id),"
+	"  binary_id INTEGER NOT NULL REFERENCES binaries(id),"
+	"  UNIQUE (stack_id, binary_id));"
+	"CREATE INDEX contexts_binary ON contexts(binary_id);"
+	/* Clustered by context so that GROUP BY context_id is one ordered scan. */
+	"CREATE TABLE mib ("
+	"  context_id INTEGER NOT NULL REFERENCES contexts(id),"
+	"  process_id INTEGER NOT NULL REFERENCES processes(id),"
+	"  bucket_start INTEGER NOT NULL,"       /* CLOCK_REALTIME ns */
+	"  alloc_count INTEGER NOT NULL,"
+	"  total_size INTEGER NOT NULL, min_size INTEGER NOT NULL, max_size INTEGER NOT NULL,"
+	"  total_lifetime_ns INTEGER NOT NULL, min_lifetime_ns INTEGER NOT NULL,"
+	"  max_lifetime_ns INTEGER NOT NULL,"
+	"  alloc_ts_ns INTEGER NOT NULL, dealloc_ts_ns INTEGER NOT NULL,"
+	"  alloc_cpu INTEGER NOT NULL, dealloc_cpu INTEGER NOT NULL,"
+	"  num_migrated_cpu INTEGER NOT NULL, num_lifetime_overlaps INTEGER NOT NULL,"
+	"  num_same_alloc_cpu INTEGER NOT NULL, num_same_dealloc_cpu INTEGER NOT NULL,"
+	"  access_samples INTEGER NOT NULL, total_access_count INTEGER NOT NULL,"
+	"  min_access_count INTEGER NOT NULL, max_access_count INTEGER NOT NULL,"
+	"  PRIMARY KEY (context_id, process_id, bucket_start)) WITHOUT ROWID;"
+	"CREATE INDEX mib_process ON mib(process_id);"
+	"CREATE INDEX mib_bucket ON mib(bucket_start);",
+};
+
+_Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,
+	       "one migration step per schema version");
+
+static int read_version(sqlite3 *db, int *version)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*version = sqlite3_column_int(st, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int fail(sqlite3 *db, int rc, char *err, size_t errsz, const char *what)
+{
+	snprintf(err, errsz, "%s: %s", what, sqlite3_errmsg(db));
+	return store__errno(rc);
+}
+
+static int migrate(sqlite3 *db, int from, char *err, size_t errsz)
+{
+	char what[64];
+
+	for (int v = from; v < STORE_SCHEMA_VERSION; v++) {
+		char bump[48];
+		int cur = 0, rc;
+
+		snprintf(what, sizeof(what), "migrating to schema version %d", v + 1);
+		rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			return fail(db, rc, err, errsz, what);
+		/* Another writer may have migrated while we waited for the lock. */
+		rc = read_version(db, &cur);
+		if (rc == SQLITE_OK && cur > v) {
+			sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+			if (cur > STORE_SCHEMA_VERSION) {
+				snprintf(err, errsz, "database schema version %d is newer than "
+					 "this memprofd supports (%d)", cur, STORE_SCHEMA_VERSION);
+				return -EPROTONOSUPPORT;
+			}
+			v = cur - 1;
+			continue;
+		}
+		snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", v + 1);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(db, migrations[v], NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(db, bump, NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+		if (rc != SQLITE_OK) {
+			int r = fail(db, rc, err, errsz, what);
+
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+			return r;
+		}
+	}
+	return 0;
+}
+
+static int pragma(sqlite3 *db, const char *sql, char *err, size_t errsz)
+{
+	int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : fail(db, rc, err, errsz, sql);
+}
+
+static int enable_wal(sqlite3 *db, char *err, size_t errsz)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *mode = (const char *)sqlite3_column_text(st, 0);
+		bool ok = mode && (!strcmp(mode, "wal") || !strcmp(mode, "memory"));
+
+		if (!ok)
+			snprintf(err, errsz, "cannot enable the WAL journal (journal_mode is %s)",
+				 mode ? mode : "unknown");
+		sqlite3_finalize(st);
+		return ok ? 0 : -ENOTSUP;
+	}
+	int r = fail(db, rc, err, errsz, "PRAGMA journal_mode = WAL");
+
+	sqlite3_finalize(st);
+	return r;
+}
+
+int store__schema_open(sqlite3 *db, bool rdwr, char *err, size_t errsz)
+{
+	int version = 0, rc, r;
+
+	/* The first read of page 1: a file that is not SQLite fails here, before any write. */
+	rc = read_version(db, &version);
+	if ((rc & 0xff) == SQLITE_NOTADB) {
+		snprintf(err, errsz, "%s", sqlite3_errmsg(db));   /* "file is not a database" */
+		return store__errno(rc);
+	}
+	if (rc != SQLITE_OK)
+		return fail(db, rc, err, errsz, "reading the schema version");
+	if (version > STORE_SCHEMA_VERSION) {
+		snprintf(err, errsz, "database schema version %d is newer than this memprofd "
+			 "supports (%d)", version, STORE_SCHEMA_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (version < 0) {
+		snprintf(err, errsz, "invalid database schema version %d", version);
+		return -EINVAL;
+	}
+	if (!rdwr) {
+		if (version == 0) {
+			snprintf(err, errsz, "not a memprofd database (no schema; nothing was "
+				 "recorded into it)");
+			return -ENOMSG;
+		}
+		if (version < STORE_SCHEMA_VERSION) {
+			snprintf(err, errsz, "database schema version %d is older than this "
+				 "memprofd (%d); open it read-write once to migrate it",
+				 version, STORE_SCHEMA_VERSION);
+			return -EPROTONOSUPPORT;
+		}
+		return 0;
+	}
+	r = enable_wal(db, err, errsz);
+	if (r < 0)
+		return r;
+	r = pragma(db, "PRAGMA synchronous = NORMAL", err, errsz);
+	if (r < 0)
+		return r;
+	r = pragma(db, "PRAGMA foreign_keys = ON", err, errsz);
+	if (r < 0)
+		return r;
+	return migrate(db, version, err, errsz);
+}

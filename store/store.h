@@ -1,0 +1,197 @@
+/* The SQLite store: schema, migrations, batched writer and read-only query API.
+ * Invariants: WAL journal; every write happens inside store_begin()/store_commit(),
+ * one transaction per daemon flush, so a kill -9 at any moment leaves the last
+ * committed flush intact; readers open with STORE_RDONLY and never block the writer.
+ * All functions return 0 or a negative errno; store_errmsg() says why in one line. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "store/mib.h"
+
+#define STORE_SCHEMA_VERSION 1
+
+enum store_flags {
+	STORE_RDONLY = 0,
+	STORE_RDWR = 1,      /* create the file if missing, migrate to the current schema */
+};
+
+struct store;
+
+/* Opens (and for STORE_RDWR creates/migrates) the DB at path. On failure *out is NULL
+ * and err (if non-NULL) holds a one-line reason, e.g. "file is not a database". */
+int store_open(struct store **out, const char *path, unsigned flags, char *err, size_t errsz);
+void store_close(struct store *s);
+const char *store_errmsg(const struct store *s);
+int store_schema_version(struct store *s);     /* PRAGMA user_version of the open DB */
+
+/* Writer: one transaction per flush. store_rollback() also drops the id caches
+ * filled since store_begin(), so a failed flush can be retried from scratch. */
+int store_begin(struct store *s);
+int store_commit(struct store *s);
+int store_rollback(struct store *s);
+
+/* A recording session (memprofd record / daemon start). */
+struct store_run {
+	const char *command;     /* argv joined, or "pid N", or "daemon" */
+	const char *alloc_mode;  /* exact|sampled|off */
+	const char *access_mode; /* auto|pebs|ibs|spe|soft|off */
+	const char *settings;    /* JSON object text with the rest of the settings */
+	int64_t started_ns;      /* CLOCK_REALTIME */
+};
+int store_run_begin(struct store *s, const struct store_run *r, int64_t *run_id);
+
+/* Run counters, overwritten at every flush (absolute values). */
+struct store_run_stats {
+	int64_t ended_ns;        /* 0 while running */
+	uint64_t events;         /* ring buffer records consumed */
+	uint64_t drops_ringbuf;  /* records the kernel could not reserve */
+	uint64_t drops_live_full;/* allocations not tracked: live map full */
+	uint64_t drops_state_full;/* calls not tracked: per-thread state map full */
+	uint64_t drops_stack;    /* stacks that could not be captured */
+	uint64_t unmatched_frees;/* frees of addresses never seen allocated */
+	uint64_t overwritten;    /* allocations whose address was reused before a free was seen */
+	uint64_t unresolved_frames;
+	const char *status;      /* "running", "ok", "child exited 3", ... */
+};
+int store_run_update(struct store *s, int64_t run_id, const struct store_run_stats *st);
+
+/* A frame: (build-id, file offset) of a return address; function is the ELF symbol
+ * (demangled for display), NULL when unknown. build_id "" means unresolvable: then
+ * offset is the absolute address. */
+struct store_frame {
+	const char *build_id;    /* lowercase hex */
+	const char *path;        /* binary path as seen, may be NULL */
+	uint64_t offset;
+	const char *function;    /* may be NULL */
+	const char *mangled;     /* may be NULL; kept for MemProf */
+};
+
+/* A process instance: (pid, start_ns) never collides across PID reuse. */
+struct store_proc {
+	int32_t pid;
+	uint64_t start_ns;       /* task start time, CLOCK_BOOTTIME-based ns from BPF */
+	int32_t ppid;            /* 0 if unknown */
+	const char *exe;         /* path, may be NULL */
+	const char *build_id;    /* of exe, hex, may be "" */
+	const char *comm;        /* may be NULL */
+	int64_t run_id;
+};
+
+/* Writes the aggregate of one allocation context in one process and one time bucket,
+ * replacing what an earlier flush wrote for the same key (the caller keeps the running
+ * aggregate). stack_hash identifies the frame sequence (frames: leaf first, allocator
+ * frames already removed); frames are only read the first time a hash is seen.
+ * bucket_start is the CLOCK_REALTIME ns at which the time bucket starts. MIBs with
+ * alloc_count == 0 are stored but, being empty for mib_combine(), never reported. */
+int store_put_mib(struct store *s, const struct store_proc *p, uint64_t stack_hash,
+		  const struct store_frame *frames, unsigned nframes, int64_t bucket_start,
+		  const struct mib *m);
+
+/* Marks a process as exited (exit time in CLOCK_REALTIME ns). */
+int store_proc_exit(struct store *s, const struct store_proc *p, int64_t exit_ns);
+
+/* ---- read side ---- */
+
+enum store_sort { STORE_SORT_BYTES, STORE_SORT_COUNT, STORE_SORT_LIFETIME,
+		  STORE_SORT_DENSITY, STORE_SORT_ACCESSES };
+
+struct store_ctx_filter {
+	const char *binary;      /* build-id hex or path; NULL for all */
+	int32_t pid;             /* 0 for all */
+	int64_t since_ns, until_ns; /* bucket_start range, 0 for open */
+	enum store_sort sort;
+	unsigned limit;          /* 0 = no limit */
+};
+
+struct store_ctx_row {
+	int64_t context_id;
+	const char *build_id, *binary;  /* the process executable the context belongs to */
+	struct store_frame *frames;     /* leaf first */
+	unsigned nframes;
+	struct mib mib;                 /* combined over buckets and processes */
+};
+
+/* Calls cb once per context, in the requested order; stops early if cb returns non-zero
+ * (and returns that value). Row memory is valid only during the callback. */
+typedef int (*store_ctx_cb)(const struct store_ctx_row *row, void *arg);
+int store_query_contexts(struct store *s, const struct store_ctx_filter *f, store_ctx_cb cb,
+			 void *arg);
+
+/* ---- additions: limits, derived values, more readers ---- */
+
+#define STORE_BUSY_TIMEOUT_MS 5000  /* how long a writer/reader waits on a lock */
+#define STORE_MAX_FRAMES 4096       /* frames per stack; longer stacks are -E2BIG */
+
+/* Lifetime access density, accesses per byte per second of average lifetime:
+ * total_access_count / total_size / max(avg lifetime s, 0.001); 0 when nothing was
+ * accessed. store_query_contexts() sorts by this same formula, evaluated in SQL. */
+double store_lifetime_access_density(const struct mib *m);
+
+struct store_binary_row {
+	int64_t id;
+	const char *build_id, *path;
+	uint64_t processes;      /* processes whose executable it is */
+	uint64_t contexts;       /* allocation contexts recorded for those processes */
+	uint64_t alloc_count, total_size;
+};
+typedef int (*store_binary_cb)(const struct store_binary_row *row, void *arg);
+/* Every binary that is some process's executable, by total_size descending. */
+int store_query_binaries(struct store *s, store_binary_cb cb, void *arg);
+
+struct store_proc_filter {
+	const char *binary;      /* build-id hex or exe path; NULL for all */
+	int32_t pid;             /* 0 for all */
+	unsigned limit;          /* 0 = no limit */
+};
+struct store_proc_row {
+	int64_t id;
+	int32_t pid, ppid;
+	uint64_t start_ns;
+	const char *exe, *build_id, *comm;   /* may be NULL */
+	int64_t run_id;          /* 0 if none */
+	int64_t exit_ns;         /* 0 while running (or never seen exiting) */
+	uint64_t contexts, alloc_count, total_size;
+};
+typedef int (*store_proc_cb)(const struct store_proc_row *row, void *arg);
+/* Process instances, most recently recorded first. */
+int store_query_processes(struct store *s, const struct store_proc_filter *f, store_proc_cb cb,
+			  void *arg);
+
+struct store_run_row {
+	int64_t id;
+	struct store_run run;    /* strings may be NULL */
+	struct store_run_stats stats;
+};
+typedef int (*store_run_cb)(const struct store_run_row *row, void *arg);
+/* Recording sessions, most recent first. */
+int store_query_runs(struct store *s, store_run_cb cb, void *arg);
+
+/* ---- internal to store/ (store.c, schema.c, query.c); not for other modules ---- */
+struct sqlite3;
+struct sqlite3_stmt;
+/* Records "what: <sqlite3_errmsg>" as the store's error and returns the -errno for rc.
+ * Notices when SQLite rolled the open transaction back by itself and drops the caches. */
+int store__fail(struct store *s, int rc, const char *what);
+/* Sets the store's error message (printf-style) and returns err. */
+int store__error(struct store *s, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Prepared statement for sql (a string literal: cached by its address for the life of
+ * the store), reset and with bindings cleared; NULL on failure (store's error set). */
+struct sqlite3_stmt *store__stmt(struct store *s, const char *sql);
+/* Maps a SQLite result code to a negative errno. */
+int store__errno(int rc);
+/* Reads user_version (this is what detects "file is not a database"), sets the
+ * pragmas, and for a writer applies the migrations up to STORE_SCHEMA_VERSION. */
+int store__schema_open(struct sqlite3 *db, bool rdwr, char *err, size_t errsz);
+/* The mib table's columns after (context_id, process_id, bucket_start), named as the
+ * struct mib fields, with how store_query_contexts() combines them (mib_combine):
+ * SUM, MIN, MAX, or LAST (taken from the row whose last object died last). */
+#define STORE__MIB_FIELDS(X) \
+	X(alloc_count, SUM) X(total_size, SUM) X(min_size, MIN) X(max_size, MAX) \
+	X(total_lifetime_ns, SUM) X(min_lifetime_ns, MIN) X(max_lifetime_ns, MAX) \
+	X(alloc_ts_ns, LAST) X(dealloc_ts_ns, LAST) X(alloc_cpu, LAST) X(dealloc_cpu, LAST) \
+	X(num_migrated_cpu, SUM) X(num_lifetime_overlaps, SUM) \
+	X(num_same_alloc_cpu, SUM) X(num_same_dealloc_cpu, SUM) \
+	X(access_samples, SUM) X(total_access_count, SUM) \
+	X(min_access_count, MIN) X(max_access_count, MAX)

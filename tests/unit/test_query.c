@@ -1,0 +1,822 @@
+/* The query reporter: JSON output parsed by a strict validator (RFC 8259, UTF-8) with the
+ * DESIGN.md fields in order, hostile symbol names escaped, classification thresholds,
+ * CSV quoting, table width <= FMT_TABLE_WIDTH, human units, time arguments, and the
+ * exit codes and one-line errors of cmd_query(). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <ctype.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "reporter/classify.h"
+#include "reporter/format.h"
+#include "reporter/query.h"
+#include "store/store.h"
+
+/* ---- a strict JSON validator ---- */
+
+struct jp { const char *p; };
+
+static bool j_value(struct jp *j, int depth);
+
+static void j_ws(struct jp *j)
+{
+	while (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')
+		j->p++;
+}
+
+static bool j_lit(struct jp *j, const char *w)
+{
+	size_t n = strlen(w);
+
+	if (strncmp(j->p, w, n))
+		return false;
+	j->p += n;
+	return true;
+}
+
+static bool j_string(struct jp *j)
+{
+	const unsigned char *p = (const unsigned char *)j->p;
+
+	if (*p++ != '"')
+		return false;
+	for (;;) {
+		unsigned c = *p;
+
+		if (c == '"') {
+			j->p = (const char *)p + 1;
+			return true;
+		}
+		if (c < 0x20)
+			return false;            /* raw control character (or end of text) */
+		if (c == '\\') {
+			p++;
+			if (strchr("\"\\/bfnrt", *p) && *p) {
+				p++;
+				continue;
+			}
+			if (*p != 'u')
+				return false;
+			for (int i = 1; i <= 4; i++)
+				if (!isxdigit(p[i]))
+					return false;
+			p += 5;
+			continue;
+		}
+		if (c < 0x80) {
+			p++;
+			continue;
+		}
+		int n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3 :
+			c >= 0xc2 && c <= 0xdf ? 2 : 0;
+
+		if (!n)
+			return false;
+		for (int i = 1; i < n; i++)
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+		/* overlong 3- and 4-byte forms, UTF-16 surrogates, above U+10FFFF */
+		if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0) ||
+		    (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90))
+			return false;
+		p += n;
+	}
+}
+
+static bool j_number(struct jp *j)
+{
+	const char *p = j->p;
+
+	if (*p == '-')
+		p++;
+	if (*p == '0')
+		p++;
+	else if (*p >= '1' && *p <= '9')
+		while (isdigit((unsigned char)*p))
+			p++;
+	else
+		return false;
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return false;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!isdigit((unsigned char)*p))
+			return false;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	j->p = p;
+	return true;
+}
+
+static bool j_value(struct jp *j, int depth)
+{
+	if (depth > 32)
+		return false;
+	j_ws(j);
+	switch (*j->p) {
+	case '{':
+		j->p++;
+		j_ws(j);
+		if (*j->p == '}') {
+			j->p++;
+			return true;
+		}
+		for (;;) {
+			j_ws(j);
+			if (!j_string(j))
+				return false;
+			j_ws(j);
+			if (*j->p++ != ':')
+				return false;
+			if (!j_value(j, depth + 1))
+				return false;
+			j_ws(j);
+			if (*j->p == ',') {
+				j->p++;
+				continue;
+			}
+			return *j->p++ == '}';
+		}
+	case '[':
+		j->p++;
+		j_ws(j);
+		if (*j->p == ']') {
+			j->p++;
+			return true;
+		}
+		for (;;) {
+			if (!j_value(j, depth + 1))
+				return false;
+			j_ws(j);
+			if (*j->p == ',') {
+				j->p++;
+				continue;
+			}
+			return *j->p++ == ']';
+		}
+	case '"': return j_string(j);
+	case 't': return j_lit(j, "true");
+	case 'f': return j_lit(j, "false");
+	case 'n': return j_lit(j, "null");
+	default: return j_number(j);
+	}
+}
+
+static bool json_valid(const char *text)
+{
+	struct jp j = { text };
+
+	if (!j_value(&j, 0))
+		return false;
+	j_ws(&j);
+	return *j.p == '\0';
+}
+
+static void test_validator_itself(void **state)
+{
+	assert_true(json_valid("[]"));
+	assert_true(json_valid("[{\"a\": [1, -2.5e3, true, null, \"\\u00e9\\n\"]}]\n"));
+	assert_false(json_valid("[\"a\nb\"]"));
+	assert_false(json_valid("[\"\xff\"]"));
+	assert_false(json_valid("[1,]"));
+	assert_false(json_valid("[01]"));
+	assert_false(json_valid("{\"a\": nan}"));
+	assert_false(json_valid("[] []"));
+	assert_false(json_valid("[\"\xed\xa0\x80\"]"));      /* a surrogate */
+	assert_false(json_valid("[\"\xe0\x80\xaf\"]"));      /* overlong '/' */
+	assert_true(json_valid("[\"\xf0\x9f\x98\x80\"]"));
+}
+
+/* ---- fixtures ---- */
+
+struct fixture {
+	char dir[64], db[128];
+	struct store *s;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	strcpy(f->dir, "/tmp/test_query.XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->db, sizeof(f->db), "%s/memprofd.db", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char p[160];
+	const char *sfx[] = { "", "-wal", "-shm" };
+
+	store_close(f->s);
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s%s", f->db, sfx[i]);
+		unlink(p);
+	}
+	snprintf(p, sizeof(p), "%s/junk", f->dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/out", f->dir);
+	unlink(p);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+#define OK(expr) do { int _r = (expr); if (_r < 0) fail_msg("%s: %d", #expr, _r); } while (0)
+
+static const char hostile[] = "we\"ird\\ \n\t\x01 \xff\xfe caf\xc3\xa9 \xed\xa0\x80 end";
+
+/* DESIGN.md's example context, plus a hot one and a cold one, plus hostile names. */
+static void build(struct fixture *f)
+{
+	struct store *s;
+	char err[256];
+
+	if (store_open(&s, f->db, STORE_RDWR, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+
+	struct store_proc app = { .pid = 7, .start_ns = 1, .exe = "/srv/app", .build_id = "abcd01",
+				  .comm = "app" };
+	struct store_proc odd = { .pid = 8, .start_ns = 2, .exe = "/srv/o,d\"d", .build_id = "",
+				  .comm = "o\x1b[31md" };
+	struct store_frame ex[] = {
+		{ "abcd01", "/srv/app", 0x1234, "cold_path", "_Z9cold_pathv" },
+		{ "abcd01", "/srv/app", 0x1300, NULL, NULL },
+		{ "abcd01", "/srv/app", 0x1400, "main", NULL },
+	};
+	struct store_frame hot[] = {
+		{ "abcd01", "/srv/app", 0x2000, "hot_loop", NULL },
+	};
+	struct store_frame cold[] = {
+		{ "abcd01", "/srv/app", 0x3000, "cache_fill", NULL },
+	};
+	char longname[600];
+
+	memset(longname, 'N', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	memcpy(longname, "std::vector<std::pair<int, std::string>>::", 42);
+	memcpy(longname + sizeof(longname) - 24, "_M_realloc_insert(int&)", 24);
+
+	struct store_frame weird[] = {
+		{ "", "/srv/o,d\"d", 0x10, hostile, NULL },
+		{ "", "/srv/o,d\"d", 0x20, longname, NULL },
+		{ "", "/srv/o,d\"d", 0x30, "a,b", NULL },
+		{ "", "/srv/o,d\"d", 0x40, "ns::f(int, char) const", NULL },
+	};
+	struct mib mex = { .alloc_count = 7, .total_size = 7340032, .min_size = 1048576,
+			   .max_size = 1048576, .total_lifetime_ns = 21000000000ull + 999999,
+			   .min_lifetime_ns = 2900000000ull, .max_lifetime_ns = 3100000000ull,
+			   .access_samples = 3, .total_access_count = 30000,
+			   .min_access_count = 1, .max_access_count = 20000 };
+	struct mib mhot = { .alloc_count = 1, .total_size = 64, .min_size = 64, .max_size = 64,
+			    .total_lifetime_ns = 1000000, .min_lifetime_ns = 1000000,
+			    .max_lifetime_ns = 1000000, .access_samples = 5,
+			    .total_access_count = 100000 };
+	struct mib mcold = { .alloc_count = 2, .total_size = 2048, .min_size = 1024,
+			     .max_size = 1024, .total_lifetime_ns = 1000000000000ull,
+			     .min_lifetime_ns = 500000000000ull, .max_lifetime_ns = 500000000000ull };
+	struct mib mweird = mhot;
+
+	mweird.total_access_count = 10;
+	OK(store_begin(s));
+	OK(store_put_mib(s, &app, 1, ex, 3, 0, &mex));
+	OK(store_put_mib(s, &app, 2, hot, 1, 0, &mhot));
+	OK(store_put_mib(s, &app, 3, cold, 1, 0, &mcold));
+	OK(store_put_mib(s, &odd, 4, weird, 4, 0, &mweird));
+	struct store_frame longleaf[] = {
+		{ "", "/srv/o,d\"d", 0x50, longname, NULL },
+		{ "", "/srv/o,d\"d", 0x60, "main", NULL },
+	};
+
+	OK(store_put_mib(s, &odd, 5, longleaf, 2, 0, &mweird));
+	OK(store_commit(s));
+
+	int64_t run;
+	struct store_run rd = { .command = "app \"quoted\", arg", .alloc_mode = "exact",
+				.access_mode = "soft", .settings = "{\"freq\": 99}",
+				.started_ns = 1700000000000000000ll };
+	struct store_run_stats st = { .events = 123456, .drops_ringbuf = 1, .status = "ok",
+				      .ended_ns = 1700000003000000000ll };
+
+	OK(store_run_begin(s, &rd, &run));
+	OK(store_run_update(s, run, &st));
+	store_close(s);
+	if (store_open(&f->s, f->db, STORE_RDONLY, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+}
+
+/* Runs a printer into memory. */
+#define CAPTURE(buf, call) do { \
+	size_t _len; FILE *fp = open_memstream(&(buf), &_len); \
+	assert_non_null(fp); OK(call); fclose(fp); } while (0)
+
+static const char *after(const char *hay, const char *needle)
+{
+	const char *p = strstr(hay, needle);
+
+	if (!p)
+		fail_msg("missing %s in %s", needle, hay);
+	return p + strlen(needle);
+}
+
+static void test_contexts_json(void **state)
+{
+	struct fixture *f = *state;
+	char *out = NULL;
+
+	build(f);
+	struct store_ctx_filter cf = { .binary = "abcd01" };
+
+	CAPTURE(out, query_print_contexts(fp, f->s, &cf, QUERY_JSON));
+	assert_true(json_valid(out));
+	assert_int_equal(out[0], '[');
+
+	/* The first element (most bytes) is DESIGN.md's example, fields in contract order. */
+	const char *p = out;
+	const char *keys[] = { "{\"build_id\": \"abcd01\"", "\"binary\": \"/srv/app\"",
+		"\"frames\": [{\"function\": \"cold_path\", \"file\": null, \"line\": null, "
+		"\"column\": null, \"inlined\": false, \"address\": \"0x1234\"}, "
+		"{\"function\": null, \"file\": null, \"line\": null, \"column\": null, "
+		"\"inlined\": false, \"address\": \"0x1300\"}, {\"function\": \"main\"",
+		"\"alloc_count\": 7,", "\"total_size\": 7340032,", "\"min_size\": 1048576,",
+		"\"max_size\": 1048576,", "\"total_lifetime_ms\": 21000,",
+		"\"min_lifetime_ms\": 2900,", "\"max_lifetime_ms\": 3100,",
+		"\"access_samples\": 3,", "\"est_accesses\": 30000,",
+		"\"lifetime_access_density\": ", "\"class\": \"notcold\"}" };
+
+	for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		p = after(p, keys[i]);
+
+	double d = strtod(strstr(out, "\"lifetime_access_density\": ") + 28, NULL);
+	struct mib m = { .alloc_count = 7, .total_size = 7340032,
+			 .total_lifetime_ns = 21000000000ull + 999999, .total_access_count = 30000 };
+
+	assert_true(fabs(d / store_lifetime_access_density(&m) - 1) < 1e-8);
+	assert_true(fabs(d - 0.0014) < 0.0001);
+	assert_non_null(strstr(out, "\"function\": \"hot_loop\""));
+	assert_non_null(strstr(out, "\"class\": \"hot\""));
+	assert_non_null(strstr(out, "\"function\": \"cache_fill\""));
+	assert_non_null(strstr(out, "\"class\": \"cold\""));
+	assert_null(strstr(out, "o,d"));       /* the other binary is filtered out */
+	free(out);
+
+	/* All of it, hostile names included, is still valid JSON with exact escapes. */
+	CAPTURE(out, query_print_contexts(fp, f->s, NULL, QUERY_JSON));
+	assert_true(json_valid(out));
+	assert_non_null(strstr(out, "\"function\": \"we\\\"ird\\\\ \\n\\t\\u0001 \\ufffd\\ufffd "
+				    "caf\xc3\xa9 \\ufffd\\ufffd\\ufffd end\""));
+	assert_non_null(strstr(out, "\"binary\": \"/srv/o,d\\\"d\""));
+	assert_non_null(strstr(out, "\"build_id\": \"\""));
+	free(out);
+
+	/* Limit and sort apply; an empty result is an empty array. */
+	cf = (struct store_ctx_filter){ .sort = STORE_SORT_DENSITY, .limit = 1 };
+	CAPTURE(out, query_print_contexts(fp, f->s, &cf, QUERY_JSON));
+	assert_true(json_valid(out));
+	assert_non_null(strstr(out, "hot_loop"));
+	assert_null(strstr(out, "cold_path"));
+	free(out);
+	cf = (struct store_ctx_filter){ .pid = 12345 };
+	CAPTURE(out, query_print_contexts(fp, f->s, &cf, QUERY_JSON));
+	assert_string_equal(out, "[]\n");
+	free(out);
+}
+
+static void test_other_reports_json(void **state)
+{
+	struct fixture *f = *state;
+	char *out = NULL;
+
+	build(f);
+	CAPTURE(out, query_print_binaries(fp, f->s, QUERY_JSON));
+	assert_true(json_valid(out));
+	assert_non_null(strstr(out, "\"build_id\": \"abcd01\", \"binary\": \"/srv/app\", "
+				    "\"processes\": 1, \"contexts\": 3"));
+	free(out);
+	CAPTURE(out, query_print_processes(fp, f->s, NULL, QUERY_JSON));
+	assert_true(json_valid(out));
+	assert_non_null(strstr(out, "\"pid\": 7, \"start_ns\": 1"));
+	assert_non_null(strstr(out, "\"comm\": \"o\\u001b[31md\""));
+	assert_non_null(strstr(out, "\"exit_ns\": null"));
+	free(out);
+	CAPTURE(out, query_print_status(fp, f->s, QUERY_JSON));
+	assert_true(json_valid(out));
+	assert_non_null(strstr(out, "\"command\": \"app \\\"quoted\\\", arg\""));
+	assert_non_null(strstr(out, "\"settings\": \"{\\\"freq\\\": 99}\""));
+	assert_non_null(strstr(out, "\"events\": 123456, \"drops_ringbuf\": 1"));
+	free(out);
+}
+
+static void test_classification(void **state)
+{
+	/* density = accesses / size / avg lifetime s; size 1000, one object. */
+	struct mib m = { .alloc_count = 1, .total_size = 1000 };
+
+	m.total_lifetime_ns = CLASSIFY_COLD_MIN_AVG_LIFETIME_NS;          /* exactly 200 s */
+	m.total_access_count = 0;
+	assert_int_equal(classify_mib(&m), CLASSIFY_COLD);                /* never accessed */
+	m.total_access_count = 9999;                                      /* 0.049995 */
+	assert_int_equal(classify_mib(&m), CLASSIFY_COLD);
+	m.total_access_count = 10000;                                     /* 0.05: not < */
+	assert_true(classify_density(&m) == 0.05);
+	assert_int_equal(classify_mib(&m), CLASSIFY_NOTCOLD);
+	m.total_access_count = 0;
+	m.total_lifetime_ns = CLASSIFY_COLD_MIN_AVG_LIFETIME_NS - 1;      /* just short */
+	assert_int_equal(classify_mib(&m), CLASSIFY_NOTCOLD);
+	/* Average, not total: two objects of 150 s each are not cold. */
+	m.alloc_count = 2;
+	m.total_size = 2000;
+	m.total_lifetime_ns = 300000000000ull;
+	assert_int_equal(classify_mib(&m), CLASSIFY_NOTCOLD);
+	m.total_lifetime_ns = 400000000000ull;
+	assert_int_equal(classify_mib(&m), CLASSIFY_COLD);
+	/* Hot: strictly above 1000 per byte per second. */
+	m = (struct mib){ .alloc_count = 1, .total_size = 1, .total_lifetime_ns = 1000000000 };
+	m.total_access_count = 1000;
+	assert_int_equal(classify_mib(&m), CLASSIFY_NOTCOLD);
+	m.total_access_count = 1001;
+	assert_int_equal(classify_mib(&m), CLASSIFY_HOT);
+	/* Sub-millisecond lifetimes count as 1 ms: 2 accesses of 1 byte -> 2000. */
+	m = (struct mib){ .alloc_count = 1, .total_size = 1, .total_lifetime_ns = 10,
+			  .total_access_count = 2 };
+	assert_true(classify_density(&m) == 2000.0);
+	assert_int_equal(classify_mib(&m), CLASSIFY_HOT);
+	m = (struct mib){0};
+	assert_int_equal(classify_mib(&m), CLASSIFY_NOTCOLD);
+	assert_string_equal(classify_name(CLASSIFY_COLD), "cold");
+	assert_string_equal(classify_name(CLASSIFY_NOTCOLD), "notcold");
+	assert_string_equal(classify_name(CLASSIFY_HOT), "hot");
+}
+
+static void test_csv(void **state)
+{
+	struct fixture *f = *state;
+	char *out = NULL;
+	struct { const char *in, *want; } cases[] = {
+		{ "plain", "plain" }, { "a,b", "\"a,b\"" }, { "say \"hi\"", "\"say \"\"hi\"\"\"" },
+		{ "two\nlines", "\"two\nlines\"" }, { "cr\r", "\"cr\r\"" }, { "", "" },
+		{ NULL, "" }, { " spaced ", " spaced " },
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CAPTURE(out, (fmt_csv_field(fp, cases[i].in), 0));
+		assert_string_equal(out, cases[i].want);
+		free(out);
+	}
+	build(f);
+	CAPTURE(out, query_print_contexts(fp, f->s, NULL, QUERY_CSV));
+	static const char header[] = "build_id,binary,frames,alloc_count,total_size,min_size,"
+		"max_size,total_lifetime_ms,min_lifetime_ms,max_lifetime_ms,"
+		"access_samples,est_accesses,lifetime_access_density,class\r\n";
+
+	assert_true(!strncmp(out, header, strlen(header)));
+	assert_non_null(strstr(out, "\r\nabcd01,/srv/app,cold_path;0x1300;main,7,7340032,1048576,"
+				    "1048576,21000,2900,3100,3,30000,"));
+	assert_non_null(strstr(out, ",/srv/app,hot_loop,1,64,64,64,1,1,1,5,100000,"));
+	assert_non_null(strstr(out, ",hot\r\n"));
+	/* A binary path with a comma and a quote, frames with a comma: quoted, quotes doubled. */
+	assert_non_null(strstr(out, "\r\n,\"/srv/o,d\"\"d\",\"we\"\"ird"));
+	assert_non_null(strstr(out, ";a,b;ns::f(int, char) const\","));
+	free(out);
+}
+
+static void assert_width(const char *text, size_t max)
+{
+	size_t lines = 0;
+
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+		if (len > max)
+			fail_msg("line of %zu columns: %.*s", len, (int)len, p);
+		for (size_t i = 0; i < len; i++)
+			assert_true(p[i] >= 0x20 && p[i] < 0x7f);   /* one column per byte */
+		lines++;
+		p += len + (nl ? 1 : 0);
+	}
+	assert_true(lines > 0);
+}
+
+static void test_table_width(void **state)
+{
+	struct fixture *f = *state;
+	char *out = NULL;
+
+	build(f);
+	CAPTURE(out, query_print_contexts(fp, f->s, NULL, QUERY_TABLE));
+	assert_width(out, FMT_TABLE_WIDTH);
+	assert_non_null(strstr(out, "\n  7.0 MiB      7    3.0 s    30.0k  0.00136 notcold app"
+				    "          cold_path < 0x1300 < main\n"));
+	/* Control and non-ASCII bytes become '?'; cut stacks end in "...". */
+	assert_non_null(strstr(out, " we\"ird\\ ??? ?? caf?? ??? end < s...\n"));
+	/* A leaf name too long alone keeps both ends, without its parameter list. */
+	assert_non_null(strstr(out, " std::vecto...NNNNN_M_realloc_insert\n"));
+	assert_null(strstr(out, "(int&)"));
+	free(out);
+	CAPTURE(out, query_print_binaries(fp, f->s, QUERY_TABLE));
+	assert_width(out, FMT_TABLE_WIDTH);
+	free(out);
+	CAPTURE(out, query_print_processes(fp, f->s, NULL, QUERY_TABLE));
+	assert_width(out, FMT_TABLE_WIDTH);
+	assert_non_null(strstr(out, "o?[31md"));     /* no terminal escapes get through */
+	free(out);
+	CAPTURE(out, query_print_status(fp, f->s, QUERY_TABLE));
+	assert_width(out, FMT_TABLE_WIDTH);
+	assert_non_null(strstr(out, "2023-11-14T22:13:20Z    3.0 s ok"));
+	free(out);
+	/* Empty store tables say so. */
+	struct store_ctx_filter none = { .pid = 999 };
+
+	CAPTURE(out, query_print_contexts(fp, f->s, &none, QUERY_TABLE));
+	assert_non_null(strstr(out, "(no allocation contexts)"));
+	free(out);
+}
+
+static void test_units(void **state)
+{
+	char b[FMT_BUF];
+	uint64_t vals[] = { 0, 1, 999, 1000, 1023, 1024, 1048575, 1048576, 7340032,
+			    999949, 999950, 1000000, 123456789012ull, UINT64_MAX };
+
+	assert_string_equal(fmt_bytes(b, 0), "0 B");
+	assert_string_equal(fmt_bytes(b, 999), "999 B");
+	assert_string_equal(fmt_bytes(b, 1536), "1.5 KiB");
+	assert_string_equal(fmt_bytes(b, 7340032), "7.0 MiB");
+	assert_string_equal(fmt_bytes(b, UINT64_MAX), "16.0 EiB");
+	assert_string_equal(fmt_count(b, 9999), "9999");
+	assert_string_equal(fmt_count(b, 30000), "30.0k");
+	assert_string_equal(fmt_count(b, 999950), "1.0M");
+	assert_string_equal(fmt_duration_ns(b, 500000), "0.5 ms");
+	assert_string_equal(fmt_duration_ns(b, 3000000000ull), "3.0 s");
+	assert_string_equal(fmt_duration_ns(b, 100000000000000ull), "27.8 h");
+	for (unsigned i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		assert_true(strlen(fmt_bytes(b, vals[i])) <= FMT_BYTES_MAX);
+		assert_true(strlen(fmt_count(b, vals[i])) <= FMT_COUNT_MAX);
+		assert_true(strlen(fmt_duration_ns(b, vals[i])) <= FMT_DURATION_MAX);
+		assert_true(strlen(fmt_duration_ns(b, vals[i] * 1000)) <= FMT_DURATION_MAX);
+	}
+	double ds[] = { 0, 1e-9, 0.00136, 1, 999.5, 12345.678, 1e22 };
+
+	for (unsigned i = 0; i < sizeof(ds) / sizeof(ds[0]); i++)
+		assert_true(strlen(fmt_density(b, ds[i])) <= FMT_DENSITY_MAX);
+
+	char cell[16];
+
+	assert_int_equal(fmt_cell(cell, 10, "short"), 5);
+	assert_string_equal(cell, "short");
+	assert_int_equal(fmt_cell(cell, 10, "much too long for it"), 10);
+	assert_string_equal(cell, "much to...");
+	fmt_cell(cell, 10, "a\tb\x80");
+	assert_string_equal(cell, "a?b?");
+	fmt_cell(cell, 10, NULL);
+	assert_string_equal(cell, "");
+
+	char fn[64];
+
+	fmt_func_short(fn, sizeof(fn), "ns::C::f(int, std::pair<a, b>) const");
+	assert_string_equal(fn, "ns::C::f");
+	fmt_func_short(fn, sizeof(fn), "(anonymous namespace)::g(char*)");
+	assert_string_equal(fn, "(anonymous namespace)::g");
+	fmt_func_short(fn, sizeof(fn), "operator()(int) &&");
+	assert_string_equal(fn, "operator()");
+	fmt_func_short(fn, sizeof(fn), "plain_c");
+	assert_string_equal(fn, "plain_c");
+	fmt_func_short(fn, sizeof(fn), "(weird)");
+	assert_string_equal(fn, "(weird)");
+}
+
+static void test_parse_time(void **state)
+{
+	const int64_t now = 1700000000ll * 1000000000;
+	int64_t t;
+
+	assert_int_equal(query_parse_time("1700000000", now, &t), 0);
+	assert_true(t == now);
+	assert_int_equal(query_parse_time("1500ms", now, &t), 0);
+	assert_true(t == 1500000000);
+	assert_int_equal(query_parse_time("42ns", now, &t), 0);
+	assert_true(t == 42);
+	assert_int_equal(query_parse_time("-10m", now, &t), 0);
+	assert_true(t == now - 600ll * 1000000000);
+	assert_int_equal(query_parse_time("-2h", now, &t), 0);
+	assert_true(t == now - 7200ll * 1000000000);
+	assert_int_equal(query_parse_time("-1d", now, &t), 0);
+	assert_true(t == now - 86400ll * 1000000000);
+	assert_int_equal(query_parse_time("2023-11-14T22:13:20Z", now, &t), 0);
+	assert_true(t == now);
+	assert_int_equal(query_parse_time("2023-11-14 22:13:20", now, &t), 0);
+	assert_true(t == now);
+	assert_int_equal(query_parse_time("2023-11-14", now, &t), 0);
+	assert_true(t == now - (22 * 3600 + 13 * 60 + 20) * 1000000000ll);
+	assert_int_equal(query_parse_time("", now, &t), -EINVAL);
+	assert_int_equal(query_parse_time("yesterday", now, &t), -EINVAL);
+	assert_int_equal(query_parse_time("10parsecs", now, &t), -EINVAL);
+	assert_int_equal(query_parse_time("5h", now, &t), -EINVAL);   /* absolute hours: no */
+	assert_int_equal(query_parse_time("2023-13-45", now, &t), -EINVAL);
+	assert_int_equal(query_parse_time("99999999999999999999", now, &t), -ERANGE);
+	assert_int_equal(query_parse_time("99999999999", now, &t), -ERANGE);
+}
+
+/* Runs cmd_query with stdout and stderr sent to files; returns the exit code. */
+static int run_cmd(struct fixture *f, char **out, char **err, int argc, ...)
+{
+	char *argv[16], opath[160], epath[160];
+	va_list ap;
+
+	va_start(ap, argc);
+	for (int i = 0; i < argc; i++)
+		argv[i] = va_arg(ap, char *);
+	va_end(ap);
+	argv[argc] = NULL;
+	snprintf(opath, sizeof(opath), "%s/out", f->dir);
+	snprintf(epath, sizeof(epath), "%s/err", f->dir);
+	fflush(stdout);
+	fflush(stderr);
+
+	int so = dup(1), se = dup(2);
+	int fo = open(opath, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	int fe = open(epath, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	dup2(fo, 1);
+	dup2(fe, 2);
+
+	int rc = cmd_query(argc, argv);
+
+	fflush(stdout);
+	fflush(stderr);
+	dup2(so, 1);
+	dup2(se, 2);
+	close(so);
+	close(se);
+	for (int k = 0; k < 2; k++) {
+		int fd = k ? fe : fo;
+		off_t n = lseek(fd, 0, SEEK_END);
+		char *buf = calloc(1, (size_t)n + 1);
+
+		assert_int_equal(pread(fd, buf, (size_t)n, 0), n);
+		close(fd);
+		*(k ? err : out) = buf;
+	}
+	unlink(opath);
+	unlink(epath);
+	return rc;
+}
+
+static void assert_one_line_error(const char *err, const char *want)
+{
+	assert_true(!strncmp(err, "memprofd: ", 10));
+	assert_non_null(strstr(err, want));
+	assert_non_null(strchr(err, '\n'));
+	assert_int_equal(strchr(err, '\n')[1], '\0');
+}
+
+static void test_cmd_query(void **state)
+{
+	struct fixture *f = *state;
+	char *out, *err, junk[160];
+
+	build(f);
+	/* Success: JSON on stdout, nothing on stderr; options before or after the report. */
+	assert_int_equal(run_cmd(f, &out, &err, 6, "query", "contexts", "--db", f->db,
+				 "--format", "json"), 0);
+	assert_true(json_valid(out));
+	assert_non_null(strstr(out, "cold_path"));
+	assert_string_equal(err, "");
+	free(out); free(err);
+	assert_int_equal(run_cmd(f, &out, &err, 8, "query", "--db", f->db, "--sort=density",
+				 "--limit", "1", "contexts", "--format=csv"), 0);
+	assert_non_null(strstr(out, "hot_loop"));
+	assert_null(strstr(out, "cold_path"));
+	free(out); free(err);
+	const char *reports[] = { "binaries", "processes", "status" };
+
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(run_cmd(f, &out, &err, 6, "query", reports[i], "--db", f->db,
+					 "--format", "json"), 0);
+		assert_true(json_valid(out));
+		free(out); free(err);
+		assert_int_equal(run_cmd(f, &out, &err, 4, "query", reports[i], "--db", f->db), 0);
+		assert_width(out, FMT_TABLE_WIDTH);
+		free(out); free(err);
+	}
+	/* Help. */
+	assert_int_equal(run_cmd(f, &out, &err, 2, "query", "--help"), 0);
+	assert_non_null(strstr(out, "usage: memprofd query"));
+	free(out); free(err);
+	assert_int_equal(run_cmd(f, &out, &err, 3, "query", "contexts", "-h"), 0);
+	assert_non_null(strstr(out, "--sort"));
+	free(out); free(err);
+	/* Bad usage: exit 2, one line. */
+	struct { int argc; char *argv[6]; const char *want; } bad[] = {
+		{ 3, { "query", "contexts", "--bogus" }, "query contexts: unknown option '--bogus'" },
+		{ 4, { "query", "contexts", "--sort", "size" }, "--sort: unknown key 'size'" },
+		{ 4, { "query", "contexts", "--limit", "-3" }, "--limit: invalid number '-3'" },
+		{ 4, { "query", "contexts", "--pid", "0" }, "--pid: invalid process id '0'" },
+		{ 4, { "query", "contexts", "--format", "xml" }, "--format: unknown format 'xml'" },
+		{ 4, { "query", "contexts", "--since", "soon" }, "--since: invalid time 'soon'" },
+		{ 3, { "query", "contexts", "--db" }, "option '--db' needs a value" },
+		{ 2, { "query", "everything" }, "query: unknown report 'everything'" },
+		{ 4, { "query", "status", "--sort", "bytes" }, "query status: --sort does not apply" },
+		{ 3, { "query", "contexts", "extra" }, "unexpected argument 'extra'" },
+		{ 6, { "query", "contexts", "--since", "20", "--until", "10" }, "--since must be" },
+	};
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char **a = bad[i].argv;
+		int rc = bad[i].argc == 2 ? run_cmd(f, &out, &err, 2, a[0], a[1]) :
+			 bad[i].argc == 3 ? run_cmd(f, &out, &err, 3, a[0], a[1], a[2]) :
+			 bad[i].argc == 4 ? run_cmd(f, &out, &err, 4, a[0], a[1], a[2], a[3]) :
+			 run_cmd(f, &out, &err, 6, a[0], a[1], a[2], a[3], a[4], a[5]);
+
+		if (rc != 2)
+			fail_msg("%s %s: exit %d, stderr %s", a[1], a[2] ? a[2] : "", rc, err);
+		assert_one_line_error(err, bad[i].want);
+		assert_string_equal(out, "");
+		free(out); free(err);
+	}
+	assert_int_equal(run_cmd(f, &out, &err, 1, "query"), 2);
+	assert_non_null(strstr(err, "usage:"));
+	free(out); free(err);
+	/* Runtime failures: exit 1, one line naming the file. */
+	snprintf(junk, sizeof(junk), "%s/junk", f->dir);
+	assert_int_equal(run_cmd(f, &out, &err, 4, "query", "contexts", "--db", junk), 1);
+	assert_one_line_error(err, "No such file or directory");
+	assert_non_null(strstr(err, junk));
+	free(out); free(err);
+	FILE *j = fopen(junk, "w");
+
+	fputs("SQLite format 2? no, just text, long enough to have a header........"
+	      "..................................................................", j);
+	fclose(j);
+	assert_int_equal(run_cmd(f, &out, &err, 4, "query", "contexts", "--db", junk), 1);
+	assert_one_line_error(err, "memprofd: query contexts: ");
+	assert_non_null(strstr(err, "file is not a database"));
+	free(out); free(err);
+	/* --binary PATH is resolved the way the daemon records executables. */
+	char exe[160], spelled[200], e2[256];
+	struct store *w;
+
+	snprintf(exe, sizeof(exe), "%s/bin", f->dir);
+	snprintf(spelled, sizeof(spelled), "%s/./../%s/bin", f->dir, strrchr(f->dir, '/') + 1);
+	fclose(fopen(exe, "w"));
+	if (store_open(&w, f->db, STORE_RDWR, e2, sizeof(e2)) < 0)
+		fail_msg("%s", e2);
+	struct store_proc bp = { .pid = 99, .start_ns = 9, .exe = exe, .build_id = "feed" };
+	struct store_frame bf = { "feed", exe, 0x42, "in_bin", NULL };
+	struct mib bm = { .alloc_count = 1, .total_size = 1, .min_size = 1, .max_size = 1 };
+
+	OK(store_put_mib(w, &bp, 77, &bf, 1, 0, &bm));
+	store_close(w);
+	assert_int_equal(run_cmd(f, &out, &err, 8, "query", "contexts", "--db", f->db,
+				 "--binary", spelled, "--format", "csv"), 0);
+	assert_non_null(strstr(out, ",in_bin,"));
+	assert_null(strstr(out, "cold_path"));
+	free(out); free(err);
+	assert_int_equal(run_cmd(f, &out, &err, 6, "query", "processes", "--db", f->db,
+				 "--binary", "feed"), 0);
+	assert_non_null(strstr(out, "      99 "));
+	free(out); free(err);
+	unlink(exe);
+	assert_int_equal(run_cmd(f, &out, &err, 4, "query", "data", "--db", f->db), 1);
+	assert_one_line_error(err, "query data: not implemented yet");
+	free(out); free(err);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_validator_itself),
+		cmocka_unit_test_setup_teardown(test_contexts_json, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_other_reports_json, setup, teardown),
+		cmocka_unit_test(test_classification),
+		cmocka_unit_test_setup_teardown(test_csv, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_width, setup, teardown),
+		cmocka_unit_test(test_units),
+		cmocka_unit_test(test_parse_time),
+		cmocka_unit_test_setup_teardown(test_cmd_query, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,815 @@
+/* The store on real SQLite files in a temp dir: exact round trips over flushes, rollback
+ * dropping cached ids, PID reuse, migrations and refusals (newer schema, not a database,
+ * missing file), a reader beside a writer's open transaction (another process), a
+ * kill -9 in the middle of a flush, and the query filters, sort orders and limit. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <sqlite3.h>
+#include <cmocka.h>
+
+#include "store/store.h"
+
+struct fixture {
+	char dir[64];
+	char db[128];
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	strcpy(f->dir, "/tmp/test_store.XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->db, sizeof(f->db), "%s/memprofd.db", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char p[160];
+	const char *sfx[] = { "", "-wal", "-shm", "-journal" };
+
+	for (unsigned i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "%s%s", f->db, sfx[i]);
+		unlink(p);
+	}
+	snprintf(p, sizeof(p), "%s/other", f->dir);
+	unlink(p);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static struct store *open_rw(const char *path)
+{
+	struct store *s;
+	char err[256];
+	int r = store_open(&s, path, STORE_RDWR, err, sizeof(err));
+
+	if (r < 0)
+		fail_msg("store_open %s: %s", path, err);
+	return s;
+}
+
+static struct store *open_ro(const char *path)
+{
+	struct store *s;
+	char err[256];
+	int r = store_open(&s, path, STORE_RDONLY, err, sizeof(err));
+
+	if (r < 0)
+		fail_msg("store_open ro %s: %s", path, err);
+	return s;
+}
+
+#define OK(expr) do { int _r = (expr); if (_r < 0) fail_msg("%s: %d", #expr, _r); } while (0)
+
+/* ---- sample data ---- */
+
+static const struct store_frame frames_a[] = {
+	{ "aaaa", "/usr/bin/app", 0x1234, "cold_path", "_Z9cold_pathv" },
+	{ "libc", "/usr/lib/libc.so.6", 0x29d90, NULL, NULL },
+	{ "aaaa", "/usr/bin/app", 0x1100, "main", NULL },
+};
+static const struct store_frame frames_b[] = {
+	{ "aaaa", "/usr/bin/app", 0x2000, "hot_path", NULL },
+	{ "", NULL, 0x7fff0000, NULL, NULL },
+};
+
+static struct store_proc proc(int32_t pid, uint64_t start, const char *exe, const char *bid)
+{
+	return (struct store_proc){ .pid = pid, .start_ns = start, .ppid = 1, .exe = exe,
+				    .build_id = bid, .comm = "app" };
+}
+
+/* A MIB with every field distinct, so a swapped column shows. */
+static struct mib mib_n(uint64_t n)
+{
+	return (struct mib){
+		.alloc_count = n, .total_size = 1000 * n, .min_size = 10 + n, .max_size = 900 + n,
+		.total_lifetime_ns = 5000000 * n, .min_lifetime_ns = 100 + n,
+		.max_lifetime_ns = 4000000 + n, .alloc_ts_ns = 7000 + n, .dealloc_ts_ns = 8000 + n,
+		.alloc_cpu = (uint32_t)(3 + n), .dealloc_cpu = (uint32_t)(5 + n),
+		.num_migrated_cpu = 11 + n, .num_lifetime_overlaps = 13 + n,
+		.num_same_alloc_cpu = 17 + n, .num_same_dealloc_cpu = 19 + n,
+		.access_samples = 23 + n, .total_access_count = 29 * n, .min_access_count = 31 + n,
+		.max_access_count = 37 + n,
+	};
+}
+
+/* ---- collecting query results ---- */
+
+struct got_ctx {
+	struct store_ctx_row row;
+	char build_id[64], binary[64];
+	unsigned nframes;
+	struct { char function[64], build_id[64], path[64], mangled[64]; uint64_t offset;
+		 bool has_function, has_mangled; } f[8];
+};
+
+struct got {
+	struct got_ctx c[16];
+	unsigned n;
+};
+
+static int collect(const struct store_ctx_row *r, void *arg)
+{
+	struct got *g = arg;
+	struct got_ctx *c = &g->c[g->n++];
+
+	assert_true(g->n <= 16);
+	c->row = *r;
+	snprintf(c->build_id, sizeof(c->build_id), "%s", r->build_id ? r->build_id : "(null)");
+	snprintf(c->binary, sizeof(c->binary), "%s", r->binary ? r->binary : "(null)");
+	c->nframes = r->nframes;
+	for (unsigned i = 0; i < r->nframes && i < 8; i++) {
+		const struct store_frame *fr = &r->frames[i];
+
+		c->f[i].offset = fr->offset;
+		c->f[i].has_function = fr->function != NULL;
+		c->f[i].has_mangled = fr->mangled != NULL;
+		snprintf(c->f[i].function, 64, "%s", fr->function ? fr->function : "");
+		snprintf(c->f[i].mangled, 64, "%s", fr->mangled ? fr->mangled : "");
+		snprintf(c->f[i].build_id, 64, "%s", fr->build_id ? fr->build_id : "");
+		snprintf(c->f[i].path, 64, "%s", fr->path ? fr->path : "");
+	}
+	c->row.frames = NULL;
+	return 0;
+}
+
+static struct got query(struct store *s, const struct store_ctx_filter *f)
+{
+	struct got g = {0};
+
+	OK(store_query_contexts(s, f, collect, &g));
+	return g;
+}
+
+static void assert_mib_equal(const struct mib *a, const struct mib *b)
+{
+#define EQ(fld, agg) assert_int_equal(a->fld, b->fld);
+	STORE__MIB_FIELDS(EQ)
+#undef EQ
+}
+
+/* ---- tests ---- */
+
+static void test_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_proc p = proc(100, 555, "/usr/bin/app", "aaaa");
+	struct mib m1 = mib_n(1), m1b = mib_n(4), m2 = mib_n(2), m3 = mib_n(3);
+
+	assert_int_equal(store_schema_version(s), STORE_SCHEMA_VERSION);
+	/* Flush 1: context A in bucket 1000, context B. */
+	OK(store_begin(s));
+	OK(store_put_mib(s, &p, 0xa, frames_a, 3, 1000, &m1));
+	OK(store_put_mib(s, &p, 0xb, frames_b, 2, 1000, &m3));
+	OK(store_commit(s));
+	/* Flush 2: A's bucket 1000 rewritten (running aggregate), A in bucket 2000. */
+	OK(store_begin(s));
+	OK(store_put_mib(s, &p, 0xa, frames_a, 3, 1000, &m1b));
+	OK(store_put_mib(s, &p, 0xa, NULL, 0, 2000, &m2));   /* frames only read once */
+	OK(store_commit(s));
+
+	struct mib want = m1b;
+
+	mib_combine(&want, &m2);
+	for (int pass = 0; pass < 2; pass++) {
+		struct got g = query(s, NULL);
+
+		assert_int_equal(g.n, 2);
+		/* bytes: A = 4000 + 2000 > B = 3000 */
+		assert_mib_equal(&g.c[0].row.mib, &want);
+		assert_mib_equal(&g.c[1].row.mib, &m3);
+		assert_string_equal(g.c[0].build_id, "aaaa");
+		assert_string_equal(g.c[0].binary, "/usr/bin/app");
+		assert_int_equal(g.c[0].nframes, 3);
+		assert_string_equal(g.c[0].f[0].function, "cold_path");
+		assert_string_equal(g.c[0].f[0].mangled, "_Z9cold_pathv");
+		assert_int_equal(g.c[0].f[0].offset, 0x1234);
+		assert_string_equal(g.c[0].f[1].build_id, "libc");
+		assert_string_equal(g.c[0].f[1].path, "/usr/lib/libc.so.6");
+		assert_false(g.c[0].f[1].has_function);
+		assert_false(g.c[0].f[1].has_mangled);
+		assert_int_equal(g.c[0].f[1].offset, 0x29d90);
+		assert_string_equal(g.c[0].f[2].function, "main");
+		assert_int_equal(g.c[1].nframes, 2);
+		assert_string_equal(g.c[1].f[1].build_id, "");
+		assert_int_equal(g.c[1].f[1].offset, 0x7fff0000);
+		/* Again from a fresh reader. */
+		if (pass == 0) {
+			store_close(s);
+			s = open_ro(fx->db);
+		}
+	}
+	store_close(s);
+}
+
+static void test_combine_across_processes(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_proc p1 = proc(100, 1, "/usr/bin/app", "aaaa");
+	struct store_proc p2 = proc(200, 2, "/usr/bin/app", "aaaa");
+	struct mib a = {0}, b = {0}, o;
+
+	mib_from_object(&o, 100, 10, 5000, 0, 0, 3);
+	mib_merge(&a, &o);
+	mib_from_object(&o, 50, 20, 30, 1, 1, 0);
+	mib_merge(&a, &o);
+	mib_from_object(&o, 10, 40, 9000, 2, 1, 8);
+	mib_merge(&b, &o);
+	OK(store_begin(s));
+	OK(store_put_mib(s, &p1, 0xa, frames_a, 3, 0, &a));
+	OK(store_put_mib(s, &p2, 0xa, frames_a, 3, 0, &b));
+	/* An empty MIB is stored but changes nothing, as for mib_combine(). */
+	struct mib empty = {0};
+
+	OK(store_put_mib(s, &p2, 0xa, frames_a, 3, 60, &empty));
+	OK(store_commit(s));
+
+	struct mib want = a;
+
+	mib_combine(&want, &b);
+
+	struct got g = query(s, NULL);
+
+	assert_int_equal(g.n, 1);
+	assert_mib_equal(&g.c[0].row.mib, &want);
+	assert_int_equal(g.c[0].row.mib.dealloc_ts_ns, 9000);   /* b's object died last */
+	store_close(s);
+}
+
+static int count_rows(const char *db, const char *sql)
+{
+	sqlite3 *h;
+	sqlite3_stmt *st;
+	int n = -1;
+
+	assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return n;
+}
+
+static void assert_integrity(const char *db)
+{
+	sqlite3 *h;
+	sqlite3_stmt *st;
+
+	assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "ok");
+	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_prepare_v2(h, "PRAGMA foreign_key_check", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_DONE);   /* no dangling references */
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+}
+
+static void test_rollback_discards_ids(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_proc p = proc(100, 555, "/usr/bin/app", "aaaa");
+	struct store_proc q = proc(101, 556, "/usr/bin/other", "bbbb");
+	struct mib m1 = mib_n(1), m2 = mib_n(2);
+
+	/* Something committed first, so the caches hold both kinds of entries. */
+	OK(store_begin(s));
+	OK(store_put_mib(s, &p, 0xb, frames_b, 2, 0, &m1));
+	OK(store_commit(s));
+	/* New process, binaries, frames, stack and context, then a rollback. */
+	OK(store_begin(s));
+	OK(store_put_mib(s, &q, 0xa, frames_a, 3, 0, &m2));
+	OK(store_put_mib(s, &p, 0xa, frames_a, 3, 0, &m2));
+	OK(store_rollback(s));
+	/* The same again: with stale cached ids this would hit FOREIGN KEY failures. */
+	OK(store_begin(s));
+	OK(store_put_mib(s, &q, 0xa, frames_a, 3, 0, &m2));
+	OK(store_commit(s));
+
+	struct got g = query(s, NULL);
+
+	assert_int_equal(g.n, 2);
+	assert_string_equal(g.c[0].binary, "/usr/bin/other");  /* 2000 bytes */
+	assert_mib_equal(&g.c[0].row.mib, &m2);
+	assert_int_equal(g.c[0].nframes, 3);
+	assert_string_equal(g.c[0].f[0].function, "cold_path");
+	assert_mib_equal(&g.c[1].row.mib, &m1);
+	store_close(s);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM processes"), 2);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM contexts"), 2);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM stacks"), 2);
+	assert_integrity(fx->db);
+}
+
+static void test_errors_keep_store_usable(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_proc p = proc(1, 1, "/bin/x", "cc");
+	struct mib m = mib_n(1);
+
+	OK(store_begin(s));
+	assert_int_equal(store_begin(s), -EBUSY);
+	assert_non_null(strstr(store_errmsg(s), "already open"));
+	assert_int_equal(store_put_mib(s, &p, 1, NULL, 2, 0, &m), -EINVAL);
+	OK(store_rollback(s));
+	assert_int_equal(store_commit(s), -EINVAL);
+	/* Outside a transaction writes autocommit. */
+	OK(store_put_mib(s, &p, 1, frames_b, 2, 0, &m));
+	struct store_frame big = { "cc", "/bin/x", 1, "f", NULL };
+	struct store_frame *many = calloc(STORE_MAX_FRAMES + 1, sizeof(*many));
+
+	for (unsigned i = 0; i <= STORE_MAX_FRAMES; i++)
+		many[i] = big;
+	assert_int_equal(store_put_mib(s, &p, 2, many, STORE_MAX_FRAMES + 1, 0, &m), -E2BIG);
+	free(many);
+	store_close(s);
+
+	s = open_ro(fx->db);
+	assert_int_equal(store_put_mib(s, &p, 1, frames_b, 2, 0, &m), -EROFS);
+	assert_int_equal(store_begin(s), -EROFS);
+	assert_int_equal(query(s, NULL).n, 1);
+	store_close(s);
+}
+
+struct procs_got { struct store_proc_row r[8]; char exe[8][64]; unsigned n; };
+
+static int collect_proc(const struct store_proc_row *r, void *arg)
+{
+	struct procs_got *g = arg;
+
+	g->r[g->n] = *r;
+	snprintf(g->exe[g->n], 64, "%s", r->exe ? r->exe : "");
+	g->n++;
+	return 0;
+}
+
+static void test_pid_reuse(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_proc old = proc(4242, 1000, "/usr/bin/app", "aaaa");
+	struct store_proc reused = proc(4242, 99000, "/usr/bin/app", "aaaa");
+	struct mib m1 = mib_n(1), m2 = mib_n(2);
+	int64_t run;
+	struct store_run run_desc = { .command = "app --x", .alloc_mode = "exact",
+				      .access_mode = "off", .settings = "{}", .started_ns = 5 };
+
+	OK(store_run_begin(s, &run_desc, &run));
+	old.run_id = run;
+	reused.run_id = run;
+	OK(store_begin(s));
+	OK(store_put_mib(s, &old, 0xa, frames_a, 3, 0, &m1));
+	OK(store_proc_exit(s, &old, 123456789));
+	OK(store_put_mib(s, &reused, 0xa, frames_a, 3, 0, &m2));
+	OK(store_commit(s));
+
+	struct procs_got pg = {0};
+	struct store_proc_filter pf = { .pid = 4242 };
+
+	OK(store_query_processes(s, &pf, collect_proc, &pg));
+	assert_int_equal(pg.n, 2);
+	/* Most recent first. */
+	assert_int_equal(pg.r[0].start_ns, 99000);
+	assert_int_equal(pg.r[0].exit_ns, 0);
+	assert_int_equal(pg.r[0].alloc_count, 2);
+	assert_int_equal(pg.r[1].start_ns, 1000);
+	assert_int_equal(pg.r[1].exit_ns, 123456789);
+	assert_int_equal(pg.r[1].run_id, run);
+	assert_int_equal(pg.r[1].contexts, 1);
+	assert_string_equal(pg.exe[1], "/usr/bin/app");
+
+	/* Both instances belong to the same context, combined. */
+	struct store_ctx_filter cf = { .pid = 4242 };
+	struct got g = query(s, &cf);
+	struct mib want = m1;
+
+	mib_combine(&want, &m2);
+	assert_int_equal(g.n, 1);
+	assert_mib_equal(&g.c[0].row.mib, &want);
+	store_close(s);
+}
+
+struct runs_got { struct store_run_row r[4]; char status[4][32]; unsigned n; };
+
+static int collect_run(const struct store_run_row *r, void *arg)
+{
+	struct runs_got *g = arg;
+
+	g->r[g->n] = *r;
+	snprintf(g->status[g->n], 32, "%s", r->stats.status ? r->stats.status : "");
+	g->n++;
+	return 0;
+}
+
+static void test_runs(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_run rd = { .command = "pid 7", .alloc_mode = "sampled",
+				.access_mode = "soft", .settings = "{\"freq\":99}", .started_ns = 10 };
+	struct store_run_stats st = { .events = 1, .drops_ringbuf = 2, .drops_live_full = 3,
+				      .drops_state_full = 4, .drops_stack = 5, .unmatched_frees = 6,
+				      .overwritten = 7, .unresolved_frames = 8, .status = "running" };
+	int64_t id;
+
+	OK(store_run_begin(s, &rd, &id));
+	OK(store_run_update(s, id, &st));
+	st.ended_ns = 99;
+	st.status = "ok";
+	st.events = 1000;
+	OK(store_run_update(s, id, &st));
+	assert_int_equal(store_run_update(s, id + 100, &st), -ENOENT);
+	store_close(s);
+
+	s = open_ro(fx->db);
+
+	struct runs_got g = {0};
+
+	OK(store_query_runs(s, collect_run, &g));
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.r[0].id, id);
+	assert_int_equal(g.r[0].run.started_ns, 10);
+	assert_int_equal(g.r[0].stats.ended_ns, 99);
+	assert_int_equal(g.r[0].stats.events, 1000);
+	assert_int_equal(g.r[0].stats.drops_ringbuf, 2);
+	assert_int_equal(g.r[0].stats.drops_live_full, 3);
+	assert_int_equal(g.r[0].stats.drops_state_full, 4);
+	assert_int_equal(g.r[0].stats.drops_stack, 5);
+	assert_int_equal(g.r[0].stats.unmatched_frees, 6);
+	assert_int_equal(g.r[0].stats.overwritten, 7);
+	assert_int_equal(g.r[0].stats.unresolved_frames, 8);
+	assert_string_equal(g.status[0], "ok");
+	store_close(s);
+}
+
+static void test_migrate_empty_file(void **state)
+{
+	struct fixture *fx = *state;
+	FILE *f = fopen(fx->db, "w");
+
+	fclose(f);       /* a zero-length file is an empty SQLite database (version 0) */
+
+	struct store *s;
+	char err[256];
+
+	/* A reader refuses a database without the schema... */
+	assert_int_equal(store_open(&s, fx->db, STORE_RDONLY, err, sizeof(err)), -ENOMSG);
+	assert_null(s);
+	assert_non_null(strstr(err, "not a memprofd database"));
+	/* ...a writer migrates it. */
+	s = open_rw(fx->db);
+	assert_int_equal(store_schema_version(s), STORE_SCHEMA_VERSION);
+	store_close(s);
+	assert_int_equal(count_rows(fx->db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
+				    " AND name IN ('binaries','processes','frames','stacks',"
+				    "'contexts','mib','runs')"), 7);
+	/* Reopening does not migrate twice. */
+	s = open_rw(fx->db);
+	store_close(s);
+	assert_integrity(fx->db);
+
+	sqlite3 *h;
+	sqlite3_stmt *st;
+
+	assert_int_equal(sqlite3_open(fx->db, &h), SQLITE_OK);
+	sqlite3_prepare_v2(h, "PRAGMA journal_mode", -1, &st, NULL);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+	struct fixture *fx = *state;
+	sqlite3 *h;
+	struct store *s;
+	char err[256];
+
+	assert_int_equal(sqlite3_open(fx->db, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "CREATE TABLE future(x); PRAGMA user_version = 99",
+				      NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+
+	char want[128];
+
+	snprintf(want, sizeof(want), "database schema version 99 is newer than this memprofd "
+		 "supports (%d)", STORE_SCHEMA_VERSION);
+	assert_int_equal(store_open(&s, fx->db, STORE_RDWR, err, sizeof(err)), -EPROTONOSUPPORT);
+	assert_null(s);
+	assert_non_null(strstr(err, want));
+	assert_non_null(strstr(err, fx->db));
+	assert_int_equal(store_open(&s, fx->db, STORE_RDONLY, err, sizeof(err)), -EPROTONOSUPPORT);
+	assert_non_null(strstr(err, want));
+	/* Untouched. */
+	assert_int_equal(count_rows(fx->db, "PRAGMA user_version"), 99);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM sqlite_schema"), 1);
+}
+
+static void test_not_a_database(void **state)
+{
+	struct fixture *fx = *state;
+	FILE *f = fopen(fx->db, "w");
+	char text[4096], back[4096], err[256];
+	struct store *s;
+
+	memset(text, 'x', sizeof(text));
+	memcpy(text, "this is a text file, not SQLite\n", 32);
+	fwrite(text, 1, sizeof(text), f);
+	fclose(f);
+	for (int ro = 0; ro < 2; ro++) {
+		int r = store_open(&s, fx->db, ro ? STORE_RDONLY : STORE_RDWR, err, sizeof(err));
+
+		assert_true(r < 0);
+		assert_null(s);
+		assert_non_null(strstr(err, "file is not a database"));
+		assert_non_null(strstr(err, fx->db));
+		assert_null(strchr(err, '\n'));
+	}
+	f = fopen(fx->db, "r");
+	assert_int_equal(fread(back, 1, sizeof(back), f), sizeof(back));
+	fclose(f);
+	assert_memory_equal(text, back, sizeof(text));   /* the writer did not touch it */
+}
+
+static void test_missing_file(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s;
+	char err[256];
+
+	assert_int_equal(store_open(&s, fx->db, STORE_RDONLY, err, sizeof(err)), -ENOENT);
+	assert_null(s);
+	assert_non_null(strstr(err, fx->db));
+	assert_non_null(strstr(err, "No such file"));
+	assert_int_equal(access(fx->db, F_OK), -1);   /* a reader never creates it */
+	assert_int_equal(store_open(&s, fx->dir, STORE_RDONLY, err, sizeof(err)), -EISDIR);
+	assert_int_equal(store_open(&s, "", STORE_RDONLY, err, sizeof(err)), -EINVAL);
+}
+
+static void write_flush(const char *db, uint64_t hash, const struct store_frame *fr,
+			unsigned n, uint64_t v)
+{
+	struct store *s = open_rw(db);
+	struct store_proc p = proc(1, 1, "/usr/bin/app", "aaaa");
+	struct mib m = mib_n(v);
+
+	OK(store_begin(s));
+	OK(store_put_mib(s, &p, hash, fr, n, 0, &m));
+	OK(store_commit(s));
+	store_close(s);
+}
+
+static void test_reader_beside_open_writer(void **state)
+{
+	struct fixture *fx = *state;
+	int go[2], ack[2];
+	char c;
+
+	write_flush(fx->db, 0xa, frames_a, 3, 1);
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(ack), 0);
+
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct store *s;
+		struct store_proc p = proc(2, 2, "/usr/bin/app", "aaaa");
+		struct mib m = mib_n(5);
+
+		if (store_open(&s, fx->db, STORE_RDWR, NULL, 0) < 0 || store_begin(s) < 0 ||
+		    store_put_mib(s, &p, 0xb, frames_b, 2, 0, &m) < 0)
+			_exit(1);
+		if (write(ack[1], "x", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(2);
+		if (store_commit(s) < 0)
+			_exit(3);
+		store_close(s);
+		if (write(ack[1], "y", 1) != 1)
+			_exit(4);
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(read(ack[0], &c, 1), 1);
+
+	/* The writer holds its transaction (and the write lock): open and read anyway. */
+	struct store *r = open_ro(fx->db);
+
+	assert_int_equal(query(r, NULL).n, 1);
+	assert_int_equal(write(go[1], "g", 1), 1);
+	assert_int_equal(read(ack[0], &c, 1), 1);
+	assert_int_equal(c, 'y');
+	assert_int_equal(query(r, NULL).n, 2);    /* the next query sees the commit */
+	store_close(r);
+
+	int status;
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(go[0]); close(go[1]); close(ack[0]); close(ack[1]);
+}
+
+static void test_kill9_mid_flush(void **state)
+{
+	struct fixture *fx = *state;
+
+	write_flush(fx->db, 0xa, frames_a, 3, 1);
+
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct store *s;
+		struct store_proc p = proc(3, 3, "/usr/bin/app", "aaaa");
+		struct mib m = mib_n(9);
+		struct store_frame fr[2] = { frames_b[0], frames_b[1] };
+
+		if (store_open(&s, fx->db, STORE_RDWR, NULL, 0) < 0 || store_begin(s) < 0)
+			_exit(1);
+		for (unsigned i = 0; i < 5000; i++) {
+			fr[0].offset = 0x100000 + i;
+			if (store_put_mib(s, &p, 0x1000 + i, fr, 2, 0, &m) < 0)
+				_exit(2);
+		}
+		kill(getpid(), SIGKILL);   /* no commit, no close */
+		_exit(3);
+	}
+	int status;
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+
+	struct store *r = open_ro(fx->db);
+	struct got g = query(r, NULL);
+	struct mib want = mib_n(1);
+
+	assert_int_equal(g.n, 1);                  /* the last committed flush, intact */
+	assert_mib_equal(&g.c[0].row.mib, &want);
+	store_close(r);
+	assert_integrity(fx->db);
+	/* And a writer carries on from there. */
+	write_flush(fx->db, 0xb, frames_b, 2, 2);
+	r = open_ro(fx->db);
+	assert_int_equal(query(r, NULL).n, 2);
+	store_close(r);
+}
+
+/* Four contexts over two binaries, two pids and two buckets, each ranking differently. */
+static void build_query_store(const char *db)
+{
+	struct store *s = open_rw(db);
+	struct store_proc app = proc(10, 1, "/usr/bin/app", "aaaa");
+	struct store_proc tool = proc(20, 2, "/usr/bin/tool", "tttt");
+	struct store_frame fr = { "aaaa", "/usr/bin/app", 0, "f", NULL };
+	/* id: bytes, count, lifetime, accesses; density = accesses/bytes/avg-life */
+	struct { uint64_t size, count, life_ns, acc; struct store_proc *p; int64_t bucket; } c[] = {
+		{ 4000, 1, 9000000000ull, 10, &app, 1000 },       /* 0: bytes */
+		{ 1000, 50, 1000000000ull, 20, &app, 2000 },      /* 1: count */
+		{ 2000, 2, 900000000000ull, 30, &tool, 1000 },    /* 2: lifetime */
+		{ 100, 3, 3000000000ull, 5000, &tool, 2000 },     /* 3: accesses, density */
+	};
+
+	OK(store_begin(s));
+	for (unsigned i = 0; i < 4; i++) {
+		struct mib m = { .alloc_count = c[i].count, .total_size = c[i].size,
+				 .min_size = 1, .max_size = c[i].size, .total_lifetime_ns = c[i].life_ns,
+				 .min_lifetime_ns = 1, .max_lifetime_ns = c[i].life_ns,
+				 .total_access_count = c[i].acc, .access_samples = 1 };
+
+		fr.offset = 0x100 * (i + 1);
+		OK(store_put_mib(s, c[i].p, 0x77 + i, &fr, 1, c[i].bucket, &m));
+	}
+	OK(store_commit(s));
+	store_close(s);
+}
+
+static void order_is(struct store *s, struct store_ctx_filter f, const char *want)
+{
+	struct got g = query(s, &f);
+	char got[16] = "";
+
+	for (unsigned i = 0; i < g.n; i++)
+		got[i] = (char)('0' + g.c[i].f[0].offset / 0x100 - 1);
+	assert_string_equal(got, want);
+}
+
+static void test_query_filters_sort_limit(void **state)
+{
+	struct fixture *fx = *state;
+
+	build_query_store(fx->db);
+
+	struct store *s = open_ro(fx->db);
+
+	order_is(s, (struct store_ctx_filter){ .sort = STORE_SORT_BYTES }, "0213");
+	order_is(s, (struct store_ctx_filter){ .sort = STORE_SORT_COUNT }, "1320");
+	order_is(s, (struct store_ctx_filter){ .sort = STORE_SORT_LIFETIME }, "2031");
+	order_is(s, (struct store_ctx_filter){ .sort = STORE_SORT_ACCESSES }, "3210");
+	/* density: 3 = 5000/100/1 = 50; 1 = 20/1000/0.02... ; see store_lifetime_access_density */
+	order_is(s, (struct store_ctx_filter){ .sort = STORE_SORT_DENSITY }, "3102");
+	order_is(s, (struct store_ctx_filter){ .sort = STORE_SORT_BYTES, .limit = 2 }, "02");
+	order_is(s, (struct store_ctx_filter){ .binary = "tttt" }, "23");
+	order_is(s, (struct store_ctx_filter){ .binary = "/usr/bin/app" }, "01");
+	order_is(s, (struct store_ctx_filter){ .binary = "nope" }, "");
+	order_is(s, (struct store_ctx_filter){ .pid = 10 }, "01");
+	order_is(s, (struct store_ctx_filter){ .pid = 20, .sort = STORE_SORT_ACCESSES }, "32");
+	order_is(s, (struct store_ctx_filter){ .since_ns = 1500 }, "13");
+	order_is(s, (struct store_ctx_filter){ .until_ns = 1500 }, "02");
+	order_is(s, (struct store_ctx_filter){ .since_ns = 1000, .until_ns = 2000 }, "02");
+	order_is(s, (struct store_ctx_filter){ .since_ns = 2000, .pid = 20, .limit = 5 }, "3");
+
+	/* The SQL density ordering agrees with the C formula. */
+	struct store_ctx_filter df = { .sort = STORE_SORT_DENSITY };
+	struct got g = query(s, &df);
+
+	for (unsigned i = 1; i < g.n; i++)
+		assert_true(store_lifetime_access_density(&g.c[i - 1].row.mib) >=
+			    store_lifetime_access_density(&g.c[i].row.mib));
+	assert_true(store_lifetime_access_density(&g.c[0].row.mib) == 50.0);
+	store_close(s);
+}
+
+static int stop_at_two(const struct store_ctx_row *r, void *arg)
+{
+	return ++*(int *)arg == 2 ? 42 : 0;
+}
+
+static void test_query_callback_stops(void **state)
+{
+	struct fixture *fx = *state;
+
+	build_query_store(fx->db);
+
+	struct store *s = open_ro(fx->db);
+	int n = 0;
+
+	assert_int_equal(store_query_contexts(s, NULL, stop_at_two, &n), 42);
+	assert_int_equal(n, 2);
+	/* And the store still answers afterwards. */
+	assert_int_equal(query(s, NULL).n, 4);
+	struct store_ctx_filter bad = { .sort = (enum store_sort)99 };
+
+	assert_int_equal(store_query_contexts(s, &bad, stop_at_two, &n), -EINVAL);
+	store_close(s);
+}
+
+static void test_density(void **state)
+{
+	struct mib m = { .alloc_count = 7, .total_size = 7340032, .total_lifetime_ns = 21000000000ull,
+			 .total_access_count = 30000 };
+
+	/* DESIGN.md's example: 30000 / 7340032 / 3 s. */
+	assert_true(store_lifetime_access_density(&m) == 30000.0 / 7340032.0 / 3.0);
+	m.total_lifetime_ns = 7;                    /* under 1 ms on average: 1 ms is used */
+	assert_true(store_lifetime_access_density(&m) == 30000.0 / 7340032.0 / 0.001);
+	m.total_access_count = 0;
+	assert_true(store_lifetime_access_density(&m) == 0.0);
+	m = (struct mib){0};
+	assert_true(store_lifetime_access_density(&m) == 0.0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_combine_across_processes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rollback_discards_ids, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors_keep_store_usable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pid_reuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_runs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_empty_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reader_beside_open_writer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kill9_mid_flush, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_query_filters_sort_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_query_callback_stops, setup, teardown),
+		cmocka_unit_test(test_density),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
