@@ -180,7 +180,8 @@ int cmd_record(int argc, char **argv)
 	int c, err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	opterr = 0;   /* one-line errors of our own, not getopt's */
+	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': db = optarg; break;
 		case 'a': alloc = optarg; break;
@@ -205,7 +206,12 @@ int cmd_record(int argc, char **argv)
 			}
 			break;
 		case 'h': fputs(record_usage, stdout); return 0;
-		default: fputs(record_usage, stderr); return 2;
+		case ':':
+			log_error("record: %s: needs a value (see memprofd record --help)", argv[optind - 1]);
+			return 2;
+		default:
+			log_error("record: %s: unknown option (see memprofd record --help)", argv[optind - 1]);
+			return 2;
 		}
 	}
 	char **cmd = argv + optind;
@@ -258,7 +264,7 @@ int cmd_record(int argc, char **argv)
 	struct recorder r = { 0 };
 	err = store_open(&r.store, db, STORE_RDWR, errbuf, sizeof(errbuf));
 	if (err) {
-		log_error("record: %s: %s", db, errbuf);
+		log_error("record: %s", errbuf);   /* names the file */
 		return 1;
 	}
 

@@ -39,6 +39,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].fn(argc - 1, argv + 1);
-	log_error("'%s' is not a memprofd command; see memprofd --help", argv[1]);
+	log_error("%s: not a memprofd command (see memprofd --help)", argv[1]);
 	return 2;
 }
