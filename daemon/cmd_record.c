@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -398,12 +399,19 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	uint64_t cnt[CNT_MAX];
+	struct rusage ru;
 	exact_counters(&r, cnt);
+	getrusage(RUSAGE_SELF, &ru);   /* our own CPU, not the child's */
+	double cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+			(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 	fprintf(stderr, "memprofd: recorded %llu objects in %zu contexts (%llu events; drops: "
-		"ringbuf %llu, live-map %llu, thread-map %llu, stack %llu) into %s\n",
-		(unsigned long long)r.objects, r.in.stacks.n, (unsigned long long)r.events,
+		"ringbuf %llu, live-map %llu, thread-map %llu, stack %llu) into %s; "
+		"memprofd cpu %.0f ms, peak rss %ld KiB\n",
+		(unsigned long long)r.objects, r.in.stacks.n - (r.unknown_stack_objs ? 0 : 1),
+		(unsigned long long)r.events,
 		(unsigned long long)cnt[CNT_DROP_RINGBUF], (unsigned long long)cnt[CNT_DROP_LIVE_FULL],
-		(unsigned long long)cnt[CNT_DROP_STATE_FULL], (unsigned long long)cnt[CNT_DROP_STACK], db);
+		(unsigned long long)cnt[CNT_DROP_STATE_FULL], (unsigned long long)cnt[CNT_DROP_STACK], db,
+		cpu_ms, ru.ru_maxrss);
 	rc = 0;
 out:
 	if (ch.pid > 0 && ch.go_fd >= 0) {
