@@ -30,6 +30,8 @@ struct agg *agg_find(const struct aggtab *t, const struct istack *s, const struc
 int agg_add(struct aggtab *t, struct istack *s, struct proc *p, int64_t bucket,
 	    const struct mib *obj)
 {
+	if (bucket < t->watermark)
+		bucket = t->watermark;
 	struct aggkey k = { s, p, bucket };
 	uint64_t h = key_hash(&k);
 	struct agg *a = hmap_find(&t->map, h, key_eq, &k);
@@ -82,6 +84,9 @@ void agg_evict(struct aggtab *t, int64_t before)
 
 	if (!v)
 		return;   /* memory stays bounded by the next successful eviction */
+	/* Dirty entries of old buckets stay; no new ones may join them. */
+	if (before > t->watermark)
+		t->watermark = before;
 	hmap_foreach(&t->map, i) {
 		struct agg *a = t->map.vals[i];
 		if (!a->dirty && a->bucket < before)

@@ -1,6 +1,9 @@
 /* Aggregation of allocation deaths into MemInfoBlocks, one per (context, process, time
- * bucket). Invariant: an entry is dirty from its first change until a flush writes it;
- * only clean entries of closed buckets are evicted, so a failed flush loses nothing. */
+ * bucket). Invariants: an entry is dirty from its first change until a flush writes it;
+ * only clean entries of closed buckets are evicted, so a failed flush loses nothing; and
+ * no entry is ever re-created for an evicted bucket (an object that dies late for one
+ * goes to the oldest bucket still held), because a flush writes an entry's full value
+ * and a re-created entry would overwrite what the store already holds. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,6 +25,7 @@ struct agg {
 struct aggtab {
 	struct hmap map;
 	size_t ndirty;
+	int64_t watermark;         /* buckets below this were evicted */
 };
 
 static inline int64_t agg_bucket_of(int64_t realtime_ns)
@@ -41,7 +45,8 @@ struct agg *agg_find(const struct aggtab *t, const struct istack *s, const struc
 typedef int (*agg_write_cb)(struct agg *a, void *arg);
 int agg_write_dirty(struct aggtab *t, agg_write_cb cb, void *arg);
 void agg_mark_clean(struct aggtab *t);
-/* Frees clean entries with bucket < before. */
+/* Frees clean entries with bucket < before, and from then on files objects of such
+ * buckets under `before`. */
 void agg_evict(struct aggtab *t, int64_t before);
 size_t agg_count(const struct aggtab *t);
 void agg_free(struct aggtab *t);

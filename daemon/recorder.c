@@ -115,6 +115,8 @@ int recorder_flush(struct recorder *r, const char *status)
 		if (p->exited)
 			p->exit_written = true;
 	}
-	agg_evict(&r->aggs, agg_bucket_of(now_real_ns()));
+	/* Keep the previous bucket too: objects that died just before the boundary may
+	 * still be in the ring buffer. */
+	agg_evict(&r->aggs, agg_bucket_of(now_real_ns()) - AGG_BUCKET_SECONDS);
 	return 0;
 }

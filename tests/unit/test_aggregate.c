@@ -105,7 +105,7 @@ static void dirty_until_marked_clean_and_evicts_closed(void **state)
 	add(&t, s, &p, 60, 8, 0, 1, 0, 0);
 	/* A failed flush leaves everything dirty, and dirty entries are never evicted. */
 	assert_int_equal(agg_write_dirty(&t, fail_cb, NULL), -ENOSPC);
-	agg_evict(&t, 120);
+	agg_evict(&t, 60);
 	assert_int_equal(agg_count(&t), 2);
 	assert_int_equal(agg_write_dirty(&t, count_cb, &n), 0);
 	assert_int_equal(n, 2);
@@ -122,6 +122,33 @@ static void dirty_until_marked_clean_and_evicts_closed(void **state)
 	agg_write_dirty(&t, count_cb, &n);
 	assert_int_equal(n, 1);
 	assert_int_equal(agg_find(&t, s, &p, 60)->mib.alloc_count, 2);
+	agg_free(&t);
+	interner_free(&in);
+}
+
+static void late_object_of_evicted_bucket_joins_oldest_held(void **state)
+{
+	struct interner in = { 0 };
+	struct aggtab t = { 0 };
+	struct proc p;
+	struct istack *s = mkstack(&in, "ab", 1, 2);
+	int n = 0;
+
+	add(&t, s, &p, 0, 8, 0, 1, 0, 0);
+	add(&t, s, &p, 60, 8, 0, 1, 0, 0);
+	agg_mark_clean(&t);
+	agg_evict(&t, 60);
+	/* An object of bucket 0 arriving now must not re-create (and, once written,
+	 * overwrite) bucket 0's stored value: it joins bucket 60. */
+	add(&t, s, &p, 0, 16, 0, 1, 0, 0);
+	assert_null(agg_find(&t, s, &p, 0));
+	assert_int_equal(agg_find(&t, s, &p, 60)->mib.alloc_count, 2);
+	assert_int_equal(agg_find(&t, s, &p, 60)->mib.total_size, 24);
+	agg_write_dirty(&t, count_cb, &n);
+	assert_int_equal(n, 1);
+	agg_evict(&t, 0);                 /* the watermark never moves back */
+	add(&t, s, &p, 0, 8, 0, 1, 0, 0);
+	assert_null(agg_find(&t, s, &p, 0));
 	agg_free(&t);
 	interner_free(&in);
 }
@@ -159,6 +186,7 @@ int main(void)
 		cmocka_unit_test(merges_like_memprof),
 		cmocka_unit_test(keys_are_context_process_bucket),
 		cmocka_unit_test(dirty_until_marked_clean_and_evicts_closed),
+		cmocka_unit_test(late_object_of_evicted_bucket_joins_oldest_held),
 		cmocka_unit_test(hmap_survives_many_inserts_and_removes),
 		cmocka_unit_test(bucket_of_realtime),
 	};
