@@ -87,8 +87,8 @@ static __always_inline void count(u32 c)
 }
 
 /* Wake the reader only when the ring is a quarter full: a wakeup per record costs an
- * IPI and a context switch, more than the probe itself. The reader also polls every
- * RECORD_POLL_MS, so records never wait longer than that. */
+ * IPI and a context switch, more than the probe itself. The reader consumes after
+ * every poll timeout (RECORD_POLL_MS), so records never wait longer than that. */
 static __always_inline u64 rb_flags(void)
 {
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ALLOC_RINGBUF_BYTES / 4 ?

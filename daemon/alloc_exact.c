@@ -425,10 +425,16 @@ static int on_event(void *ctx, void *data, size_t len)
 
 int exact_poll(struct recorder *r, int timeout_ms)
 {
+	/* The kernel side wakes us only when the ring is a quarter full, so a poll that
+	 * times out must still consume what is there, or flushes would fall behind. */
 	int n = ring_buffer__poll(r->rb, timeout_ms);
 
 	if (n == -EINTR)
-		return 0;
+		n = 0;
+	if (n >= 0) {
+		int c = ring_buffer__consume(r->rb);
+		n = c < 0 ? c : n + c;
+	}
 	return n < 0 ? log_error_errno(n, "record: polling ring buffer: %s", strerror(-n)) : n;
 }
 

@@ -33,12 +33,17 @@ int child_find_command(const char *name, char *out, size_t outsz)
 	if (!*name)
 		return -ENOENT;
 	if (strchr(name, '/')) {
-		if (strlen(name) >= outsz)
-			return -ENAMETOOLONG;
+		char abs[PATH_MAX];
 		int r = check_exec(name);
-		if (r == 0)
-			snprintf(out, outsz, "%s", name);
-		return r;
+		if (r)
+			return r;
+		/* Absolute, so the exec event names a file we can open after the process is gone. */
+		if (!realpath(name, abs))
+			return -errno;
+		if (strlen(abs) >= outsz)
+			return -ENAMETOOLONG;
+		snprintf(out, outsz, "%s", abs);
+		return 0;
 	}
 	if (!path)
 		path = "/usr/local/bin:/usr/bin:/bin";

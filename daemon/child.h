@@ -11,7 +11,8 @@ struct child {
 	int err_fd;     /* child writes errno if exec fails; EOF means exec succeeded */
 };
 
-/* Resolves name through PATH like execvp; 0 and the path in out, or -ENOENT/-EACCES. */
+/* Resolves name through PATH like execvp (a name with a slash is taken as a path and
+ * made absolute); 0 and the path in out, or -ENOENT/-EACCES. */
 int child_find_command(const char *name, char *out, size_t outsz);
 int child_spawn(struct child *c, const char *path, char *const argv[], const sigset_t *child_mask);
 /* Releases the child; returns 0 once it has exec'd, or -errno of the failed exec. */
