@@ -25,6 +25,8 @@
 #include "store/store.h"
 #include "symbolizer/maps.h"
 
+extern char **environ;
+
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
 #endif
@@ -39,6 +41,8 @@ static const char record_usage[] =
 	"\n"
 	"Profiles the allocations of CMD (started so that none is missed) or of the running\n"
 	"process PID, per allocation context, into the SQLite store (default ./memprofd.db).\n"
+	"  --alloc sampled  (default) libmemprofd_sampler in the process, USDT probes on\n"
+	"                   sampled allocations only (estimated counts; about 1%% overhead)\n"
 	"  --alloc exact    uprobes on every allocator call (exact counts; high overhead)\n"
 	"  --access off     data-access sampling (not available in this build yet)\n"
 	"  --duration SEC   stop after SEC seconds (default: when the process ends)\n";
@@ -176,7 +180,7 @@ int cmd_record(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *db = "./memprofd.db", *alloc = "exact", *access_mode = "off";
+	const char *db = "./memprofd.db", *alloc = "sampled", *access_mode = "off";
 	unsigned long long duration = 0, pid = 0, v;
 	int c, err;
 
@@ -224,10 +228,11 @@ int cmd_record(int argc, char **argv)
 		log_error("record: --alloc: expected exact, sampled or off, got '%s'", alloc);
 		return 2;
 	}
-	if (strcmp(alloc, "exact")) {
-		log_error("record: --alloc %s: not available in this build yet; use --alloc exact", alloc);
+	if (!strcmp(alloc, "off")) {
+		log_error("record: --alloc off: not available in this build yet; use --alloc sampled or exact");
 		return 1;
 	}
+	bool sampled = !strcmp(alloc, "sampled");
 	static const char *const sources[] = { "auto", "pebs", "ibs", "spe", "soft", "off" };
 	bool known = false;
 	for (size_t i = 0; i < 6; i++)
@@ -261,8 +266,15 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 
+	char sampler_path[PATH_MAX] = "";
+	if (sampled && *cmd && sampled_find_library(sampler_path, sizeof(sampler_path)) < 0) {
+		log_error("record: --alloc sampled: libmemprofd_sampler.so not found (set MEMPROFD_SAMPLER=PATH, or use --alloc exact)");
+		return 1;
+	}
+
 	char errbuf[512];
 	struct recorder r = { 0 };
+	struct sampled *smp = NULL;
 	err = store_open(&r.store, db, STORE_RDWR, errbuf, sizeof(errbuf));
 	if (err) {
 		log_error("record: %s", errbuf);   /* names the file */
@@ -283,9 +295,63 @@ int cmd_record(int argc, char **argv)
 	const char *status = "ok";
 	char status_buf[128];
 
-	if (exact_open(&r) < 0)
+	if (sampled) {
+		int n;
+		err = sampled_open(&smp, &r);
+		r.sampled = smp;
+		if (err < 0)
+			goto out;
+		if (*cmd) {
+			/* The injected library, for every process that maps it; and the
+			 * executable itself in case it links the sampler statically. */
+			n = sampled_attach_binary(smp, sampler_path, -1);
+			if (n == 0)
+				log_error("record: %s: no memprofd USDT probes in it (not a memprofd sampler?)", sampler_path);
+			if (n <= 0)
+				goto out;
+			if (sampled_attach_binary(smp, exe, -1) < 0)
+				goto out;
+			char **envp = NULL, **saved = environ;
+			if (sampled_setup_child_env(&envp, sampler_path) < 0) {
+				log_error("record: out of memory");
+				goto out;
+			}
+			environ = envp;   /* child_spawn's execv passes environ */
+			err = child_spawn(&ch, exe, cmd, &orig);
+			environ = saved;
+			sampled_free_env(envp);
+			if (err) {
+				log_error("record: starting %s: %s", cmd[0], strerror(-err));
+				goto out;
+			}
+			if (sampled_add_target(smp, ch.pid) < 0)
+				goto out;
+			err = child_release(&ch);
+			if (err) {
+				log_error("record: cannot run %s: %s", cmd[0], strerror(-err));
+				waitpid(ch.pid, NULL, 0);
+				ch.pid = 0;
+				goto out;
+			}
+			cmdline = join_argv(cmd);
+		} else {
+			n = sampled_attach_pid(smp, (int)pid);
+			if (n < 0)
+				goto out;
+			if (n == 0) {
+				sampled_find_library(sampler_path, sizeof(sampler_path));
+				sampled_report_missing((int)pid, sampler_path);
+				goto out;
+			}
+			if (sampled_add_target(smp, (uint32_t)pid) < 0)
+				goto out;
+			cmdline = malloc(32);
+			if (cmdline)
+				snprintf(cmdline, 32, "pid %llu", pid);
+		}
+	} else if (exact_open(&r) < 0) {
 		goto out;
-	if (*cmd) {
+	} else if (*cmd) {
 		/* An executable that links an allocator statically gets probes of its own; a
 		 * script or a stripped one fails here harmlessly and allocates through libc. */
 		exact_attach_binary(&r, exe);
@@ -349,7 +415,7 @@ int cmd_record(int argc, char **argv)
 	int64_t start = mono_ns(), last_flush = start;
 	bool stop = false;
 	while (!stop) {
-		if (exact_poll(&r, RECORD_POLL_MS) < 0) {
+		if ((smp ? sampled_poll(smp, RECORD_POLL_MS) : exact_poll(&r, RECORD_POLL_MS)) < 0) {
 			status = "error: ring buffer";
 			break;
 		}
@@ -385,10 +451,15 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	/* Everything the kernel queued before the end is in the ring buffer: drain it. */
-	while (ring_buffer__consume(r.rb) > 0)
-		;
-	/* What is still live when recording stops counts with its lifetime up to now. */
-	exact_reap(&r, 0, 0, (uint64_t)mono_ns(), (uint32_t)sched_getcpu());
+	if (smp) {
+		sampled_drain(smp);
+		sampled_reap(smp, 0, 0, (uint64_t)mono_ns(), (uint32_t)sched_getcpu());
+	} else {
+		while (ring_buffer__consume(r.rb) > 0)
+			;
+		/* What is still live when recording stops counts with its lifetime up to now. */
+		exact_reap(&r, 0, 0, (uint64_t)mono_ns(), (uint32_t)sched_getcpu());
+	}
 	err = recorder_flush(&r, status);
 	for (int i = 0; err && i < 20; i++) {   /* e.g. a reader holding a lock: retry briefly */
 		usleep(100000);
@@ -398,9 +469,20 @@ int cmd_record(int argc, char **argv)
 		log_error("record: %s: final flush failed: %s", db, store_errmsg(r.store));
 		goto out;
 	}
-	uint64_t cnt[CNT_MAX];
+	uint64_t cnt[SCNT_MAX];
 	struct rusage ru;
-	exact_counters(&r, cnt);
+	if (smp) {
+		uint64_t ns;
+		double est;
+		sampled_counters(smp, cnt);
+		sampled_stats(smp, &ns, &est);
+		fprintf(stderr, "memprofd: sampled: %llu samples standing for ~%.0f objects "
+			"(%llu outside the region, %llu frees of objects sampled before attach)\n",
+			(unsigned long long)ns, est, (unsigned long long)cnt[SCNT_NO_REGION],
+			(unsigned long long)cnt[CNT_UNMATCHED_FREE]);
+	} else {
+		exact_counters(&r, cnt);
+	}
 	getrusage(RUSAGE_SELF, &ru);   /* our own CPU, not the child's */
 	double cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
 			(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
@@ -418,6 +500,7 @@ out:
 		kill(ch.pid, SIGKILL);   /* never released: it must not run untraced */
 		waitpid(ch.pid, NULL, 0);
 	}
+	sampled_close(smp);
 	exact_close(&r);
 	agg_free(&r.aggs);
 	proctab_free(&r.procs);

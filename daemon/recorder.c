@@ -74,10 +74,13 @@ static int write_exits(struct recorder *r)
 
 int recorder_flush(struct recorder *r, const char *status)
 {
-	uint64_t c[CNT_MAX];
+	uint64_t c[SCNT_MAX];
 	int err;
 
-	exact_counters(r, c);
+	if (r->sampled)
+		sampled_counters(r->sampled, c);
+	else
+		exact_counters(r, c);
 	struct store_run_stats st = {
 		.ended_ns = status && strcmp(status, "running") ? now_real_ns() : 0,
 		.events = r->events,

@@ -36,6 +36,7 @@ struct recorder {
 	uint64_t unknown_stack_objs;     /* objects attributed to unknown_stack */
 	uint64_t objects;                /* objects aggregated (deaths + live at end) */
 	bool flush_error_logged;
+	struct sampled *sampled;         /* --alloc sampled: its state (alloc_sampled.c), else NULL */
 };
 
 int exact_open(struct recorder *r);
@@ -51,3 +52,35 @@ void exact_counters(struct recorder *r, uint64_t out[CNT_MAX]);
 void exact_close(struct recorder *r);
 
 int recorder_flush(struct recorder *r, const char *status);
+
+/* ---- `--alloc sampled` (daemon/alloc_sampled.c) ------------------------------------
+ * Its own BPF object and ring buffer; shares the recorder's interner, process table
+ * and aggregates. Counters use alloc.h's enum alloc_counter indices (so recorder_flush
+ * can store them as exact mode's), followed by bpf/sampled.h's enum sampled_counter. */
+#include "bpf/sampled.h"
+struct sampled;
+/* Loads and attaches the lifecycle programs; *out is set even on failure (close it). */
+int sampled_open(struct sampled **out, struct recorder *r);
+/* Attaches memprofd:alloc/free in the ELF file path (pid -1: every process that maps
+ * it, including ones started later). 1 attached, 0 path has no sampler probes, -errno. */
+int sampled_attach_binary(struct sampled *s, const char *path, int pid);
+/* The sampler a running process has (preloaded/dlopen'ed library, or linked into its
+ * executable): 1 attached, 0 none, -errno. */
+int sampled_attach_pid(struct sampled *s, int pid);
+/* One error line: pid has no sampler, and the ways to load it (unit Environment=, -l). */
+void sampled_report_missing(int pid, const char *sampler_path);
+/* Path of libmemprofd_sampler.so to inject: $MEMPROFD_SAMPLER, next to memprofd's build
+ * or install prefix, then the system library directories. 0 or -ENOENT. */
+int sampled_find_library(char *out, size_t outsz);
+/* A copy of environ with LD_PRELOAD=sampler_path[:old LD_PRELOAD]; free with
+ * sampled_free_env(). 0 or -ENOMEM. */
+int sampled_setup_child_env(char ***envp_out, const char *sampler_path);
+void sampled_free_env(char **envp);
+int sampled_add_target(struct sampled *s, uint32_t pid);
+int sampled_poll(struct sampled *s, int timeout_ms);
+int sampled_drain(struct sampled *s);          /* consumes everything queued */
+int sampled_reap(struct sampled *s, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns, uint32_t cpu);
+void sampled_counters(struct sampled *s, uint64_t out[SCNT_MAX]);
+/* Samples aggregated so far and the objects they stand for (sum of weights). */
+void sampled_stats(const struct sampled *s, uint64_t *samples, double *est_objects);
+void sampled_close(struct sampled *s);

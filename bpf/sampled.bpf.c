@@ -1,0 +1,298 @@
+/* Sampled allocation tracking: USDT programs on libmemprofd_sampler's memprofd:alloc and
+ * memprofd:free probes, which fire only for sampled objects. Invariants as alloc.bpf.c:
+ * only processes in `targets` are traced, stacks are sent once per (process, stack key),
+ * and every lost record or untracked sample is counted. The sampler's own frames are cut
+ * off the stack at its caller's return address, which the probe passes. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/usdt.bpf.h>
+#include "sampled.h"
+
+#define EEXIST 17
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, ALLOC_RINGBUF_BYTES);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ALLOC_TARGETS_MAX);
+	__type(key, u32);
+	__type(value, u64);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SAMPLED_LIVE_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct live_key);
+	__type(value, struct slive_val);
+} live SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, ALLOC_STACKS_MAX);
+	__type(key, u64);
+	__type(value, u8);
+} sent_stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SCNT_MAX);
+	__type(key, u32);
+	__type(value, u64);
+} counters SEC(".maps");
+
+struct scratch {
+	u64 ips[ALLOC_MAX_FRAMES];
+	struct ev_stack st;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct scratch);
+} scratch_map SEC(".maps");
+
+static __always_inline void count(u32 c)
+{
+	u64 *v = bpf_map_lookup_elem(&counters, &c);
+
+	if (v)
+		*v += 1;
+}
+
+/* As alloc.bpf.c: wake the reader only past a quarter full; it polls anyway. */
+static __always_inline u64 rb_flags(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ALLOC_RINGBUF_BYTES / 4 ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline u64 proc_start_ns(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+	return BPF_CORE_READ(t, group_leader, start_time);
+}
+
+static __always_inline bool is_target(u32 tgid)
+{
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+/* The stack key of the allocating context (frames above the sampler's caller), sending
+ * its frames the first time the process shows it. */
+static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns, u64 caller)
+{
+	u32 zero = 0, skip = SAMPLED_DEFAULT_SKIP, n;
+	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+	long got;
+	u64 h = (((u64)tgid << 32) ^ start_ns) ^ 0xcbf29ce484222325ULL;
+
+	if (!s)
+		return 0;
+	got = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
+	if (got <= 0) {
+		count(CNT_DROP_STACK);
+		return 0;
+	}
+	n = got / sizeof(u64);
+	bool found = false;
+	for (u32 i = 0; i < SAMPLED_CALLER_SEARCH; i++) {
+		if (i < n && s->ips[i] == caller) {
+			skip = i;
+			found = true;
+			break;
+		}
+	}
+	if (!found)
+		count(SCNT_NO_CALLER);
+	for (u32 i = 0; i < ALLOC_MAX_FRAMES; i++) {
+		if (i >= n)
+			break;
+		if (i < skip)
+			continue;
+		h ^= s->ips[i];
+		h *= 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	u64 key = h | 1;
+	if (bpf_map_lookup_elem(&sent_stacks, &key))
+		return key;
+
+	got = bpf_get_stack(ctx, s->st.frames, sizeof(s->st.frames),
+			    BPF_F_USER_STACK | BPF_F_USER_BUILD_ID | (skip & BPF_F_SKIP_FIELD_MASK));
+	if (got <= 0) {
+		count(CNT_DROP_STACK);
+		return 0;
+	}
+	s->st.h.type = EV_STACK;
+	s->st.h.tgid = tgid;
+	s->st.h.start_ns = start_ns;
+	s->st.key = key;
+	s->st.nframes = got / sizeof(struct ev_frame);
+	s->st.pad = 0;
+	u64 sz = offsetof(struct ev_stack, frames) + (u64)got;
+	if (sz > sizeof(s->st))
+		sz = sizeof(s->st);
+	if (bpf_ringbuf_output(&events, &s->st, sz, rb_flags())) {
+		count(CNT_DROP_RINGBUF);
+		return key;
+	}
+	u8 one = 1;
+	bpf_map_update_elem(&sent_stacks, &key, &one, BPF_ANY);
+	return key;
+}
+
+SEC("usdt")
+int BPF_USDT(on_alloc, u64 addr, u64 size, u64 weight_q16, u64 flags, u64 caller)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32;
+	long err;
+
+	if (!is_target(tgid) || !addr)
+		return 0;
+	u64 start_ns = proc_start_ns();
+	struct live_key k = { .tgid = tgid, .addr = addr };
+	struct slive_val v = {
+		.size = size, .start_ns = start_ns, .weight_q16 = weight_q16,
+		.cpu = bpf_get_smp_processor_id(), .flags = (u32)flags,
+	};
+	v.key = stack_key(ctx, tgid, start_ns, caller);
+	v.ts_ns = bpf_ktime_get_ns();
+	if (!(flags & 1))
+		count(SCNT_NO_REGION);
+	err = bpf_map_update_elem(&live, &k, &v, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		count(CNT_OVERWRITTEN);   /* e.g. a region-full sample whose free was not seen */
+		err = bpf_map_update_elem(&live, &k, &v, BPF_ANY);
+	}
+	if (err)
+		count(CNT_DROP_LIVE_FULL);
+	else
+		count(CNT_ALLOCS);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(on_free, u64 addr)
+{
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct live_key k = { .tgid = tgid, .addr = addr };
+	struct slive_val *v;
+	struct ev_sfree *e;
+
+	if (!is_target(tgid))
+		return 0;
+	v = bpf_map_lookup_elem(&live, &k);
+	if (!v) {
+		count(CNT_UNMATCHED_FREE);   /* sampled before the tracer attached */
+		return 0;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_DROP_RINGBUF);
+	} else {
+		e->h.type = EV_SFREE;
+		e->h.tgid = tgid;
+		e->h.start_ns = v->start_ns;
+		e->key = v->key;
+		e->size = v->size;
+		e->weight_q16 = v->weight_q16;
+		e->alloc_ns = v->ts_ns;
+		e->free_ns = bpf_ktime_get_ns();
+		e->alloc_cpu = v->cpu;
+		e->free_cpu = bpf_get_smp_processor_id();
+		e->flags = v->flags;
+		e->pad = 0;
+		bpf_ringbuf_submit(e, rb_flags());
+		count(CNT_FREES);
+	}
+	bpf_map_delete_elem(&live, &k);
+	return 0;
+}
+
+/* Process lifecycle: as alloc.bpf.c (children of targets become targets). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	u32 ptgid = BPF_CORE_READ(parent, tgid);
+	u32 ctgid = BPF_CORE_READ(child, tgid);
+	u64 start = BPF_CORE_READ(child, start_time);
+	struct ev_fork *e;
+
+	if (ctgid == ptgid || !is_target(ptgid))
+		return 0;
+	bpf_map_update_elem(&targets, &ctgid, &start, BPF_ANY);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_DROP_RINGBUF);
+		return 0;
+	}
+	e->h.type = EV_FORK;
+	e->h.tgid = ctgid;
+	e->h.start_ns = start;
+	e->ppid = ptgid;
+	e->pad = 0;
+	e->parent_start_ns = BPF_CORE_READ(parent, group_leader, start_time);
+	bpf_ringbuf_submit(e, rb_flags());
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	u32 tgid = BPF_CORE_READ(p, tgid);
+	struct ev_exec *e;
+
+	if (!is_target(tgid))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_DROP_RINGBUF);
+		return 0;
+	}
+	e->h.type = EV_EXEC;
+	e->h.tgid = tgid;
+	e->h.start_ns = BPF_CORE_READ(p, group_leader, start_time);
+	e->ts_ns = bpf_ktime_get_ns();
+	e->cpu = bpf_get_smp_processor_id();
+	e->pad = 0;
+	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
+	bpf_ringbuf_submit(e, rb_flags());
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	u32 tgid = BPF_CORE_READ(p, tgid);
+	struct ev_exit *e;
+
+	if (!is_target(tgid))
+		return 0;
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	bpf_map_delete_elem(&targets, &tgid);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_DROP_RINGBUF);
+		return 0;
+	}
+	e->h.type = EV_EXIT;
+	e->h.tgid = tgid;
+	e->h.start_ns = BPF_CORE_READ(p, group_leader, start_time);
+	e->ts_ns = bpf_ktime_get_ns();
+	e->cpu = bpf_get_smp_processor_id();
+	e->exit_code = BPF_CORE_READ(p, exit_code);
+	bpf_ringbuf_submit(e, rb_flags());
+	return 0;
+}

@@ -1,0 +1,41 @@
+/* Contract between sampled.bpf.c and daemon/alloc_sampled.c: the sampler's USDT probes
+ * (sampler/sampler.h) become these records. Stacks, forks, execs and exits use the
+ * records of alloc.h unchanged, so both modes decode them with the same code; only a
+ * sampled object's death differs: it carries the weight of its sample. */
+#pragma once
+#include "alloc.h"
+
+#define SAMPLED_LIVE_MAX (1 << 18)     /* sampled objects live at once (of all targets) */
+#define SAMPLED_CALLER_SEARCH 8        /* frames searched for the sampler's caller */
+#define SAMPLED_DEFAULT_SKIP 2         /* sampler frames dropped when the caller is not found */
+#define SAMPLED_WEIGHT_SHIFT 16        /* weights are Q48.16, as the probe passes them */
+
+enum { EV_SFREE = 16 };                /* a sampled object died */
+
+/* Counters beyond alloc.h's enum alloc_counter (same per-CPU array, longer). */
+enum sampled_counter {
+	SCNT_NO_REGION = CNT_MAX,      /* samples outside the region: their free is not seen */
+	SCNT_NO_CALLER,                /* stacks where the caller was not found (default skip) */
+	SCNT_MAX,
+};
+
+struct ev_sfree {
+	struct ev_hdr h;
+	unsigned long long key;        /* stack key (alloc.h's ev_stack.key), 0 if unknown */
+	unsigned long long size;
+	unsigned long long weight_q16; /* objects the sample stands for, * 2^16 */
+	unsigned long long alloc_ns, free_ns;   /* CLOCK_MONOTONIC */
+	unsigned int alloc_cpu, free_cpu;
+	unsigned int flags;            /* SAMPLER_F_* of the allocation */
+	unsigned int pad;
+};
+
+struct slive_val {
+	unsigned long long size;
+	unsigned long long ts_ns;
+	unsigned long long key;
+	unsigned long long start_ns;
+	unsigned long long weight_q16;
+	unsigned int cpu;
+	unsigned int flags;
+};

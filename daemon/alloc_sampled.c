@@ -1,0 +1,641 @@
+/* `--alloc sampled` (the default): loads sampled.bpf.c, attaches its USDT programs to
+ * libmemprofd_sampler (preloaded into the child, or found in a running process), and
+ * turns each sampled object's death into a weighted MIB. Invariants: as exact mode,
+ * every sampled object the kernel tracked ends up in one aggregate or a counted drop;
+ * per context, the estimated alloc_count stays within one object of the sum of the
+ * samples' weights (the fractional part is carried per context, never rounded away).
+ *
+ * How each MIB field is estimated (sample weight w = 1/(1-exp(-size/mean)), unbiased by
+ * Horvitz-Thompson; c = the integer share of w given to this sample by the carry):
+ *   alloc_count          sum of c                        (unbiased, +-1 per context)
+ *   total_size           sum of c * size                 (unbiased up to the carry)
+ *   total_lifetime_ns    sum of c * lifetime             (lifetime of the sampled object)
+ *   min/max size, min/max lifetime   over the sampled objects (not estimates: a sample
+ *                        of the context's range, biased towards the middle)
+ *   alloc/dealloc ts and cpu         of the last sampled object, as MemProf
+ *   num_lifetime_overlaps, num_same_alloc_cpu, num_same_dealloc_cpu   MemProf's
+ *                        increment between consecutive samples, scaled by c
+ *   num_migrated_cpu     first sample's flag, as MemProf's Merge
+ * Lifetimes come from the sampled objects' own alloc and free probes. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include <bpf/bpf.h>
+#include "sampled.skel.h"
+#include "daemon/log.h"
+#include "daemon/recorder.h"
+
+extern char **environ;
+
+struct carry {
+	const struct istack *stack;
+	double wsum;              /* sum of the weights of this context's samples */
+	uint64_t emitted;         /* objects already given to aggregates */
+};
+
+struct sampled {
+	struct recorder *r;
+	struct sampled_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	size_t nlinks, links_cap;
+	struct hmap carries;      /* istack hash -> struct carry */
+	uint64_t samples;         /* sampled deaths aggregated */
+	double est_objects;       /* sum of their weights */
+};
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level != LIBBPF_INFO && getenv("MEMPROFD_DEBUG_BPF"))
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t len);
+
+static int add_link(struct sampled *s, struct bpf_link *l)
+{
+	if (s->nlinks == s->links_cap) {
+		size_t cap = s->links_cap ? s->links_cap * 2 : 16;
+		struct bpf_link **v = realloc(s->links, cap * sizeof(*v));
+		if (!v) {
+			bpf_link__destroy(l);
+			return -ENOMEM;
+		}
+		s->links = v;
+		s->links_cap = cap;
+	}
+	s->links[s->nlinks++] = l;
+	return 0;
+}
+
+int sampled_open(struct sampled **out, struct recorder *r)
+{
+	struct sampled *s = calloc(1, sizeof(*s));
+	struct timespec rt, mt;
+	int err;
+
+	*out = NULL;
+	if (!s)
+		return log_error_errno(-ENOMEM, "record: out of memory");
+	s->r = r;
+	libbpf_set_print(libbpf_print);
+	r->procs.in = &r->in;
+	r->unknown_stack = intern_stack(&r->in, NULL, 0);
+	if (!r->unknown_stack) {
+		free(s);
+		return log_error_errno(-ENOMEM, "record: out of memory");
+	}
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	r->mono_to_real_ns = (rt.tv_sec - mt.tv_sec) * 1000000000LL + (rt.tv_nsec - mt.tv_nsec);
+	*out = s;
+
+	s->skel = sampled_bpf__open();
+	if (!s->skel)
+		return log_error_errno(-errno, "record: opening BPF object: %s", strerror(errno));
+	err = sampled_bpf__load(s->skel);
+	if (err)
+		return log_error_errno(err, "record: loading BPF programs: %s%s", strerror(-err),
+				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+	struct bpf_program *tps[] = { s->skel->progs.on_fork, s->skel->progs.on_exec,
+				      s->skel->progs.on_exit };
+	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
+		struct bpf_link *l = bpf_program__attach(tps[i]);
+		if (!l)
+			return log_error_errno(-errno, "record: attaching %s: %s",
+					       bpf_program__name(tps[i]), strerror(errno));
+		if ((err = add_link(s, l)))
+			return err;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
+	if (!s->rb)
+		return log_error_errno(-errno, "record: ring buffer: %s", strerror(errno));
+	return 0;
+}
+
+int sampled_attach_binary(struct sampled *s, const char *path, int pid)
+{
+	struct bpf_link *la, *lf;
+	int err;
+
+	/* Known before the process runs, so its frames symbolize even if it exits early. */
+	bin_register(&s->r->procs, path, path);
+	la = bpf_program__attach_usdt(s->skel->progs.on_alloc, pid, path, "memprofd", "alloc", NULL);
+	if (!la) {
+		err = -errno;
+		return err == -ENOENT ? 0 : log_error_errno(err, "record: attaching USDT memprofd:alloc in %s: %s",
+							    path, strerror(-err));
+	}
+	if ((err = add_link(s, la)))
+		return err;
+	lf = bpf_program__attach_usdt(s->skel->progs.on_free, pid, path, "memprofd", "free", NULL);
+	if (!lf) {
+		err = -errno;
+		return log_error_errno(err, "record: attaching USDT memprofd:free in %s: %s", path, strerror(-err));
+	}
+	if ((err = add_link(s, lf)))
+		return err;
+	return 1;
+}
+
+int sampled_add_target(struct sampled *s, uint32_t pid)
+{
+	uint64_t any = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &pid, &any, BPF_ANY))
+		return log_error_errno(-errno, "record: adding target %u: %s", pid, strerror(errno));
+	return 0;
+}
+
+/* ---- finding the sampler ---- */
+
+static bool is_sampler_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return strncmp(b ? b + 1 : path, "libmemprofd_sampler.so", 22) == 0;
+}
+
+int sampled_find_library(char *out, size_t outsz)
+{
+	char self[PATH_MAX], cand[PATH_MAX + 64];
+	const char *env = getenv("MEMPROFD_SAMPLER");
+	ssize_t n;
+
+	if (env && *env) {
+		if (access(env, R_OK))
+			return log_error_errno(-errno, "record: MEMPROFD_SAMPLER=%s: %s", env, strerror(errno));
+		return realpath(env, out) && strlen(out) < outsz ? 0 : -ENAMETOOLONG;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash)
+			*slash = '\0';
+		/* Build tree (daemon/memprofd -> sampler/), then an installed prefix. */
+		static const char *const rel[] = {
+			"/../sampler/libmemprofd_sampler.so", "/../lib/x86_64-linux-gnu/libmemprofd_sampler.so",
+			"/../lib/aarch64-linux-gnu/libmemprofd_sampler.so", "/../lib64/libmemprofd_sampler.so",
+			"/../lib/libmemprofd_sampler.so",
+		};
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			snprintf(cand, sizeof(cand), "%s%s", self, rel[i]);
+			if (access(cand, R_OK) == 0 && realpath(cand, out) && strlen(out) < outsz)
+				return 0;
+		}
+	}
+	static const char *const sys[] = {
+		"/usr/lib/x86_64-linux-gnu/libmemprofd_sampler.so", "/usr/local/lib/x86_64-linux-gnu/libmemprofd_sampler.so",
+		"/usr/lib/aarch64-linux-gnu/libmemprofd_sampler.so", "/usr/lib64/libmemprofd_sampler.so",
+		"/usr/local/lib/libmemprofd_sampler.so", "/usr/lib/libmemprofd_sampler.so",
+	};
+	for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
+		if (access(sys[i], R_OK) == 0 && strlen(sys[i]) < outsz) {
+			strcpy(out, sys[i]);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+int sampled_attach_pid(struct sampled *s, int pid)
+{
+	char maps[64], line[PATH_MAX + 256], path[PATH_MAX + 64];
+	FILE *f;
+	int found = 0, err;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return log_error_errno(-errno, "record: --pid %d: %s: %s", pid, maps, strerror(errno));
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = '\0';
+		if (!is_sampler_name(p))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, p);
+		err = sampled_attach_binary(s, path, pid);
+		if (err < 0) {
+			fclose(f);
+			return err;
+		}
+		found = err;
+	}
+	fclose(f);
+	if (found)
+		return 1;
+	/* Linked statically: the probes are in the executable. */
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	return sampled_attach_binary(s, path, pid);
+}
+
+/* Which allocator a process without the sampler uses, for the hint (see sampler.c on
+ * why jemalloc's and tcmalloc's own sampling is not used instead). */
+static const char *other_allocator(int pid)
+{
+	char maps[64], line[PATH_MAX + 256];
+	const char *what = NULL;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	if (!(f = fopen(maps, "re")))
+		return NULL;
+	while (!what && fgets(line, sizeof(line), f)) {
+		if (strstr(line, "/libjemalloc"))
+			what = "jemalloc";
+		else if (strstr(line, "/libtcmalloc"))
+			what = "tcmalloc";
+	}
+	fclose(f);
+	return what;
+}
+
+void sampled_report_missing(int pid, const char *sampler_path)
+{
+	const char *lib = sampler_path && *sampler_path ? sampler_path : "/usr/lib/x86_64-linux-gnu/libmemprofd_sampler.so";
+	const char *other = other_allocator(pid);
+
+	log_error("record: --pid %d: the process has no memprofd sampler loaded (--alloc sampled needs it); "
+		  "restart it with the sampler preloaded (systemd unit: Environment=LD_PRELOAD=%s) "
+		  "or linked in (-lmemprofd_sampler), or record it with --alloc exact%s%s%s",
+		  pid, lib, other ? " (it uses " : "", other ? other : "",
+		  other ? ", which the preloaded sampler forwards to)" : "");
+}
+
+int sampled_setup_child_env(char ***envp_out, const char *sampler_path)
+{
+	size_t n = 0, k = 0;
+	const char *old = getenv("LD_PRELOAD");
+	char **env;
+
+	*envp_out = NULL;
+	while (environ[n])
+		n++;
+	env = calloc(n + 2, sizeof(*env));
+	if (!env)
+		return -ENOMEM;
+	size_t len = strlen("LD_PRELOAD=") + strlen(sampler_path) + (old && *old ? strlen(old) + 1 : 0) + 1;
+	char *pre = malloc(len);
+	if (!pre) {
+		free(env);
+		return -ENOMEM;
+	}
+	/* First, so the sampler's malloc comes before any other preloaded one's. */
+	snprintf(pre, len, "LD_PRELOAD=%s%s%s", sampler_path, old && *old ? ":" : "", old && *old ? old : "");
+	env[k++] = pre;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11))
+			env[k++] = environ[i];
+	env[k] = NULL;
+	*envp_out = env;
+	return 0;
+}
+
+void sampled_free_env(char **envp)
+{
+	if (envp) {
+		free(envp[0]);
+		free(envp);
+	}
+}
+
+/* ---- events: the same stack decoding as alloc_exact.c ---- */
+
+static void to_hex(const unsigned char *b, size_t n, char *out)
+{
+	static const char d[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = d[b[i] >> 4];
+		out[2 * i + 1] = d[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
+{
+	struct iframe f = { "", ip };
+	const struct map_entry *m;
+	char open_path[128];
+	struct binary *b;
+
+	if (!p->maps_loaded) {
+		p->maps_loaded = true;
+		maps_read_pid(&p->maps, p->pid);
+	}
+	m = maps_find(&p->maps, ip);
+	if (!m || m->path[0] != '/')
+		return f;
+	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	b = bin_register(&r->procs, m->path, open_path);
+	if (!b)
+		b = bin_register(&r->procs, m->path, m->path);
+	if (!b)
+		return f;
+	f.build_id = b->build_id;
+	f.offset = ip - m->start + m->offset;
+	return f;
+}
+
+static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
+{
+	struct iframe f[ALLOC_MAX_FRAMES];
+	unsigned n = 0, max = e->nframes;
+	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
+	bool scanned = false;
+
+	if (!p)
+		return;
+	if (max > ALLOC_MAX_FRAMES || offsetof(struct ev_stack, frames) + max * sizeof(e->frames[0]) > len)
+		max = (len - offsetof(struct ev_stack, frames)) / sizeof(e->frames[0]);
+	for (unsigned i = 0; i < max && n < ALLOC_MAX_FRAMES; i++) {
+		const struct ev_frame *ef = &e->frames[i];
+		if (ef->status == 1) {
+			struct binary *b = bin_by_raw(&r->procs, ef->build_id);
+			if (!b && !scanned) {
+				bin_scan_process(&r->procs, p);
+				scanned = true;
+				b = bin_by_raw(&r->procs, ef->build_id);
+			}
+			if (b) {
+				f[n].build_id = b->build_id;
+			} else {
+				char hex[41];
+				to_hex(ef->build_id, 20, hex);
+				f[n].build_id = intern_str(&r->in, hex);
+			}
+			f[n].offset = ef->offset;
+		} else if (ef->status == 2) {
+			f[n] = resolve_ip(r, p, ef->ip);
+		} else {
+			break;
+		}
+		if (!f[n].build_id)
+			f[n].build_id = "";
+		if (!*f[n].build_id)
+			r->unresolved_frames++;
+		n++;
+	}
+	struct istack *st = intern_stack(&r->in, f, n);
+	if (!st)
+		return;
+	if (!hmap_find(&p->stacks, e->key, NULL, NULL))
+		hmap_insert(&p->stacks, e->key, st);
+}
+
+static bool carry_eq(const void *val, const void *key)
+{
+	return ((const struct carry *)val)->stack == key;
+}
+
+/* How many whole objects this sample adds to its context: the running sum of weights,
+ * floored, minus what was already given (so the count stays within 1 of the estimate). */
+static uint64_t carry_take(struct sampled *s, const struct istack *st, double w)
+{
+	uint64_t h = st->hash ? st->hash : 1;
+	struct carry *c = hmap_find(&s->carries, h, carry_eq, st);
+
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c || hmap_insert(&s->carries, h, c)) {
+			free(c);
+			return (uint64_t)llround(w);
+		}
+		c->stack = st;
+	}
+	c->wsum += w;
+	uint64_t total = (uint64_t)floor(c->wsum + 1e-9);
+	uint64_t take = total > c->emitted ? total - c->emitted : 0;
+	c->emitted += take;
+	return take;
+}
+
+static void add_sample(struct sampled *s, struct proc *p, uint64_t key, uint64_t size,
+		       uint64_t weight_q16, uint64_t alloc_ns, uint64_t dead_ns, uint32_t acpu, uint32_t dcpu)
+{
+	struct recorder *r = s->r;
+	struct istack *st = key ? hmap_find(&p->stacks, key, NULL, NULL) : NULL;
+	double w = (double)weight_q16 / (double)(1u << SAMPLED_WEIGHT_SHIFT);
+	struct mib m;
+
+	if (!st) {
+		st = r->unknown_stack;
+		r->unknown_stack_objs++;
+	}
+	if (w < 1)
+		w = 1;      /* a probability is at most 1 */
+	s->samples++;
+	s->est_objects += w;
+	uint64_t c = carry_take(s, st, w);
+	if (c == 0)
+		return;     /* its weight is carried to the context's next sample */
+	mib_from_object(&m, size, alloc_ns, dead_ns, acpu, dcpu, 0);
+	m.alloc_count = c;
+	m.total_size = c * size;
+	m.total_lifetime_ns *= c;
+	int64_t bucket = agg_bucket_of((int64_t)dead_ns + r->mono_to_real_ns);
+	struct agg *a = agg_find(&r->aggs, st, p, bucket);
+	struct mib before = a ? a->mib : (struct mib){ 0 };
+	if (agg_add(&r->aggs, st, p, bucket, &m))
+		return;
+	r->objects++;
+	if (!a || c == 1)
+		return;
+	/* MemProf's per-object increments count this sample once; it stands for c objects. */
+	a = agg_find(&r->aggs, st, p, bucket);
+	a->mib.num_lifetime_overlaps += (c - 1) * (a->mib.num_lifetime_overlaps - before.num_lifetime_overlaps);
+	a->mib.num_same_alloc_cpu += (c - 1) * (a->mib.num_same_alloc_cpu - before.num_same_alloc_cpu);
+	a->mib.num_same_dealloc_cpu += (c - 1) * (a->mib.num_same_dealloc_cpu - before.num_same_dealloc_cpu);
+}
+
+int sampled_reap(struct sampled *s, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns, uint32_t cpu)
+{
+	int fd = bpf_map__fd(s->skel->maps.live);
+	struct live_key k, next, *keys = NULL;
+	size_t n = 0, cap = 0;
+	bool first = true;
+
+	while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0) {
+		first = false;
+		k = next;
+		if (tgid && next.tgid != tgid)
+			continue;
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 1024;
+			struct live_key *v = realloc(keys, c * sizeof(*v));
+			if (!v) {
+				free(keys);
+				return -ENOMEM;
+			}
+			keys = v;
+			cap = c;
+		}
+		keys[n++] = next;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct slive_val v;
+		if (bpf_map_lookup_elem(fd, &keys[i], &v))
+			continue;
+		if (tgid && v.start_ns != start_ns)
+			continue;
+		if (v.ts_ns > ts_ns)
+			continue;
+		struct proc *p = proc_get(&s->r->procs, keys[i].tgid, v.start_ns);
+		if (p)
+			add_sample(s, p, v.key, v.size, v.weight_q16, v.ts_ns,
+				   ts_ns > v.ts_ns ? ts_ns : v.ts_ns, v.cpu, cpu);
+		bpf_map_delete_elem(fd, &keys[i]);
+	}
+	free(keys);
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct sampled *s = ctx;
+	struct recorder *r = s->r;
+	const struct ev_hdr *h = data;
+	struct proc *p;
+
+	r->events++;
+	if (len < sizeof(*h))
+		return 0;
+	switch (h->type) {
+	case EV_STACK:
+		if (len >= offsetof(struct ev_stack, frames))
+			on_stack(r, data, len);
+		break;
+	case EV_SFREE: {
+		const struct ev_sfree *e = data;
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			break;
+		add_sample(s, p, e->key, e->size, e->weight_q16, e->alloc_ns, e->free_ns,
+			   e->alloc_cpu, e->free_cpu);
+		break;
+	}
+	case EV_FORK: {
+		const struct ev_fork *e = data;
+		struct proc *parent;
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			break;
+		p->ppid = e->ppid;
+		parent = proc_find(&r->procs, e->ppid, e->parent_start_ns);
+		if (parent && (!*p->exe || !*p->build_id)) {
+			p->exe = parent->exe;
+			p->build_id = parent->build_id;
+			p->comm = parent->comm;
+		}
+		break;
+	}
+	case EV_EXEC: {
+		const struct ev_exec *e = data;
+		char buf[ALLOC_EXEC_NAME + 1];
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			break;
+		sampled_reap(s, h->tgid, h->start_ns, e->ts_ns, e->cpu);
+		memcpy(buf, e->filename, ALLOC_EXEC_NAME);
+		buf[ALLOC_EXEC_NAME] = '\0';
+		if (buf[0] == '/') {
+			proc_set_exe(&r->procs, p, buf);
+		} else {
+			char link[64], exe[4096];
+			snprintf(link, sizeof(link), "/proc/%u/exe", p->pid);
+			ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+			if (n > 0) {
+				exe[n] = '\0';
+				proc_set_exe(&r->procs, p, exe);
+			}
+		}
+		p->comm = p->exe[0] ? (strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe) : p->comm;
+		hmap_free(&p->stacks);
+		maps_free(&p->maps);
+		p->maps_loaded = false;
+		break;
+	}
+	case EV_EXIT: {
+		const struct ev_exit *e = data;
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			break;
+		sampled_reap(s, h->tgid, h->start_ns, e->ts_ns, e->cpu);
+		p->exited = true;
+		p->exit_ns = (int64_t)e->ts_ns + r->mono_to_real_ns;
+		break;
+	}
+	}
+	return 0;
+}
+
+int sampled_poll(struct sampled *s, int timeout_ms)
+{
+	/* The kernel side wakes us only when the ring is a quarter full, so a poll that
+	 * times out must still consume what is there, or flushes would fall behind. */
+	int n = ring_buffer__poll(s->rb, timeout_ms);
+
+	if (n == -EINTR)
+		n = 0;
+	if (n >= 0) {
+		int c = ring_buffer__consume(s->rb);
+		n = c < 0 ? c : n + c;
+	}
+	return n < 0 ? log_error_errno(n, "record: polling ring buffer: %s", strerror(-n)) : n;
+}
+
+int sampled_drain(struct sampled *s)
+{
+	int n, total = 0;
+
+	while ((n = ring_buffer__consume(s->rb)) > 0)
+		total += n;
+	return n < 0 ? n : total;
+}
+
+void sampled_counters(struct sampled *s, uint64_t out[SCNT_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+
+	memset(out, 0, SCNT_MAX * sizeof(out[0]));
+	if (!s || !s->skel || ncpu <= 0)
+		return;
+	int fd = bpf_map__fd(s->skel->maps.counters);
+	uint64_t *v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		return;
+	for (uint32_t c = 0; c < SCNT_MAX; c++) {
+		if (bpf_map_lookup_elem(fd, &c, v))
+			continue;
+		for (int i = 0; i < ncpu; i++)
+			out[c] += v[i];
+	}
+	free(v);
+}
+
+void sampled_stats(const struct sampled *s, uint64_t *samples, double *est_objects)
+{
+	*samples = s ? s->samples : 0;
+	*est_objects = s ? s->est_objects : 0;
+}
+
+void sampled_close(struct sampled *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	free(s->links);
+	ring_buffer__free(s->rb);
+	sampled_bpf__destroy(s->skel);
+	hmap_foreach(&s->carries, i)
+		free(s->carries.vals[i]);
+	hmap_free(&s->carries);
+	free(s);
+}
