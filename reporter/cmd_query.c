@@ -32,6 +32,8 @@ struct ctx_out {
 	FILE *out;
 	enum query_format fmt;
 	unsigned n;
+	int cls;            /* only contexts of this enum classify_class; -1 for all */
+	unsigned limit;     /* with cls: rows to print, 0 for all */
 };
 
 /* "0x1234": a frame without a symbol, by file offset. */
@@ -197,6 +199,8 @@ static int ctx_cb(const struct store_ctx_row *r, void *arg)
 {
 	struct ctx_out *o = arg;
 
+	if (o->cls >= 0 && (int)classify_mib(&r->mib) != o->cls)
+		return 0;
 	switch (o->fmt) {
 	case QUERY_JSON:
 		fputs(o->n ? ",\n" : "\n", o->out);
@@ -209,14 +213,22 @@ static int ctx_cb(const struct store_ctx_row *r, void *arg)
 		print_ctx_table(o->out, r);
 	}
 	o->n++;
-	return 0;
+	return o->cls >= 0 && o->limit && o->n >= o->limit ? 1 : 0;   /* 1: enough rows */
 }
 
-int query_print_contexts(FILE *out, struct store *s, const struct store_ctx_filter *f,
-			 enum query_format fmt)
+/* cls >= 0: only that class; the limit then counts the rows that pass. */
+static int print_contexts(FILE *out, struct store *s, const struct store_ctx_filter *f,
+			  enum query_format fmt, int cls)
 {
-	struct ctx_out o = { .out = out, .fmt = fmt };
+	struct ctx_out o = { .out = out, .fmt = fmt, .cls = cls, .limit = f ? f->limit : 0 };
+	struct store_ctx_filter all_rows;
 	int r;
+
+	if (cls >= 0 && f) {
+		all_rows = *f;
+		all_rows.limit = 0;
+		f = &all_rows;
+	}
 
 	if (fmt == QUERY_JSON)
 		fputc('[', out);
@@ -234,6 +246,12 @@ int query_print_contexts(FILE *out, struct store *s, const struct store_ctx_filt
 	else if (fmt == QUERY_TABLE && !o.n)
 		fputs("(no allocation contexts)\n", out);
 	return 0;
+}
+
+int query_print_contexts(FILE *out, struct store *s, const struct store_ctx_filter *f,
+			 enum query_format fmt)
+{
+	return print_contexts(out, s, f, fmt, -1);
 }
 
 /* ---- binaries ---- */
@@ -587,8 +605,8 @@ int query_parse_time(const char *arg, int64_t now_ns, int64_t *out)
 
 enum {
 	O_DB = 1 << 0, O_BINARY = 1 << 1, O_PID = 1 << 2, O_SINCE = 1 << 3, O_UNTIL = 1 << 4,
-	O_SORT = 1 << 5, O_LIMIT = 1 << 6, O_FORMAT = 1 << 7,
-	O_ALL = (1 << 8) - 1,
+	O_SORT = 1 << 5, O_LIMIT = 1 << 6, O_FORMAT = 1 << 7, O_CLASS = 1 << 8,
+	O_ALL = (1 << 9) - 1,
 };
 
 struct query_opts {
@@ -596,6 +614,7 @@ struct query_opts {
 	char *binary_path;   /* --binary resolved by realpath(), owned */
 	struct store_ctx_filter ctx;
 	enum query_format fmt;
+	int cls;             /* --class: an enum classify_class, -1 for all */
 	unsigned given;
 };
 
@@ -606,7 +625,7 @@ static void query_opts_free(struct query_opts *o)
 
 static int run_contexts(FILE *out, struct store *s, const struct query_opts *o)
 {
-	return query_print_contexts(out, s, &o->ctx, o->fmt);
+	return print_contexts(out, s, &o->ctx, o->fmt, o->cls);
 }
 
 static int run_binaries(FILE *out, struct store *s, const struct query_opts *o)
@@ -659,6 +678,7 @@ static const char usage_text[] =
 	"  --until T            only time buckets starting before T (contexts)\n"
 	"  --sort KEY           bytes|count|lifetime|density|accesses, largest first\n"
 	"                       (contexts; default bytes)\n"
+	"  --class C            only cold|notcold|hot contexts (contexts)\n"
 	"  --limit N            at most N rows; 0 for all (contexts, processes)\n"
 	"  --format FMT         table|json|csv (default table)\n"
 	"  -h, --help           show this help\n"
@@ -727,6 +747,13 @@ static int parse_option(int c, const char *arg, struct query_opts *o, const char
 			}
 		return usage_error(what, "--sort: unknown key '%s' "
 				   "(bytes|count|lifetime|density|accesses)", arg);
+	case O_CLASS:
+		for (int i = CLASSIFY_NOTCOLD; i <= CLASSIFY_HOT; i++)
+			if (!strcmp(arg, classify_name((enum classify_class)i))) {
+				o->cls = i;
+				return 0;
+			}
+		return usage_error(what, "--class: unknown class '%s' (cold|notcold|hot)", arg);
 	case O_FORMAT:
 		for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
 			if (!strcmp(arg, formats[i])) {
@@ -748,6 +775,7 @@ static const char *option_name(int c)
 	case O_UNTIL: return "--until";
 	case O_SORT: return "--sort";
 	case O_LIMIT: return "--limit";
+	case O_CLASS: return "--class";
 	default: return "--format";
 	}
 }
@@ -763,11 +791,13 @@ int cmd_query(int argc, char **argv)
 		{ "sort", required_argument, NULL, O_SORT },
 		{ "limit", required_argument, NULL, O_LIMIT },
 		{ "format", required_argument, NULL, O_FORMAT },
+		{ "class", required_argument, NULL, O_CLASS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	_cleanup_(query_opts_free) struct query_opts o = {
-		.db = QUERY_DEFAULT_DB, .ctx.sort = STORE_SORT_BYTES, .fmt = QUERY_TABLE };
+		.db = QUERY_DEFAULT_DB, .ctx.sort = STORE_SORT_BYTES, .fmt = QUERY_TABLE,
+		.cls = -1 };
 	const struct subcmd *sub = NULL;
 	char what[64] = "query";
 	int c, r;

@@ -194,6 +194,97 @@ static int load_last(struct store *s, const struct store_ctx_filter *f, int64_t 
 	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "reading a context's last object");
 }
 
+/* Reads one aggregated row of st (CTX_SELECT's columns) and hands it to cb. */
+static int emit_ctx(struct store *s, const struct store_ctx_filter *f, sqlite3_stmt *st,
+		    store_ctx_cb cb, void *arg)
+{
+	struct store_ctx_row row = {
+		.context_id = sqlite3_column_int64(st, 0),
+		.build_id = col_text(st, 1),
+		.binary = col_text(st, 2),
+	};
+	struct frames_buf fb = {0};
+	int col = CTX_FIRST_MIB_COL, r;
+
+#define READ_SUM(f) row.mib.f = col_u64(st, col++);
+#define READ_MIN READ_SUM
+#define READ_MAX READ_SUM
+#define READ_LAST(f)
+#define READ_COL(f, agg) READ_##agg(f)
+	STORE__MIB_FIELDS(READ_COL)
+#undef READ_COL
+	r = load_frames(s, sqlite3_column_blob(st, 3), sqlite3_column_bytes(st, 3), &fb);
+	if (r == 0)
+		r = load_last(s, f, row.context_id, &row.mib);
+	if (r == 0) {
+		row.frames = fb.v;
+		row.nframes = fb.n;
+		r = cb(&row, arg);
+	}
+	frames_free(&fb);
+	return r;
+}
+
+/* Schema >= 2 without row filters: the order comes from ctx_totals' indexes (N index
+ * entries for the top N), and each context is then combined from its own MIB rows (one
+ * range of the mib primary key). Same order, ties included, as ctx_sql. */
+#define TOT_SELECT "SELECT t.context_id FROM ctx_totals t WHERE t.rows > 0" \
+	" AND (?2 IS NULL OR t.binary_id IN" \
+	" (SELECT id FROM binaries WHERE build_id = ?2 OR path = ?2)) ORDER BY "
+#define TOT_TAIL " DESC, t.context_id LIMIT ?1"
+
+static const char *const tot_sql[] = {
+	[STORE_SORT_BYTES] = TOT_SELECT "t.total_size" TOT_TAIL,
+	[STORE_SORT_COUNT] = TOT_SELECT "t.alloc_count" TOT_TAIL,
+	[STORE_SORT_LIFETIME] = TOT_SELECT "t.total_lifetime_ns" TOT_TAIL,
+	[STORE_SORT_DENSITY] = TOT_SELECT STORE__TOTALS_DENSITY TOT_TAIL,
+	[STORE_SORT_ACCESSES] = TOT_SELECT "t.total_access_count" TOT_TAIL,
+};
+
+static const char one_ctx_sql[] = "SELECT m.context_id, b.build_id, b.path, s.frames"
+	STORE__MIB_FIELDS(AGG_COL)
+	" FROM mib m JOIN contexts c ON c.id = m.context_id"
+	" JOIN binaries b ON b.id = c.binary_id JOIN stacks s ON s.id = c.stack_id"
+	" WHERE m.context_id = ?6 AND " ROWS_WHERE ""
+	" GROUP BY m.context_id";
+
+static int query_contexts_totals(struct store *s, const struct store_ctx_filter *f,
+				 store_ctx_cb cb, void *arg)
+{
+	sqlite3_stmt *ids = store__stmt(s, tot_sql[f->sort]);
+	int rc;
+
+	if (!ids)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = ids;
+
+	sqlite3_bind_int64(ids, 1, f->limit ? (int64_t)f->limit : -1);
+	if (f->binary)
+		sqlite3_bind_text(ids, 2, f->binary, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(ids)) == SQLITE_ROW) {
+		sqlite3_stmt *st = store__stmt(s, one_ctx_sql);
+
+		if (!st)
+			return -EIO;
+
+		_cleanup_reset_ sqlite3_stmt *guard2 = st;
+		int r;
+
+		bind_filter(st, f);
+		sqlite3_bind_int64(st, 6, sqlite3_column_int64(ids, 0));
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_DONE)
+			continue;      /* totals ahead of a concurrent writer's commit: skip */
+		if (rc != SQLITE_ROW)
+			return store__fail(s, rc, "querying a context");
+		r = emit_ctx(s, f, st, cb, arg);
+		if (r)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying contexts");
+}
+
 int store_query_contexts(struct store *s, const struct store_ctx_filter *f, store_ctx_cb cb,
 			 void *arg)
 {
@@ -205,6 +296,8 @@ int store_query_contexts(struct store *s, const struct store_ctx_filter *f, stor
 		f = &all;
 	if ((unsigned)f->sort >= sizeof(ctx_sql) / sizeof(ctx_sql[0]))
 		return store__error(s, -EINVAL, "unknown sort order %d", (int)f->sort);
+	if (!f->pid && !f->since_ns && !f->until_ns && store_schema_version(s) >= 2)
+		return query_contexts_totals(s, f, cb, arg);
 	st = store__stmt(s, ctx_sql[f->sort]);
 	if (!st)
 		return -EIO;
@@ -213,34 +306,51 @@ int store_query_contexts(struct store *s, const struct store_ctx_filter *f, stor
 
 	bind_filter(st, f);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct store_ctx_row row = {
-			.context_id = sqlite3_column_int64(st, 0),
-			.build_id = col_text(st, 1),
-			.binary = col_text(st, 2),
-		};
-		struct frames_buf fb = {0};
-		int col = CTX_FIRST_MIB_COL, r;
+		int r = emit_ctx(s, f, st, cb, arg);
 
-#define READ_SUM(f) row.mib.f = col_u64(st, col++);
-#define READ_MIN READ_SUM
-#define READ_MAX READ_SUM
-#define READ_LAST(f)
-#define READ_COL(f, agg) READ_##agg(f)
-		STORE__MIB_FIELDS(READ_COL)
-#undef READ_COL
-		r = load_frames(s, sqlite3_column_blob(st, 3), sqlite3_column_bytes(st, 3), &fb);
-		if (r == 0)
-			r = load_last(s, f, row.context_id, &row.mib);
-		if (r == 0) {
-			row.frames = fb.v;
-			row.nframes = fb.n;
-			r = cb(&row, arg);
-		}
-		frames_free(&fb);
 		if (r)
 			return r;
 	}
 	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying contexts");
+}
+
+/* ---- time buckets ---- */
+
+static const char buckets_sql[] =
+	"SELECT m.bucket_start, m.context_id, sum(m.alloc_count), sum(m.total_size),"
+	" sum(m.total_access_count)"
+	" FROM mib m JOIN contexts c ON c.id = m.context_id JOIN binaries b ON b.id = c.binary_id"
+	" WHERE " ROWS_WHERE " AND (?2 IS NULL OR b.build_id = ?2 OR b.path = ?2)"
+	" GROUP BY m.bucket_start, m.context_id ORDER BY m.bucket_start, m.context_id";
+
+int store_query_buckets(struct store *s, const struct store_ctx_filter *f, store_bucket_cb cb,
+			void *arg)
+{
+	static const struct store_ctx_filter all;
+	sqlite3_stmt *st = store__stmt(s, buckets_sql);
+	int rc;
+
+	if (!st)
+		return -EIO;
+	if (!f)
+		f = &all;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+
+	bind_filter(st, f);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_bucket_row row = {
+			.bucket_start = sqlite3_column_int64(st, 0),
+			.context_id = sqlite3_column_int64(st, 1),
+			.alloc_count = col_u64(st, 2), .total_size = col_u64(st, 3),
+			.total_access_count = col_u64(st, 4),
+		};
+		int r = cb(&row, arg);
+
+		if (r)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying time buckets");
 }
 
 /* ---- binaries, processes, runs ---- */

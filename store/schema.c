@@ -90,6 +90,56 @@ static const char *const migrations[] = {
 	"  PRIMARY KEY (context_id, process_id, bucket_start)) WITHOUT ROWID;"
 	"CREATE INDEX mib_process ON mib(process_id);"
 	"CREATE INDEX mib_bucket ON mib(bucket_start);",
+	/* 1 -> 2: per-context totals of the SUM columns (the sort keys), kept by triggers in
+	 * the writer's own transaction, so "top N contexts" reads N index entries instead of
+	 * grouping every MIB row. rows counts the MIB rows with allocations (0: none left). */
+	"CREATE TABLE ctx_totals ("
+	"  context_id INTEGER PRIMARY KEY REFERENCES contexts(id),"
+	"  binary_id INTEGER NOT NULL REFERENCES binaries(id),"
+	"  rows INTEGER NOT NULL, alloc_count INTEGER NOT NULL, total_size INTEGER NOT NULL,"
+	"  total_lifetime_ns INTEGER NOT NULL, total_access_count INTEGER NOT NULL);"
+	"INSERT INTO ctx_totals SELECT m.context_id, c.binary_id, count(*), sum(m.alloc_count),"
+	"  sum(m.total_size), sum(m.total_lifetime_ns), sum(m.total_access_count)"
+	"  FROM mib m JOIN contexts c ON c.id = m.context_id WHERE m.alloc_count > 0"
+	"  GROUP BY m.context_id;"
+	"CREATE INDEX ctx_totals_size ON ctx_totals(total_size DESC, context_id);"
+	"CREATE INDEX ctx_totals_count ON ctx_totals(alloc_count DESC, context_id);"
+	"CREATE INDEX ctx_totals_lifetime ON ctx_totals(total_lifetime_ns DESC, context_id);"
+	"CREATE INDEX ctx_totals_accesses ON ctx_totals(total_access_count DESC, context_id);"
+	"CREATE INDEX ctx_totals_density ON ctx_totals(" STORE__TOTALS_DENSITY " DESC, context_id);"
+	"CREATE INDEX ctx_totals_binary ON ctx_totals(binary_id, total_size DESC, context_id);"
+	"CREATE TRIGGER mib_totals_ins AFTER INSERT ON mib WHEN new.alloc_count > 0 BEGIN"
+	"  INSERT INTO ctx_totals SELECT new.context_id, c.binary_id, 1, new.alloc_count,"
+	"    new.total_size, new.total_lifetime_ns, new.total_access_count"
+	"    FROM contexts c WHERE c.id = new.context_id"
+	"  ON CONFLICT(context_id) DO UPDATE SET rows = rows + 1,"
+	"    alloc_count = alloc_count + excluded.alloc_count,"
+	"    total_size = total_size + excluded.total_size,"
+	"    total_lifetime_ns = total_lifetime_ns + excluded.total_lifetime_ns,"
+	"    total_access_count = total_access_count + excluded.total_access_count;"
+	"END;"
+	"CREATE TRIGGER mib_totals_del AFTER DELETE ON mib WHEN old.alloc_count > 0 BEGIN"
+	"  UPDATE ctx_totals SET rows = rows - 1, alloc_count = alloc_count - old.alloc_count,"
+	"    total_size = total_size - old.total_size,"
+	"    total_lifetime_ns = total_lifetime_ns - old.total_lifetime_ns,"
+	"    total_access_count = total_access_count - old.total_access_count"
+	"    WHERE context_id = old.context_id;"
+	"END;"
+	"CREATE TRIGGER mib_totals_upd AFTER UPDATE ON mib BEGIN"
+	"  UPDATE ctx_totals SET rows = rows - 1, alloc_count = alloc_count - old.alloc_count,"
+	"    total_size = total_size - old.total_size,"
+	"    total_lifetime_ns = total_lifetime_ns - old.total_lifetime_ns,"
+	"    total_access_count = total_access_count - old.total_access_count"
+	"    WHERE context_id = old.context_id AND old.alloc_count > 0;"
+	"  INSERT INTO ctx_totals SELECT new.context_id, c.binary_id, 1, new.alloc_count,"
+	"    new.total_size, new.total_lifetime_ns, new.total_access_count"
+	"    FROM contexts c WHERE c.id = new.context_id AND new.alloc_count > 0"
+	"  ON CONFLICT(context_id) DO UPDATE SET rows = rows + 1,"
+	"    alloc_count = alloc_count + excluded.alloc_count,"
+	"    total_size = total_size + excluded.total_size,"
+	"    total_lifetime_ns = total_lifetime_ns + excluded.total_lifetime_ns,"
+	"    total_access_count = total_access_count + excluded.total_access_count;"
+	"END;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,
@@ -213,12 +263,8 @@ int store__schema_open(sqlite3 *db, bool rdwr, char *err, size_t errsz)
 				 "recorded into it)");
 			return -ENOMSG;
 		}
-		if (version < STORE_SCHEMA_VERSION) {
-			snprintf(err, errsz, "database schema version %d is older than this "
-				 "memprofd (%d); open it read-write once to migrate it",
-				 version, STORE_SCHEMA_VERSION);
-			return -EPROTONOSUPPORT;
-		}
+		/* An older schema is read as it is: readers check store_schema_version()
+		 * before using what later migrations added (a reader never migrates). */
 		return 0;
 	}
 	r = enable_wal(db, err, errsz);

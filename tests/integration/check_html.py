@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""check_html: `memprofd export html` opened in headless Chromium (Debian's chromium):
+the rendered DOM must show the top context (by bytes, from `memprofd query contexts`) in
+the first row of the top-contexts table, the viewer script must have run (flame graph
+frames, heap map cells, data-ready), and nothing may be fetched from the network. The
+screenshot is saved into the meson test log folder. Store from bench/gen_store, no BPF.
+Exits 0 pass, 1 fail, 77 skip (no chromium)."""
+import argparse
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+CHROMIUM_TIMEOUT_S = 120
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync"]
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, timeout=CHROMIUM_TIMEOUT_S, **kw)
+    if r.returncode != 0:
+        fail("%s: exit %d: %s" % (" ".join(map(str, cmd)), r.returncode,
+                                  r.stderr.decode(errors="replace")[-2000:]))
+    return r.stdout
+
+
+def chromium(exe, work, extra):
+    profile = tempfile.mkdtemp(prefix="profile.", dir=work)
+    return run([exe] + CHROMIUM_FLAGS + ["--user-data-dir=" + profile] + extra)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--memprofd", required=True)
+    ap.add_argument("--gen-store", required=True)
+    ap.add_argument("--log-dir", required=True)
+    a = ap.parse_args()
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not exe:
+        print("SKIP: chromium not installed (Debian package chromium; deploy/bootstrap.sh)")
+        return SKIP
+    work = tempfile.mkdtemp(prefix="check_html.")
+    try:
+        db = os.path.join(work, "m.db")
+        run([a.gen_store, "--db", db, "--contexts", "3000", "--rows", "20000", "--binaries", "2",
+             "--seed", "11"])
+        binary = "9e00000000000000"
+        top = json.loads(run([a.memprofd, "query", "contexts", "--db", db, "--binary", binary,
+                              "--limit", "1", "--format", "json"]))[0]
+        page = os.path.join(work, "report.html")
+        run([a.memprofd, "export", "html", "--db", db, "--binary", binary, "-o", page])
+        with open(page, encoding="utf-8") as f:
+            src = f.read()
+        if re.search(r'(src|href)\s*=\s*"(https?:)?//', src):
+            fail("the report references a network resource")
+
+        dom = chromium(exe, work, ["--virtual-time-budget=10000", "--dump-dom",
+                                   "file://" + page]).decode("utf-8", errors="replace")
+        if 'data-ready="1"' not in dom:
+            fail("the viewer script did not finish (no data-ready on <body>)")
+        m = re.search(r'<table id="ctx-table"[^>]*>.*?<tbody>\s*<tr[^>]*>(.*?)</tr>', dom, re.S)
+        if not m:
+            fail("no top-contexts table rows in the DOM")
+        row = html.unescape(re.sub(r"<[^>]+>", " ", m.group(1)))
+        leaf = top["frames"][0]["function"]
+        if leaf not in row:
+            fail("first row %r does not show the top context's leaf %r" % (row[:300], leaf))
+        if ('data-v="%d"' % top["total_size"]) not in m.group(1):
+            fail("first row does not carry the top context's %d bytes" % top["total_size"])
+        nframes = len(re.findall(r'class="fr"', dom))
+        ncells = len(re.findall(r'<rect[^>]*class="cell', dom))
+        if nframes < 3:
+            fail("flame graph drew %d frames" % nframes)
+        if ncells < 3:
+            fail("heap map drew %d cells" % ncells)
+
+        os.makedirs(a.log_dir, exist_ok=True)
+        shot = os.path.join(os.path.abspath(a.log_dir), "check_html.png")
+        chromium(exe, work, ["--virtual-time-budget=10000", "--screenshot=" + shot,
+                             "--window-size=1280,900", "file://" + page])
+        if not os.path.exists(shot) or os.path.getsize(shot) < 1000:
+            fail("no screenshot at " + shot)
+        print("DOM: top context %s (%d bytes) first; %d flame frames, %d heap-map cells; "
+              "screenshot %s" % (leaf, top["total_size"], nframes, ncells, shot))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
