@@ -2,3 +2,5 @@
 #pragma once
 int cmd_record(int argc, char **argv);
 int cmd_query(int argc, char **argv);
+int cmd_daemon(int argc, char **argv);
+int cmd_merge(int argc, char **argv);

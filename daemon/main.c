@@ -4,6 +4,7 @@
 #include <string.h>
 #include "daemon/cmds.h"
 #include "daemon/log.h"
+#include "reporter/export.h"
 
 static const struct {
 	const char *name;
@@ -12,6 +13,9 @@ static const struct {
 } cmds[] = {
 	{ "record", cmd_record, "profile a command or a running process into the store" },
 	{ "query", cmd_query, "read the store: contexts, data, binaries, processes, status" },
+	{ "export", cmd_export, "pprof, folded stacks, an HTML report (and compiler/linker inputs)" },
+	{ "daemon", cmd_daemon, "the systemd service: profile the processes the config selects" },
+	{ "merge", cmd_merge, "merge several hosts' databases into one" },
 };
 
 static void usage(FILE *f)

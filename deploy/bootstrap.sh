@@ -11,6 +11,9 @@ PKGS=(
   libsystemd-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   libinih-dev libjemalloc-dev valgrind systemtap-sdt-dev
   binutils elfutils
+  systemd
+  chromium nodejs npm
+  libssl-dev libstdc++6-12-dbg
 )
 
 if [ "$(id -u)" -ne 0 ]; then

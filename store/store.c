@@ -798,3 +798,19 @@ int store_run_update(struct store *s, int64_t run_id, const struct store_run_sta
 		return store__error(s, -ENOENT, "updating a run: no run %lld", (long long)run_id);
 	return r;
 }
+
+/* For store/retention.c: after rows were deleted, forget every cached id so that no
+ * later put reuses an id whose row is gone. Only between transactions. */
+int store__forget_ids(struct store *s)
+{
+	if (s->in_txn)
+		return store__error(s, -EBUSY, "forgetting ids inside a transaction");
+	for (unsigned i = 0; store_maps(s, i); i++)
+		idmap_free(store_maps(s, i));
+	return 0;
+}
+
+struct sqlite3 *store__db(struct store *s)
+{
+	return s->db;
+}

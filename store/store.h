@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -167,6 +167,18 @@ typedef int (*store_run_cb)(const struct store_run_row *row, void *arg);
 /* Recording sessions, most recent first. */
 int store_query_runs(struct store *s, store_run_cb cb, void *arg);
 
+/* One context's allocations in one time bucket (summed over processes), for timelines. */
+struct store_bucket_row {
+	int64_t bucket_start;    /* CLOCK_REALTIME ns */
+	int64_t context_id;
+	uint64_t alloc_count, total_size, total_access_count;
+};
+typedef int (*store_bucket_cb)(const struct store_bucket_row *row, void *arg);
+/* Every (bucket, context) with allocations, by bucket_start then context_id; f's binary,
+ * pid and since/until apply, sort and limit do not. */
+int store_query_buckets(struct store *s, const struct store_ctx_filter *f, store_bucket_cb cb,
+			void *arg);
+
 /* ---- internal to store/ (store.c, schema.c, query.c); not for other modules ---- */
 struct sqlite3;
 struct sqlite3_stmt;
@@ -184,6 +196,11 @@ int store__errno(int rc);
 /* Reads user_version (this is what detects "file is not a database"), sets the
  * pragmas, and for a writer applies the migrations up to STORE_SCHEMA_VERSION. */
 int store__schema_open(struct sqlite3 *db, bool rdwr, char *err, size_t errsz);
+/* store_lifetime_access_density() over ctx_totals' columns (schema >= 2): the
+ * expression of the ctx_totals_density index, used verbatim in ORDER BY. */
+#define STORE__TOTALS_DENSITY "(CASE WHEN total_access_count = 0 OR total_size = 0" \
+	" THEN 0.0 ELSE CAST(total_access_count AS REAL) / total_size" \
+	" / max(CAST(total_lifetime_ns AS REAL) / (alloc_count * 1e9), 0.001) END)"
 /* The mib table's columns after (context_id, process_id, bucket_start), named as the
  * struct mib fields, with how store_query_contexts() combines them (mib_combine):
  * SUM, MIN, MAX, or LAST (taken from the row whose last object died last). */
@@ -195,3 +212,39 @@ int store__schema_open(struct sqlite3 *db, bool rdwr, char *err, size_t errsz);
 	X(num_same_alloc_cpu, SUM) X(num_same_dealloc_cpu, SUM) \
 	X(access_samples, SUM) X(total_access_count, SUM) \
 	X(min_access_count, MIN) X(max_access_count, MAX)
+
+/* ---- retention, compaction, size bound, checkpoints (store/retention.c) ----
+ * Writer-side maintenance the daemon runs between flushes, each step one IMMEDIATE
+ * transaction: a crash leaves the store as before the step or after it. Deleting rows
+ * drops the writer's id caches (store__forget_ids), so the next flush re-resolves them. */
+struct store_maint_stats {
+	uint64_t mib_deleted;        /* rows removed by retention or the size bound */
+	uint64_t mib_compacted;      /* rows folded into coarser buckets */
+	uint64_t mib_created;        /* coarse rows written by compaction */
+	uint64_t procs_deleted, contexts_deleted, stacks_deleted, frames_deleted, binaries_deleted;
+	uint64_t used_before, used_after;   /* bytes of used pages */
+};
+/* Deletes MIB rows with bucket_start < cutoff_ns, then what no longer has rows. */
+int store_retention_delete(struct store *s, int64_t cutoff_ns, struct store_maint_stats *st);
+/* Combines rows with bucket_start < cutoff_ns into width_ns-wide buckets (aligned to
+ * multiples of width_ns), with mib_combine()'s semantics; idempotent. */
+int store_compact(struct store *s, int64_t cutoff_ns, int64_t width_ns,
+		  struct store_maint_stats *st);
+/* While the used pages exceed max_bytes, deletes the oldest buckets until they fit in
+ * STORE_SIZE_LOW_WATER of it; the newest bucket is never deleted. */
+#define STORE_SIZE_LOW_WATER 0.9
+int store_enforce_size(struct store *s, uint64_t max_bytes, struct store_maint_stats *st);
+/* Bytes of used pages ((page_count - freelist_count) * page_size) and of the file. */
+int store_used_bytes(struct store *s, uint64_t *used, uint64_t *file);
+/* Removes rows nothing refers to any more: exited processes, contexts, stacks, frames
+ * and binaries without MIB rows. */
+int store_gc(struct store *s, struct store_maint_stats *st);
+/* PRAGMA wal_checkpoint(TRUNCATE); -EBUSY if a reader kept it from completing. */
+int store_checkpoint(struct store *s);
+/* PRAGMA incremental_vacuum when the DB uses auto_vacuum = INCREMENTAL; else 0. */
+int store_incremental_vacuum(struct store *s);
+/* PRAGMA integrity_check: 0 when "ok", else -EUCLEAN with the first problem in msg. */
+int store_integrity_check(struct store *s, char *msg, size_t msgsz);
+/* Internal to store/: see store.c. */
+int store__forget_ids(struct store *s);
+struct sqlite3 *store__db(struct store *s);

@@ -1,0 +1,257 @@
+/* reporter/cmd_merge.c on real SQLite files: two "hosts" with a shared binary and
+ * stack, one context only on each, and a colliding (pid, start_ns); the merged
+ * database's contexts equal mib_combine() of the inputs, processes stay distinct,
+ * binaries/frames/stacks are deduplicated, runs name their source; a newer schema, a
+ * non-database and a repeated input are refused without creating the output; the
+ * output may be an input; integrity_check is ok and no temp file is left behind. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sqlite3.h>
+#include <cmocka.h>
+
+#include "reporter/merge.h"
+#include "store/store.h"
+
+static char dir[64], a[128], b[128], out[128];
+
+static int setup(void **state)
+{
+	strcpy(dir, "/tmp/test_merge.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(a, sizeof(a), "%s/a.db", dir);
+	snprintf(b, sizeof(b), "%s/b.db", dir);
+	snprintf(out, sizeof(out), "%s/out.db", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char p[400];
+
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+			unlink(p);
+		}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+	return 0;
+}
+
+static struct mib obj(uint64_t size, uint64_t ats, uint64_t dts, uint32_t cpu)
+{
+	struct mib m;
+
+	mib_from_object(&m, size, ats, dts, cpu, cpu, 3);
+	return m;
+}
+
+struct ctx_rec {
+	const char *bid;
+	uint64_t hash;
+	struct mib m;
+};
+
+/* Writes one host's DB: process (pid, start), contexts with hashes; the shared stack
+ * (hash 1) has frames in libshared (build-id "5a") and the app (build-id "ap"). */
+static void host(const char *path, int32_t pid, uint64_t start, const struct ctx_rec *c, int n,
+		 const char *fn_name)
+{
+	struct store *s;
+	char err[256];
+
+	assert_int_equal(store_open(&s, path, STORE_RDWR, err, sizeof(err)), 0);
+	struct store_run run = { .command = "daemon", .alloc_mode = "exact", .access_mode = "off",
+				 .settings = "{\"flush_ms\":500}", .started_ns = 1 };
+	int64_t run_id;
+	assert_int_equal(store_begin(s), 0);
+	assert_int_equal(store_run_begin(s, &run, &run_id), 0);
+	struct store_proc p = { .pid = pid, .start_ns = start, .exe = "/bin/app", .build_id = "abcd",
+				.comm = "app", .run_id = run_id };
+	for (int i = 0; i < n; i++) {
+		struct store_frame fr[2] = {
+			{ .build_id = "5a5a", .path = "/lib/libshared.so", .offset = 0x10 * c[i].hash,
+			  .function = fn_name },
+			{ .build_id = "abcd", .path = "/bin/app", .offset = 0x99, .function = "main" },
+		};
+		assert_int_equal(store_put_mib(s, &p, c[i].hash, fr, 2, 60000000000LL * (i + 1), &c[i].m), 0);
+	}
+	assert_int_equal(store_commit(s), 0);
+	store_close(s);
+}
+
+static int64_t q(const char *db, const char *sql)
+{
+	sqlite3 *h;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return v;
+}
+
+struct got {
+	int n;
+	struct mib m[8];
+	const char *fn0[8];
+	char fnbuf[8][32];
+};
+
+static int collect(const struct store_ctx_row *r, void *arg)
+{
+	struct got *g = arg;
+
+	g->m[g->n] = r->mib;
+	snprintf(g->fnbuf[g->n], 32, "%s", r->frames[0].function ? r->frames[0].function : "");
+	g->n++;
+	return 0;
+}
+
+static struct got contexts(const char *db)
+{
+	struct store *s;
+	struct got g = {0};
+	char err[256];
+	struct store_ctx_filter f = { .sort = STORE_SORT_BYTES };
+
+	assert_int_equal(store_open(&s, db, STORE_RDONLY, err, sizeof(err)), 0);
+	assert_int_equal(store_query_contexts(s, &f, collect, &g), 0);
+	store_close(s);
+	return g;
+}
+
+static void no_leftovers(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while ((e = readdir(d)))
+		assert_null(strstr(e->d_name, ".tmp."));
+	closedir(d);
+}
+
+static void test_merge_two_hosts(void **state)
+{
+	struct ctx_rec ca[2] = { { "5a5a", 1, obj(1000, 10, 500, 1) }, { "5a5a", 2, obj(64, 5, 6, 0) } };
+	struct ctx_rec cb[2] = { { "5a5a", 1, obj(4000, 100, 200, 3) }, { "5a5a", 3, obj(8, 1, 2, 2) } };
+	char err[512];
+
+	host(a, 42, 777, ca, 2, "shared_alloc");
+	host(b, 42, 777, cb, 2, NULL);    /* same pid and start: another host */
+	const char *in[] = { a, b };
+	int r = merge_dbs(out, in, 2, err, sizeof(err));
+	if (r)
+		fprintf(stderr, "%s\n", err);
+	assert_int_equal(r, 0);
+
+	struct got g = contexts(out);
+	assert_int_equal(g.n, 3);
+	/* Shared stack: one context, counts add, min/max combine, last from the later death. */
+	struct mib want = ca[0].m;
+	mib_combine(&want, &cb[0].m);
+	assert_memory_equal(&g.m[0], &want, sizeof(want));
+	assert_int_equal(g.m[0].alloc_count, 2);
+	assert_int_equal(g.m[0].total_size, 5000);
+	assert_int_equal(g.m[0].min_size, 1000);
+	assert_int_equal(g.m[0].max_size, 4000);
+	assert_string_equal(g.fnbuf[0], "shared_alloc");   /* the name known on one side kept */
+	/* Processes distinct, binaries/frames/stacks shared. */
+	assert_int_equal(q(out, "SELECT count(*) FROM processes"), 2);
+	assert_int_equal(q(out, "SELECT count(*) FROM processes WHERE pid = 42 AND start_ns IN (777, 778)"), 2);
+	assert_int_equal(q(out, "SELECT count(*) FROM binaries"), 2);
+	assert_int_equal(q(out, "SELECT count(*) FROM stacks"), 3);
+	assert_int_equal(q(out, "SELECT count(*) FROM frames"), 4);
+	assert_int_equal(q(out, "SELECT count(*) FROM contexts"), 3);
+	assert_int_equal(q(out, "SELECT count(*) FROM runs"), 2);
+	assert_int_equal(q(out, "SELECT count(DISTINCT run_id) FROM processes"), 2);
+	char sql[300];
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM runs WHERE json_extract(settings, '$.merged_from') = '%s'"
+		 " AND json_extract(settings, '$.flush_ms') = 500", b);
+	assert_int_equal(q(out, sql), 1);
+	assert_int_equal(q(out, "SELECT sum(total_size) FROM mib"), 1000 + 64 + 4000 + 8);
+	assert_int_equal(q(out, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"), 1);
+	assert_int_equal(q(out, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+	no_leftovers();
+
+	/* Incremental: OUT merged with a fresh copy of a's data (as another host). The output
+	 * may be an input, and is replaced atomically. */
+	char c[140];
+	snprintf(c, sizeof(c), "%s/c.db", dir);
+	host(c, 42, 777, ca, 1, NULL);
+	const char *in2[] = { out, c };
+	assert_int_equal(merge_dbs(out, in2, 2, err, sizeof(err)), 0);
+	g = contexts(out);
+	assert_int_equal(g.m[0].alloc_count, 3);
+	assert_int_equal(q(out, "SELECT count(*) FROM processes"), 3);
+	assert_int_equal(q(out, "SELECT count(*) FROM processes WHERE start_ns = 779"), 1);
+	no_leftovers();
+}
+
+static void test_refusals(void **state)
+{
+	struct ctx_rec ca[1] = { { "5a5a", 1, obj(1000, 10, 500, 1) } };
+	char err[512], junk[140];
+
+	host(a, 1, 1, ca, 1, NULL);
+	host(b, 2, 2, ca, 1, NULL);
+	/* Newer schema. */
+	sqlite3 *h;
+	assert_int_equal(sqlite3_open(b, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	const char *in[] = { a, b };
+	assert_int_equal(merge_dbs(out, in, 2, err, sizeof(err)), -EPROTONOSUPPORT);
+	assert_non_null(strstr(err, "newer than this memprofd supports"));
+	assert_int_equal(access(out, F_OK), -1);
+	/* Not a database. */
+	snprintf(junk, sizeof(junk), "%s/junk.db", dir);
+	FILE *f = fopen(junk, "w");
+	fputs("this is not sqlite, not at all, definitely not a database file......", f);
+	fclose(f);
+	const char *in2[] = { a, junk };
+	assert_true(merge_dbs(out, in2, 2, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "junk.db"));
+	/* Missing file, repeated input, none at all. */
+	const char *in3[] = { a, "/nonexistent.db" };
+	assert_int_equal(merge_dbs(out, in3, 2, err, sizeof(err)), -ENOENT);
+	const char *in4[] = { a, a };
+	assert_int_equal(merge_dbs(out, in4, 2, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "given twice"));
+	assert_int_equal(merge_dbs(out, in4, 0, err, sizeof(err)), -EINVAL);
+	assert_int_equal(access(out, F_OK), -1);
+	no_leftovers();
+	/* The command line: usage errors are 2, failures 1. */
+	char *argv1[] = { "merge", NULL };
+	assert_int_equal(cmd_merge(1, argv1), 2);
+	char *argv2[] = { "merge", "-o", out, b, NULL };
+	assert_int_equal(cmd_merge(4, argv2), 1);
+	char *argv3[] = { "merge", "-o", out, a, NULL };
+	assert_int_equal(cmd_merge(4, argv3), 0);
+	assert_int_equal(q(out, "SELECT count(*) FROM mib"), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_merge_two_hosts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
