@@ -1,0 +1,177 @@
+/* Attribution of access samples: heap -> the allocation live at that address at the
+ * sample's time (per-process interval index ordered by start, each interval carrying its
+ * [alloc_ns, free_ns) lifetime), static data -> (binary, symbol), and the rest counted by
+ * class. Invariant: a sample is credited to an object iff alloc_ns <= t < free_ns and the
+ * address is inside it, whatever order samples and alloc/free events arrive in; an
+ * object is reported (settled) only once no sample older than its free can still come,
+ * i.e. when the caller's watermark has passed free_ns. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "symbolizer/maps.h"
+
+#define ATTRIB_GRANULE 64                 /* bytes per AccessHistogram entry */
+#define ATTRIB_HIST_MAX_BYTES (64 << 10)  /* objects larger than this get no histogram */
+#define ATTRIB_PENDING_MAX (1u << 20)     /* heap-candidate samples held for objects not yet
+                                           * known (exact mode learns objects at free) */
+#define ATTRIB_TLS_WINDOW (64 << 10)      /* bytes below fs_base taken as the static TLS block */
+#define ATTRIB_DATA_MAX (1u << 20)        /* distinct (binary, symbol) entries kept */
+
+/* One access as a source delivers it (src_soft, or a PMU source). */
+struct access_sample {
+	uint32_t tgid, tid, cpu;
+	uint64_t start_ns;        /* process start (task->start_time), with tgid the identity */
+	uint64_t time_ns;         /* CLOCK_MONOTONIC, same clock as the allocation events */
+	uint64_t addr;
+	uint32_t size;            /* bytes accessed (0 unknown) */
+	uint8_t rw;               /* 1 read, 2 write, 3 both */
+	uint8_t flags;            /* INSN_F_* of symbolizer/insn.h (TLS, STACK, ...) */
+	uint64_t weight;          /* estimated accesses this sample stands for */
+	uint64_t sp;              /* user stack pointer at the sample, 0 unknown */
+	uint64_t fs_base;         /* 0 unknown */
+};
+
+enum attrib_class {
+	ATTRIB_HEAP = 0,          /* inside a tracked allocation live at that time */
+	ATTRIB_HEAP_UNTRACKED,    /* [heap] but no tracked allocation (allocated before attach) */
+	ATTRIB_STATIC,            /* a file-backed data mapping or its .bss */
+	ATTRIB_STACK,
+	ATTRIB_TLS,
+	ATTRIB_ANON,              /* anonymous mmap outside any tracked allocation */
+	ATTRIB_FILE,              /* other file mappings (shared memory, mapped data files) */
+	ATTRIB_UNKNOWN,           /* no mapping (or the process's maps were unavailable) */
+	ATTRIB_CLASS_MAX,
+};
+const char *attrib_class_name(enum attrib_class c);   /* "heap", "heap_untracked", ... */
+
+/* What a mapping says about an address (attrib_region_from_maps). */
+enum region_kind { REGION_NONE, REGION_HEAP, REGION_ANON, REGION_STACK, REGION_DATA, REGION_FILE };
+struct attrib_region {
+	enum region_kind kind;
+	const char *path;         /* REGION_DATA/FILE: the file (owned by the maps) */
+	uint64_t map_start, map_offset;   /* REGION_DATA: the file mapping (for .bss: the one before) */
+};
+/* Classifies addr with a process's maps: [heap]; the mapping holding sp (or [stack*]);
+ * a writable or read-only private file mapping, or the anonymous mapping right after
+ * one (.bss), as REGION_DATA; other anonymous mappings; other files. */
+void attrib_region_from_maps(const struct maps *m, uint64_t addr, uint64_t sp,
+			     struct attrib_region *out);
+
+/* A static data symbol as the resolver names it; strings must stay valid while the
+ * attrib lives (interned by the caller). */
+struct attrib_datasym {
+	const char *binary;       /* build-id hex (or path) of the binary */
+	const char *symbol;       /* "" if no symbol covers the address */
+	const char *section;
+	uint64_t sym_addr, sym_size;
+};
+
+struct attrib_data_entry {
+	struct attrib_datasym sym;
+	uint64_t samples, est_accesses;
+	uint64_t reads, writes;
+};
+
+/* A settled heap object: everything MemProf's per-object MIB needs. */
+struct attrib_object {
+	uint32_t tgid;
+	uint64_t start_ns;
+	uint64_t addr, size;
+	void *ctx;                /* the caller's allocation context (struct istack *) */
+	uint64_t alloc_ns, free_ns;
+	uint32_t alloc_cpu, free_cpu;
+	bool live_at_end;         /* free_ns is the end of the run, not a free */
+	uint64_t samples, est_accesses;
+	const uint64_t *hist;     /* est accesses per ATTRIB_GRANULE bytes, NULL if none */
+	uint32_t hist_len;
+};
+
+struct attrib_ops {
+	/* Region of addr in process (tgid, start_ns); NULL: attrib treats every address not
+	 * in a tracked object as unknown. */
+	void (*region)(void *arg, uint32_t tgid, uint64_t start_ns, uint64_t addr, uint64_t sp,
+		       struct attrib_region *out);
+	/* Data symbol at addr of a REGION_DATA mapping: 0 with out filled (symbol "" when
+	 * the binary has none there), or non-zero when the file is not a binary (the sample
+	 * then counts as ATTRIB_FILE). NULL: static data of symbol "" under the path. */
+	int (*datasym)(void *arg, const struct attrib_region *r, uint64_t addr,
+		       struct attrib_datasym *out);
+	/* A heap object settled (its counts are final). Required. */
+	void (*object)(void *arg, const struct attrib_object *o);
+	void *arg;
+};
+
+struct attrib_counts {
+	uint64_t samples;
+	uint64_t by_class[ATTRIB_CLASS_MAX];      /* samples */
+	uint64_t est_by_class[ATTRIB_CLASS_MAX];  /* estimated accesses */
+	uint64_t pending;                         /* held now for objects not yet known */
+	uint64_t pending_resolved;                /* held samples later matched to an object */
+	uint64_t pending_overflow;                /* classified at once: pending was full */
+	uint64_t late;                            /* older than a watermark already passed */
+	uint64_t objects_settled;
+	uint64_t unmatched_free;                  /* attrib_free of an address not live */
+	uint64_t data_overflow;                   /* data symbols beyond ATTRIB_DATA_MAX */
+};
+
+struct attrib;
+
+int attrib_open(struct attrib **out, const struct attrib_ops *ops);
+void attrib_close(struct attrib *a);
+
+/* Allocation events. attrib_alloc/attrib_free for sources that see both ends;
+ * attrib_object for a source that reports a whole object at its death (exact mode's
+ * EV_FREE). ctx is opaque. 0 or -ENOMEM. */
+int attrib_alloc(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t addr,
+		 uint64_t size, void *ctx, uint64_t alloc_ns, uint32_t cpu);
+int attrib_free(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t addr,
+		uint64_t free_ns, uint32_t cpu);
+int attrib_object(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t addr,
+		  uint64_t size, void *ctx, uint64_t alloc_ns, uint64_t free_ns,
+		  uint32_t alloc_cpu, uint32_t free_cpu);
+
+/* One access sample. Returns the class it was counted in, or -1 while it is held
+ * waiting for its object (heap candidates that hit no known object yet). */
+int attrib_sample(struct attrib *a, const struct access_sample *s);
+
+/* Every sample with time < watermark_ns has been delivered: objects freed at or before
+ * it settle (ops->object). Call after each drain of the sample ring. */
+void attrib_advance(struct attrib *a, uint64_t watermark_ns);
+/* End of the run at end_ns: objects still live settle with free_ns = end_ns (flag
+ * live_at_end), then held samples that matched nothing are counted by their region. */
+void attrib_finish(struct attrib *a, uint64_t end_ns);
+/* A process is gone: its live objects settle at ts_ns (call after its exit). */
+void attrib_process_exit(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns);
+
+const struct attrib_counts *attrib_counts(const struct attrib *a);
+/* Static-data table, unordered; the pointer is valid until the next attrib call. */
+const struct attrib_data_entry *attrib_data(const struct attrib *a, size_t *n);
+
+/* ---- Density arithmetic and classes (MemProf's definitions, seed mempgo-llvm-memprof). */
+
+/* MemProf's per-object fixed-point densities (MemInfoBlock's constructor): access density
+ * = accesses * 100 / size; lifetime access density = that * 1000 / lifetime_ms (min 1 ms).
+ * Both saturate at UINT32_MAX like the uint32 MIB fields. */
+uint32_t attrib_access_density_x100(uint64_t accesses, uint64_t size);
+uint32_t attrib_lifetime_access_density_x100(uint64_t accesses, uint64_t size, uint64_t lifetime_ns);
+/* Accesses per byte per lifetime second (the seed's unit), lifetime at least 1 ms. */
+double attrib_density(uint64_t accesses, uint64_t size, uint64_t lifetime_ns);
+
+enum attrib_hotness { ATTRIB_NOTCOLD = 0, ATTRIB_COLD, ATTRIB_HOT };
+struct attrib_thresholds {
+	double cold_density;           /* default CLASSIFY_COLD_DENSITY (0.05) */
+	uint64_t cold_min_lifetime_ns; /* default CLASSIFY_COLD_MIN_AVG_LIFETIME_NS (200 s) */
+	double hot_density;            /* default CLASSIFY_HOT_DENSITY (1000) */
+};
+void attrib_thresholds_default(struct attrib_thresholds *t);
+/* A context from its MIB sums, exactly as LLVM's getAllocType: average lifetime access
+ * density = TotalLifetimeAccessDensity / AllocCount / 100, average lifetime = total / count. */
+enum attrib_hotness attrib_classify_context(const struct attrib_thresholds *t,
+					    uint64_t total_lifetime_density_x100,
+					    uint64_t alloc_count, uint64_t total_lifetime_ns);
+/* A data symbol: density over the time it was observed (its process's run); cold also
+ * when it was never sampled. */
+enum attrib_hotness attrib_classify_data(const struct attrib_thresholds *t, uint64_t est_accesses,
+					 uint64_t size, uint64_t observed_ns);
+const char *attrib_hotness_name(enum attrib_hotness h);  /* "notcold", "cold", "hot" */

@@ -1,0 +1,149 @@
+/* src_soft: a ring record decodes into the access the instruction at its IP makes, with
+ * the bytes read from this test binary's file (then from the decode cache); and, as
+ * root, the real pipeline (cpu-clock per CPU -> soft.bpf.c -> ring -> decode) finds a
+ * spinning thread's loads in the array it reads. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "daemon/src_soft.h"
+
+/* A known instruction at a known address: mov (%rdi),%eax. */
+void probe_load(void);
+__asm__(".text\n.globl probe_load\n.type probe_load,@function\nprobe_load:\n"
+	"movl (%rdi), %eax\nret\n.size probe_load, .-probe_load\n");
+
+static volatile uint32_t target_word = 7;
+#define HOT_WORDS (1 << 16)
+static volatile uint64_t hot[HOT_WORDS];
+
+struct seen { uint64_t n, in_target, in_hot, w; uint32_t size; uint8_t rw; };
+static void on_access(void *arg, const struct access_sample *a)
+{
+	struct seen *s = arg;
+
+	s->n++;
+	s->w = a->weight;
+	s->size = a->size;
+	s->rw = a->rw;
+	if (a->addr == (uintptr_t)&target_word)
+		s->in_target++;
+	if (a->addr >= (uintptr_t)hot && a->addr < (uintptr_t)(hot + HOT_WORDS))
+		s->in_hot++;
+}
+
+static void test_handle_offline(void **state)
+{
+	struct src_soft *ss;
+	struct seen seen = {0};
+	struct soft_event e;
+	struct src_soft_stats st;
+
+	assert_int_equal(src_soft_open_offline(&ss, on_access, &seen), 0);
+	memset(&e, 0, sizeof(e));
+	e.tgid = (uint32_t)getpid();
+	e.tid = e.tgid;
+	e.time_ns = 1000;
+	e.period = 1000000;   /* 1 ms of CPU time */
+	e.regs[offsetof(struct insn_regs, rip) / 8] = (uintptr_t)probe_load;
+	e.regs[offsetof(struct insn_regs, rdi) / 8] = (uintptr_t)&target_word;
+	e.regs[offsetof(struct insn_regs, rsp) / 8] = (uintptr_t)&e;
+	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 1);
+	assert_int_equal(seen.in_target, 1);
+	assert_int_equal(seen.size, 4);
+	assert_int_equal(seen.rw, INSN_READ);
+	assert_int_equal(seen.w, 1000000ULL * SOFT_EST_INSNS_PER_NS);
+	src_soft_stats(ss, &st);
+	assert_int_equal(st.code_from_file, 1);
+	assert_int_equal(st.code_from_bpf, 0);
+	assert_int_equal(src_soft_insn_stats(ss)->cache_misses, 1);
+	/* again: from the decode cache, and the code bytes BPF sent are not needed */
+	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 1);
+	assert_int_equal(src_soft_insn_stats(ss)->cache_hits, 1);
+	/* an IP in no mapping, with BPF's bytes: decoded from them (ret: a stack read) */
+	e.regs[offsetof(struct insn_regs, rip) / 8] = 0x10;
+	e.code[0] = 0xc3;
+	e.flags = SOFT_F_CODE;
+	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 1);
+	src_soft_stats(ss, &st);
+	assert_int_equal(st.code_from_bpf, 1);
+	assert_int_equal(st.no_mapping, 1);
+	/* a PMU record: the address is the hardware's */
+	e.flags = SOFT_F_ADDR;
+	e.addr = (uintptr_t)&target_word;
+	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 1);
+	assert_int_equal(seen.in_target, 3);
+	/* short record */
+	assert_int_equal(src_soft_handle(ss, &e, sizeof(e) - 1), 0);
+	src_soft_close(ss);
+}
+
+static volatile int stop;
+static void *spin(void *arg)
+{
+	uint64_t sum = 0;
+
+	while (!stop)
+		for (size_t i = 0; i < HOT_WORDS; i += 8)
+			sum += hot[i];
+	return (void *)(uintptr_t)sum;
+}
+
+static void test_live(void **state)
+{
+	struct src_soft_opts o = { .period = 100000, .targets_fd = -1 };   /* 10 kHz per CPU */
+	struct src_soft *ss;
+	struct seen seen = {0};
+	struct src_soft_stats st;
+	char err[256];
+	pthread_t th;
+	struct timespec t0, t;
+
+	if (geteuid() != 0)
+		skip();
+	int r = src_soft_open(&ss, &o, on_access, &seen, err, sizeof(err));
+	if (r < 0)
+		fail_msg("%s", err);
+	assert_int_equal(src_soft_add_target(ss, (uint32_t)getpid()), 0);
+	assert_int_equal(pthread_create(&th, NULL, spin, NULL), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		assert_true(src_soft_poll(ss, 50) >= 0);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 500);
+	stop = 1;
+	pthread_join(th, NULL);
+	src_soft_poll(ss, 0);
+	src_soft_stats(ss, &st);
+	print_message("events %llu user %llu kernel %llu accesses %llu in_hot %llu no_access %llu\n",
+		      (unsigned long long)st.events, (unsigned long long)st.bpf[SCNT_USER],
+		      (unsigned long long)st.bpf[SCNT_KERNEL], (unsigned long long)st.accesses,
+		      (unsigned long long)seen.in_hot, (unsigned long long)st.no_access);
+	const struct insn_stats *is = src_soft_insn_stats(ss);
+	for (int i = 0; i < INSN_STATUS_MAX; i++)
+		print_message("  %s: %llu\n", insn_status_name(i), (unsigned long long)is->by_status[i]);
+	print_message("  code file %llu bpf %llu none %llu no_mapping %llu\n",
+		      (unsigned long long)st.code_from_file, (unsigned long long)st.code_from_bpf,
+		      (unsigned long long)st.code_unavailable, (unsigned long long)st.no_mapping);
+	assert_true(st.nevents_open >= 1);
+	assert_true(st.bpf[SCNT_USER] >= 100);
+	assert_true(st.events == st.bpf[SCNT_USER]);
+	assert_true(seen.in_hot >= 50);
+	assert_true(src_soft_watermark(ss) > 0);
+	src_soft_close(ss);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_handle_offline),
+		cmocka_unit_test(test_live),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
