@@ -15,6 +15,7 @@ for variant in plain asan; do
   fi
   ninja -C $dir >/dev/null || { ninja -C $dir | tail -30; echo "build ($variant) failed"; exit 1; }
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp
   meson test -C $dir --print-errorlogs --num-processes 2 || rc=1
   log=$dir/meson-logs/testlog.json
   if [ -f "$log" ]; then

@@ -7,6 +7,7 @@ secs=${1:-60}; build=$(cd "${2:-build}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/memprofd-fuzz.XXXXXX)
 "$here/make_corpus.sh" "$work/corpus" "$build/tests/unit/fixtures_dwarf"
+export LSAN_OPTIONS="suppressions=$here/../lsan.supp"
 status=0
 for t in fuzz_elf fuzz_dwarf fuzz_maps; do
   exe="$build/tests/fuzz/$t"
