@@ -12,9 +12,16 @@ PKGS=(
   libinih-dev libjemalloc-dev valgrind systemtap-sdt-dev
   binutils elfutils
   systemd
-  chromium nodejs npm
-  libssl-dev libstdc++6-12-dbg
+  chromium
+  libssl-dev libstdc++6-12-dbg libc6-dbg
+  heaptrack
 )
+# Node.js and npm (for the pprof-format decoder test) come with this kind of machine from
+# NodeSource; Debian's npm package conflicts with that nodejs, so install them only where
+# neither is there.
+if ! command -v npm >/dev/null 2>&1; then
+  PKGS+=(nodejs npm)
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "bootstrap: must run as root (apt-get install)" >&2
