@@ -24,6 +24,7 @@
 #include "daemon/recorder.h"
 #include "store/store.h"
 #include "symbolizer/maps.h"
+#include "symbolizer/symcache.h"
 
 extern char **environ;
 
@@ -281,6 +282,12 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 
+	/* Frames get their DWARF lines (separate debug files, debuginfod when
+	 * DEBUGINFOD_URLS is set); without it they keep their ELF symbols only. */
+	struct symcache_opts so = { .debug = { .debuginfod = true } };
+	if (symcache_new(&r.symcache, &so) < 0)
+		r.symcache = NULL;
+
 	/* SIGINT/SIGTERM stop the recording; the child gets our original mask back. */
 	sigset_t mask, orig;
 	sigemptyset(&mask);
@@ -502,6 +509,8 @@ out:
 	}
 	sampled_close(smp);
 	exact_close(&r);
+	if (r.symcache)
+		symcache_free(r.symcache);
 	agg_free(&r.aggs);
 	proctab_free(&r.procs);
 	interner_free(&r.in);

@@ -181,7 +181,9 @@ struct istack *intern_stack(struct interner *in, const struct iframe *f, unsigne
 		return NULL;
 	s->function = arena_alloc(&in->arena, (n ? n : 1) * sizeof(char *));
 	s->mangled = arena_alloc(&in->arena, (n ? n : 1) * sizeof(char *));
-	if (!s->function || !s->mangled)
+	s->lines = arena_alloc(&in->arena, (n ? n : 1) * sizeof(*s->lines));
+	s->nlines = arena_alloc(&in->arena, (n ? n : 1) * sizeof(*s->nlines));
+	if (!s->function || !s->mangled || !s->lines || !s->nlines)
 		return NULL;
 	s->hash = h;
 	s->nframes = n;
@@ -189,6 +191,8 @@ struct istack *intern_stack(struct interner *in, const struct iframe *f, unsigne
 	for (unsigned i = 0; i < n; i++) {
 		s->frames[i] = f[i];
 		s->function[i] = s->mangled[i] = NULL;
+		s->lines[i] = NULL;
+		s->nlines[i] = 0;
 	}
 	if (hmap_insert(&in->stacks, h, s))
 		return NULL;

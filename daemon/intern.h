@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "daemon/arena.h"
+#include "store/store.h"
 
 /* hmap: 64-bit hash -> pointer, linear probing, grows at 3/4 load. Entries with equal
  * hashes are told apart by the caller's eq callback, so hashes need not be unique. */
@@ -44,6 +45,8 @@ struct istack {
 	bool symbolized;        /* function[]/mangled[] filled (NULL where unknown) */
 	const char **function;  /* per frame, demangled, NULL until symbolized */
 	const char **mangled;
+	const struct store_line **lines;  /* per frame, its DWARF inline chain (NULL if none) */
+	unsigned *nlines;
 	struct iframe frames[];
 };
 

@@ -181,6 +181,13 @@ static struct binary *bin_by_hex(struct proctab *t, const char *hex)
 	return bin_by_raw(t, raw);
 }
 
+const char *bin_path(struct proctab *t, const char *build_id)
+{
+	struct binary *b = bin_by_hex(t, build_id);
+
+	return b ? b->path : NULL;
+}
+
 int bin_function(struct proctab *t, const char *build_id, uint64_t offset,
 		 const char **demangled, const char **mangled)
 {

@@ -48,6 +48,8 @@ struct binary *bin_register(struct proctab *t, const char *path, const char *ope
 struct binary *bin_by_raw(struct proctab *t, const unsigned char raw[20]);
 /* Registers every file mapped by the live process (via /proc/PID/map_files). */
 void bin_scan_process(struct proctab *t, struct proc *p);
+/* Path to open for the binary with this build-id (hex), or NULL if none is known. */
+const char *bin_path(struct proctab *t, const char *build_id);
 /* Function symbol (demangled and mangled, interned) at a return address in a binary. */
 int bin_function(struct proctab *t, const char *build_id, uint64_t offset,
 		 const char **demangled, const char **mangled);

@@ -7,6 +7,7 @@
 #include "daemon/log.h"
 #include "daemon/recorder.h"
 #include "store/store.h"
+#include "symbolizer/symcache.h"
 
 static int64_t now_real_ns(void)
 {
@@ -24,6 +25,37 @@ static void fill_proc(const struct recorder *r, const struct proc *p, struct sto
 	};
 }
 
+/* DWARF inline chain of one return address, copied into the arena (interned strings). */
+static void frame_lines(struct recorder *r, struct istack *s, unsigned i)
+{
+	const char *path = bin_path(&r->procs, s->frames[i].build_id);
+	struct dwsym_frames df = { 0 };
+	uint64_t off = s->frames[i].offset;
+
+	if (!r->symcache || !path)
+		return;
+	/* Frames are return addresses: the call is the byte before. */
+	if (symcache_code(r->symcache, s->frames[i].build_id, path, NULL, off ? off - 1 : 0, &df) < 0)
+		return;
+	unsigned n = df.n < STORE_MAX_LINES ? df.n : STORE_MAX_LINES;
+	struct store_line *v = n ? arena_alloc(&r->in.arena, n * sizeof(*v)) : NULL;
+	if (v) {
+		for (unsigned j = 0; j < n; j++) {
+			const struct dwsym_frame *f = &df.v[j];
+			v[j] = (struct store_line){
+				.function = f->function ? intern_str(&r->in, f->function) : NULL,
+				.mangled = f->mangled ? intern_str(&r->in, f->mangled) : NULL,
+				.file = f->file ? intern_str(&r->in, f->file) : NULL,
+				.line = f->line, .column = f->column, .decl_line = f->decl_line,
+				.inlined = f->inlined,
+			};
+		}
+		s->lines[i] = v;
+		s->nlines[i] = n;
+	}
+	dwsym_frames_free(&df);
+}
+
 static void symbolize(struct recorder *r, struct istack *s)
 {
 	for (unsigned i = 0; i < s->nframes; i++) {
@@ -31,6 +63,12 @@ static void symbolize(struct recorder *r, struct istack *s)
 			continue;
 		bin_function(&r->procs, s->frames[i].build_id, s->frames[i].offset,
 			     &s->function[i], &s->mangled[i]);
+		frame_lines(r, s, i);
+		/* No ELF symbol covers it (a stripped .symtab): name it from DWARF. */
+		if (!s->function[i] && s->nlines[i]) {
+			s->function[i] = s->lines[i][s->nlines[i] - 1].function;
+			s->mangled[i] = s->lines[i][s->nlines[i] - 1].mangled;
+		}
 	}
 }
 
@@ -50,6 +88,7 @@ static int write_agg(struct agg *a, void *arg)
 		f[i] = (struct store_frame){
 			.build_id = s->frames[i].build_id, .offset = s->frames[i].offset,
 			.function = s->function[i], .mangled = s->mangled[i],
+			.lines = s->lines[i], .nlines = s->nlines[i],
 		};
 	fill_proc(r, a->proc, &sp);
 	/* The store keys buckets by their start in CLOCK_REALTIME ns. */

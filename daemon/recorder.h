@@ -36,6 +36,7 @@ struct recorder {
 	uint64_t unknown_stack_objs;     /* objects attributed to unknown_stack */
 	uint64_t objects;                /* objects aggregated (deaths + live at end) */
 	bool flush_error_logged;
+	struct symcache *symcache;       /* DWARF lines of frames, by build-id (NULL: ELF only) */
 	struct sampled *sampled;         /* --alloc sampled: its state (alloc_sampled.c), else NULL */
 };
 

@@ -52,14 +52,40 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
 	fputs(", \"binary\": ", out);
 	fmt_json_str(out, r->binary ? r->binary : "");
 	fputs(", \"frames\": [", out);
+	bool first = true;
 	for (unsigned i = 0; i < r->nframes; i++) {
 		const struct store_frame *f = &r->frames[i];
 
 		frame_addr(addr, sizeof(addr), f);
-		fputs(i ? ", {\"function\": " : "{\"function\": ", out);
-		fmt_json_str(out, f->function);
-		fprintf(out, ", \"file\": null, \"line\": null, \"column\": null, "
-			"\"inlined\": false, \"address\": \"%s\"}", addr);
+		if (!f->nlines) {
+			fputs(first ? "{\"function\": " : ", {\"function\": ", out);
+			fmt_json_str(out, f->function);
+			fprintf(out, ", \"file\": null, \"line\": null, \"column\": null, "
+				"\"inlined\": false, \"address\": \"%s\"}", addr);
+			first = false;
+			continue;
+		}
+		/* An address inside inlined code is one entry per function of its inline
+		 * chain, leaf first, all at the same address. */
+		for (unsigned j = 0; j < f->nlines; j++) {
+			const struct store_line *l = &f->lines[j];
+
+			fputs(first ? "{\"function\": " : ", {\"function\": ", out);
+			fmt_json_str(out, l->function ? l->function : f->function);
+			fputs(", \"file\": ", out);
+			fmt_json_str(out, l->file);
+			if (l->line)
+				fprintf(out, ", \"line\": %u", l->line);
+			else
+				fputs(", \"line\": null", out);
+			if (l->column)
+				fprintf(out, ", \"column\": %u", l->column);
+			else
+				fputs(", \"column\": null", out);
+			fprintf(out, ", \"inlined\": %s, \"address\": \"%s\"}",
+				l->inlined ? "true" : "false", addr);
+			first = false;
+		}
 	}
 	fprintf(out, "], \"alloc_count\": %" PRIu64 ", \"total_size\": %" PRIu64
 		", \"min_size\": %" PRIu64 ", \"max_size\": %" PRIu64

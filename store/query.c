@@ -87,6 +87,10 @@ static const char frame_sql[] =
 	"SELECT f.offset, f.function, f.mangled, b.build_id, b.path"
 	" FROM frames f JOIN binaries b ON b.id = f.binary_id WHERE f.id = ?1";
 
+static const char lines_sql[] =
+	"SELECT function, mangled, file, line, col, decl_line, inlined FROM frame_lines"
+	" WHERE frame_id = ?1 ORDER BY depth";
+
 static void bind_filter(sqlite3_stmt *st, const struct store_ctx_filter *f)
 {
 	sqlite3_bind_int64(st, 1, f->limit ? (int64_t)f->limit : -1);
@@ -109,6 +113,12 @@ static void frames_free(struct frames_buf *fb)
 		free((char *)fb->v[i].path);
 		free((char *)fb->v[i].function);
 		free((char *)fb->v[i].mangled);
+		for (unsigned j = 0; j < fb->v[i].nlines; j++) {
+			free((char *)fb->v[i].lines[j].function);
+			free((char *)fb->v[i].lines[j].mangled);
+			free((char *)fb->v[i].lines[j].file);
+		}
+		free((void *)fb->v[i].lines);
 	}
 	free(fb->v);
 	*fb = (struct frames_buf){0};
@@ -124,6 +134,39 @@ static char *dup_or_null(const char *s, bool *oom)
 	if (!d)
 		*oom = true;
 	return d;
+}
+
+/* The frame's inline chain (schema >= 3); none for frames recorded without DWARF. */
+static int load_lines(struct store *s, int64_t frame_id, struct store_frame *f)
+{
+	sqlite3_stmt *st = store__stmt(s, lines_sql);
+	struct store_line *v;
+	bool oom = false;
+	int rc;
+
+	if (!st)
+		return -EIO;
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+	v = calloc(STORE_MAX_LINES, sizeof(*v));
+	if (!v)
+		return store__error(s, -ENOMEM, "out of memory");
+	f->lines = v;
+	sqlite3_bind_int64(st, 1, frame_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && f->nlines < STORE_MAX_LINES) {
+		struct store_line *l = &v[f->nlines++];
+		l->function = dup_or_null(col_text(st, 0), &oom);
+		l->mangled = dup_or_null(col_text(st, 1), &oom);
+		l->file = dup_or_null(col_text(st, 2), &oom);
+		l->line = (uint32_t)sqlite3_column_int64(st, 3);
+		l->column = (uint32_t)sqlite3_column_int64(st, 4);
+		l->decl_line = (uint32_t)sqlite3_column_int64(st, 5);
+		l->inlined = sqlite3_column_int(st, 6) != 0;
+	}
+	if (oom)
+		return store__error(s, -ENOMEM, "out of memory");
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return store__fail(s, rc, "reading frame lines");
+	return 0;
 }
 
 static int load_frames(struct store *s, const void *blob, int bytes, struct frames_buf *fb)
@@ -166,6 +209,11 @@ static int load_frames(struct store *s, const void *blob, int bytes, struct fram
 		f->path = dup_or_null(col_text(st, 4), &oom);
 		if (oom)
 			return store__error(s, -ENOMEM, "out of memory");
+		if (store_schema_version(s) >= 3) {
+			rc = load_lines(s, (int64_t)le64toh(le), f);
+			if (rc)
+				return rc;
+		}
 	}
 	return 0;
 }

@@ -140,6 +140,16 @@ static const char *const migrations[] = {
 	"    total_lifetime_ns = total_lifetime_ns + excluded.total_lifetime_ns,"
 	"    total_access_count = total_access_count + excluded.total_access_count;"
 	"END;",
+	/* 2 -> 3: source lines of each frame, its inline chain leaf first (depth 0 is the
+	 * innermost inlined function; the last depth is the function the address is in). */
+	"CREATE TABLE frame_lines ("
+	"  frame_id INTEGER NOT NULL REFERENCES frames(id),"
+	"  depth INTEGER NOT NULL,"
+	"  function TEXT, mangled TEXT, file TEXT,"
+	"  line INTEGER NOT NULL DEFAULT 0, col INTEGER NOT NULL DEFAULT 0,"
+	"  decl_line INTEGER NOT NULL DEFAULT 0,"
+	"  inlined INTEGER NOT NULL DEFAULT 0,"   /* inlined into the next depth */
+	"  PRIMARY KEY (frame_id, depth)) WITHOUT ROWID;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

@@ -154,6 +154,7 @@ enum {
 	ST_BIN_GET_BUILD_ID, ST_BIN_GET_PATH, ST_BIN_INS, ST_FRAME_PUT,
 	ST_STACK_GET, ST_STACK_INS, ST_CTX_GET, ST_CTX_INS,
 	ST_PROC_GET, ST_PROC_INS, ST_PROC_EXIT, ST_MIB_PUT, ST_RUN_INS, ST_RUN_UPD,
+	ST_LINE_PUT,
 	ST__COUNT
 };
 
@@ -188,6 +189,9 @@ static const char *const write_sql[ST__COUNT] = {
 		"alloc_count = excluded.alloc_count" STORE__MIB_FIELDS(MIB_SET),
 	[ST_RUN_INS] = "INSERT INTO runs(command, alloc_mode, access_mode, settings, started_ns) "
 		"VALUES (?1, ?2, ?3, ?4, ?5)",
+	/* Lines are facts of (binary, offset): the first writer's stay. */
+	[ST_LINE_PUT] = "INSERT OR IGNORE INTO frame_lines(frame_id, depth, function, mangled,"
+		" file, line, col, decl_line, inlined) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	[ST_RUN_UPD] = "UPDATE runs SET ended_ns = ?2, events = ?3, drops_ringbuf = ?4, "
 		"drops_live_full = ?5, drops_state_full = ?6, drops_stack = ?7, "
 		"unmatched_frees = ?8, overwritten = ?9, unresolved_frames = ?10, "
@@ -197,6 +201,7 @@ static const char *const write_sql[ST__COUNT] = {
 struct store {
 	sqlite3 *db;
 	bool rdwr, in_txn;
+	int version;               /* user_version once read (0: not yet); set only at open */
 	struct idmap binaries, frames, stacks, contexts, procs;
 	sqlite3_stmt *st[ST__COUNT];
 	struct { const char *sql; sqlite3_stmt *st; } cache[STMT_CACHE_MAX];
@@ -388,14 +393,19 @@ int store_open(struct store **out, const char *path, unsigned flags, char *err, 
 int store_schema_version(struct store *s)
 {
 	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
-	int v;
+	int rc, v;
 
+	/* Only opening migrates, and it runs before any caller asks: cache the answer. */
+	if (s->version > 0)
+		return s->version;
+	rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return store__fail(s, rc, "reading the schema version");
 	rc = sqlite3_step(st);
 	v = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : store__fail(s, rc, "reading the schema version");
 	sqlite3_finalize(st);
+	if (v > 0)
+		s->version = v;
 	return v;
 }
 
@@ -573,6 +583,23 @@ static int intern_frame(struct store *s, const struct store_frame *f, int64_t *i
 		return store__error(s, -EIO, "inserting a frame: no id returned");
 	if (r < 0)
 		return r;
+	for (unsigned i = 0; i < f->nlines && i < STORE_MAX_LINES; i++) {
+		const struct store_line *l = &f->lines[i];
+		_cleanup_reset_ sqlite3_stmt *ls = hot(s, ST_LINE_PUT);
+
+		sqlite3_bind_int64(ls, 1, *id);
+		sqlite3_bind_int(ls, 2, (int)i);
+		bind_text(ls, 3, l->function);
+		bind_text(ls, 4, l->mangled);
+		bind_text(ls, 5, l->file);
+		sqlite3_bind_int64(ls, 6, l->line);
+		sqlite3_bind_int64(ls, 7, l->column);
+		sqlite3_bind_int64(ls, 8, l->decl_line);
+		sqlite3_bind_int(ls, 9, l->inlined);
+		int rc = sqlite3_step(ls);
+		if (rc != SQLITE_DONE)
+			return store__fail(s, rc, "inserting a frame line");
+	}
 	return cache_add(s, &s->frames, key, sizeof(key), h, *id);
 }
 

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -59,12 +59,27 @@ int store_run_update(struct store *s, int64_t run_id, const struct store_run_sta
 /* A frame: (build-id, file offset) of a return address; function is the ELF symbol
  * (demangled for display), NULL when unknown. build_id "" means unresolvable: then
  * offset is the absolute address. */
+/* One source position of a frame: the frame's address expands into its inline chain,
+ * leaf first; `inlined` is set on entries inlined into the next one (their caller). */
+struct store_line {
+	const char *function;    /* demangled */
+	const char *mangled;     /* linkage name, for MemProf GUIDs */
+	const char *file;        /* NULL if unknown */
+	uint32_t line, column;   /* 0 if unknown */
+	uint32_t decl_line;      /* the function's declaration line (MemProf LineOffset base) */
+	bool inlined;
+};
+
+#define STORE_MAX_LINES 32       /* inline depth kept per frame */
+
 struct store_frame {
 	const char *build_id;    /* lowercase hex */
 	const char *path;        /* binary path as seen, may be NULL */
 	uint64_t offset;
 	const char *function;    /* may be NULL */
 	const char *mangled;     /* may be NULL; kept for MemProf */
+	const struct store_line *lines;  /* DWARF lines, leaf first; NULL/0 when unknown */
+	unsigned nlines;
 };
 
 /* A process instance: (pid, start_ns) never collides across PID reuse. */
