@@ -240,6 +240,7 @@ static __always_inline bool track_free(u32 tgid, u64 ptr)
 		e->h.tgid = tgid;
 		e->h.start_ns = v->start_ns;
 		e->key = v->key;
+		e->addr = ptr;
 		e->size = v->size;
 		e->alloc_ns = v->ts_ns;
 		e->free_ns = bpf_ktime_get_ns();

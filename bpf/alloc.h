@@ -73,6 +73,7 @@ struct ev_stack {
 struct ev_free {
 	struct ev_hdr h;
 	unsigned long long key;        /* stack key, 0 if the stack could not be read */
+	unsigned long long addr;       /* the object, for access attribution */
 	unsigned long long size;
 	unsigned long long alloc_ns, free_ns;   /* CLOCK_MONOTONIC */
 	unsigned int alloc_cpu, free_cpu;

@@ -28,7 +28,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SCNT_MAX);
+	__uint(max_entries, SOFTCNT_MAX);
 	__type(key, u32);
 	__type(value, u64);
 } soft_counters SEC(".maps");
@@ -60,18 +60,18 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	u32 tgid = id >> 32;
 	struct soft_event *e;
 
-	count(SCNT_SAMPLES);
+	count(SOFTCNT_SAMPLES);
 	if (tgid == 0 || (!all_processes && !bpf_map_lookup_elem(&targets, &tgid))) {
-		count(SCNT_NOT_TARGET);
+		count(SOFTCNT_NOT_TARGET);
 		return 0;
 	}
 	if (!user_mode(ctx)) {
-		count(SCNT_KERNEL);
+		count(SOFTCNT_KERNEL);
 		return 0;
 	}
 	e = bpf_ringbuf_reserve(&soft_events, sizeof(*e), 0);
 	if (!e) {
-		count(SCNT_DROP_RINGBUF);
+		count(SOFTCNT_DROP_RINGBUF);
 		return 0;
 	}
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
@@ -99,8 +99,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (bpf_probe_read_user(e->code, sizeof(e->code), (void *)PT_REGS_IP(&ctx->regs)) == 0)
 		e->flags |= SOFT_F_CODE;
 	else
-		count(SCNT_CODE_UNREAD);
-	count(SCNT_USER);
+		count(SOFTCNT_CODE_UNREAD);
+	count(SOFTCNT_USER);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

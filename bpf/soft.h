@@ -15,13 +15,13 @@ enum soft_flags {
 };
 
 enum soft_counter {
-	SCNT_SAMPLES = 0,          /* program runs */
-	SCNT_USER,                 /* user-mode samples of targets sent */
-	SCNT_KERNEL,               /* samples of targets taken in kernel mode (dropped) */
-	SCNT_NOT_TARGET,           /* samples of other processes (and idle) */
-	SCNT_DROP_RINGBUF,         /* lost: ring buffer full */
-	SCNT_CODE_UNREAD,          /* code bytes could not be read (page not present) */
-	SCNT_MAX,
+	SOFTCNT_SAMPLES = 0,          /* program runs */
+	SOFTCNT_USER,                 /* user-mode samples of targets sent */
+	SOFTCNT_KERNEL,               /* samples of targets taken in kernel mode (dropped) */
+	SOFTCNT_NOT_TARGET,           /* samples of other processes (and idle) */
+	SOFTCNT_DROP_RINGBUF,         /* lost: ring buffer full */
+	SOFTCNT_CODE_UNREAD,          /* code bytes could not be read (page not present) */
+	SOFTCNT_MAX,
 };
 
 struct soft_event {

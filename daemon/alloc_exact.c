@@ -17,6 +17,7 @@
 #include "daemon/recorder.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/probesite.h"
+#include "daemon/attrib.h"
 
 /* Which program a function gets, and its attach cookie: an enum alloc_kind for
  * alloc_entry (plus alloc_ret), an enum free_kind for free_entry. */
@@ -334,8 +335,16 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 		hmap_insert(&p->stacks, e->key, s);
 }
 
-static void add_object(struct recorder *r, struct proc *p, uint64_t key, uint64_t size,
-		       uint64_t alloc_ns, uint64_t dead_ns, uint32_t acpu, uint32_t dcpu)
+void recorder_add_mib(struct recorder *r, struct proc *p, struct istack *s, uint64_t dead_ns,
+		      const struct mib *m)
+{
+	if (agg_add(&r->aggs, s, p, agg_bucket_of((int64_t)dead_ns + r->mono_to_real_ns), m) == 0)
+		r->objects++;
+}
+
+static void add_object(struct recorder *r, struct proc *p, uint64_t key, uint64_t addr,
+		       uint64_t size, uint64_t alloc_ns, uint64_t dead_ns, uint32_t acpu,
+		       uint32_t dcpu)
 {
 	struct istack *s = key ? hmap_find(&p->stacks, key, NULL, NULL) : NULL;
 	struct mib m;
@@ -344,9 +353,13 @@ static void add_object(struct recorder *r, struct proc *p, uint64_t key, uint64_
 		s = r->unknown_stack;
 		r->unknown_stack_objs++;
 	}
+	/* With access sampling, the object waits in attribution until no sample older
+	 * than its death can still come; it is aggregated then (access.c op_object). */
+	if (r->attrib && attrib_object(r->attrib, p->pid, p->start_ns, addr, size, s, alloc_ns,
+				       dead_ns, acpu, dcpu) == 0)
+		return;
 	mib_from_object(&m, size, alloc_ns, dead_ns, acpu, dcpu, 0);
-	if (agg_add(&r->aggs, s, p, agg_bucket_of((int64_t)dead_ns + r->mono_to_real_ns), &m) == 0)
-		r->objects++;
+	recorder_add_mib(r, p, s, dead_ns, &m);
 }
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -367,7 +380,8 @@ static int on_event(void *ctx, void *data, size_t len)
 		const struct ev_free *e = data;
 		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
 			break;
-		add_object(r, p, e->key, e->size, e->alloc_ns, e->free_ns, e->alloc_cpu, e->free_cpu);
+		add_object(r, p, e->key, e->addr, e->size, e->alloc_ns, e->free_ns, e->alloc_cpu,
+			   e->free_cpu);
 		break;
 	}
 	case EV_FORK: {
@@ -405,6 +419,7 @@ static int on_event(void *ctx, void *data, size_t len)
 			}
 		}
 		p->comm = p->exe[0] ? (strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe) : p->comm;
+		access_forget(r, h->tgid);
 		hmap_free(&p->stacks);   /* stack keys were per image */
 		maps_free(&p->maps);
 		p->maps_loaded = false;
@@ -415,6 +430,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
 			break;
 		exact_reap(r, h->tgid, h->start_ns, e->ts_ns, e->cpu);
+		access_forget(r, h->tgid);
 		p->exited = true;
 		p->exit_ns = (int64_t)e->ts_ns + r->mono_to_real_ns;
 		break;
@@ -473,8 +489,8 @@ int exact_reap(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts
 			continue;   /* made after the event (exec): the new image's */
 		struct proc *p = proc_get(&r->procs, keys[i].tgid, v.start_ns);
 		if (p)
-			add_object(r, p, v.key, v.size, v.ts_ns, ts_ns > v.ts_ns ? ts_ns : v.ts_ns,
-				   v.cpu, cpu);
+			add_object(r, p, v.key, keys[i].addr, v.size, v.ts_ns,
+				   ts_ns > v.ts_ns ? ts_ns : v.ts_ns, v.cpu, cpu);
 		bpf_map_delete_elem(fd, &keys[i]);
 	}
 	free(keys);

@@ -45,7 +45,9 @@ static const char record_usage[] =
 	"  --alloc sampled  (default) libmemprofd_sampler in the process, USDT probes on\n"
 	"                   sampled allocations only (estimated counts; about 1%% overhead)\n"
 	"  --alloc exact    uprobes on every allocator call (exact counts; high overhead)\n"
-	"  --access off     data-access sampling (not available in this build yet)\n"
+	"  --access SRC     data-access sampling (with --alloc exact): auto tries pebs, ibs,\n"
+	"                   spe, soft in that order; soft works without a PMU (default off)\n"
+	"  --freq HZ        samples per second per CPU of the soft source\n"
 	"  --duration SEC   stop after SEC seconds (default: when the process ends)\n";
 
 static int64_t mono_ns(void)
@@ -182,7 +184,7 @@ int cmd_record(int argc, char **argv)
 		{ 0 },
 	};
 	const char *db = "./memprofd.db", *alloc = "sampled", *access_mode = "off";
-	unsigned long long duration = 0, pid = 0, v;
+	unsigned long long duration = 0, pid = 0, v, freq = 0, period = 0;
 	int c, err;
 
 	optind = 1;
@@ -198,6 +200,7 @@ int cmd_record(int argc, char **argv)
 					  c == 'f' ? "freq" : "period", optarg);
 				return 2;
 			}
+			*(c == 'f' ? &freq : &period) = v;
 			break;
 		case 'D':
 			if (parse_uint(optarg, 365ULL * 86400, &duration) || duration == 0) {
@@ -242,11 +245,9 @@ int cmd_record(int argc, char **argv)
 		log_error("record: --access: expected auto, pebs, ibs, spe, soft or off, got '%s'", access_mode);
 		return 2;
 	}
-	if (!strcmp(access_mode, "auto")) {
-		log_warn("access sampling: no access source in this build yet (pebs, ibs, spe, soft); recording allocations only");
-		access_mode = "off";
-	} else if (strcmp(access_mode, "off")) {
-		log_error("record: --access %s: not available in this build yet", access_mode);
+	if (strcmp(access_mode, "off") && sampled) {
+		log_error("record: --access %s: needs --alloc exact in this build (accesses are not yet attributed to sampled objects)",
+			  access_mode);
 		return 1;
 	}
 
@@ -362,6 +363,8 @@ int cmd_record(int argc, char **argv)
 		/* An executable that links an allocator statically gets probes of its own; a
 		 * script or a stripped one fails here harmlessly and allocates through libc. */
 		exact_attach_binary(&r, exe);
+		if (access_setup(&r, access_mode, freq, period) < 0)
+			goto out;
 		if (attach_libs_standard(&r) < 0)
 			goto out;
 		err = child_spawn(&ch, exe, cmd, &orig);
@@ -389,6 +392,8 @@ int cmd_record(int argc, char **argv)
 			exact_attach_binary(&r, link);
 		}
 		if (attach_libs_of_pid(&r, (pid_t)pid) < 0)
+			goto out;
+		if (access_setup(&r, access_mode, freq, period) < 0)
 			goto out;
 		if (exact_add_target(&r, (uint32_t)pid) < 0)
 			goto out;
@@ -424,6 +429,10 @@ int cmd_record(int argc, char **argv)
 	while (!stop) {
 		if ((smp ? sampled_poll(smp, RECORD_POLL_MS) : exact_poll(&r, RECORD_POLL_MS)) < 0) {
 			status = "error: ring buffer";
+			break;
+		}
+		if (access_poll(&r) < 0) {
+			status = "error: access samples";
 			break;
 		}
 		struct signalfd_siginfo si;
@@ -465,7 +474,9 @@ int cmd_record(int argc, char **argv)
 		while (ring_buffer__consume(r.rb) > 0)
 			;
 		/* What is still live when recording stops counts with its lifetime up to now. */
-		exact_reap(&r, 0, 0, (uint64_t)mono_ns(), (uint32_t)sched_getcpu());
+		uint64_t end = (uint64_t)mono_ns();
+		exact_reap(&r, 0, 0, end, (uint32_t)sched_getcpu());
+		access_finish(&r, end);
 	}
 	err = recorder_flush(&r, status);
 	for (int i = 0; err && i < 20; i++) {   /* e.g. a reader holding a lock: retry briefly */
@@ -508,6 +519,7 @@ out:
 		waitpid(ch.pid, NULL, 0);
 	}
 	sampled_close(smp);
+	access_close(&r);
 	exact_close(&r);
 	if (r.symcache)
 		symcache_free(r.symcache);

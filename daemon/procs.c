@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "daemon/procs.h"
 #include "symbolizer/elfsym.h"
+#include "symbolizer/datasym.h"
 
 struct pkey { uint32_t tgid; uint64_t start; };
 
@@ -237,6 +238,8 @@ void proctab_free(struct proctab *t)
 		struct binary *b = t->bins.vals[i];
 		if (b->sym)
 			elfsym_close(b->sym);
+		if (b->ds)
+			datasym_close(b->ds);
 		free(b);
 	}
 	hmap_free(&t->procs);

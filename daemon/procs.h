@@ -8,6 +8,7 @@
 #include "symbolizer/maps.h"
 
 struct elfsym;
+struct datasym;
 
 struct proc {
 	uint32_t pid, ppid;
@@ -28,6 +29,8 @@ struct binary {
 	const char *path;          /* interned, where it can be opened */
 	struct elfsym *sym;        /* opened lazily */
 	bool sym_failed;
+	struct datasym *ds;        /* data symbols, opened lazily by access attribution */
+	bool ds_failed;
 };
 
 struct proctab {

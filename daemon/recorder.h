@@ -7,6 +7,7 @@
 #include "daemon/intern.h"
 #include "daemon/procs.h"
 #include "bpf/alloc.h"
+#include "daemon/src_pmu.h"
 
 #define RECORD_FLUSH_MS 500          /* at most this much is lost on a crash */
 #define RECORD_POLL_MS 100
@@ -37,6 +38,10 @@ struct recorder {
 	uint64_t objects;                /* objects aggregated (deaths + live at end) */
 	bool flush_error_logged;
 	struct symcache *symcache;       /* DWARF lines of frames, by build-id (NULL: ELF only) */
+	/* --access: the source that opened, its samples, and attribution (NULL when off). */
+	struct access_choice access;
+	struct src_soft *soft;
+	struct attrib *attrib;
 	struct sampled *sampled;         /* --alloc sampled: its state (alloc_sampled.c), else NULL */
 };
 
@@ -53,6 +58,17 @@ void exact_counters(struct recorder *r, uint64_t out[CNT_MAX]);
 void exact_close(struct recorder *r);
 
 int recorder_flush(struct recorder *r, const char *status);
+/* Folds one object's MIB into its context's aggregate (bucket from dead_ns, monotonic). */
+void recorder_add_mib(struct recorder *r, struct proc *p, struct istack *s, uint64_t dead_ns,
+		      const struct mib *m);
+
+/* --access (daemon/access.c). access_setup picks and opens the source (after exact_open:
+ * it shares the targets map) and prints which one it uses and why others did not open. */
+int access_setup(struct recorder *r, const char *mode, uint64_t freq, uint64_t period);
+int access_poll(struct recorder *r);
+void access_forget(struct recorder *r, uint32_t tgid);
+void access_finish(struct recorder *r, uint64_t end_ns);
+void access_close(struct recorder *r);
 
 /* ---- `--alloc sampled` (daemon/alloc_sampled.c) ------------------------------------
  * Its own BPF object and ring buffer; shares the recorder's interner, process table

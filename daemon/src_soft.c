@@ -467,7 +467,7 @@ void src_soft_stats(const struct src_soft *s, struct src_soft_stats *out)
 	uint64_t *v = calloc((size_t)ncpu, sizeof(*v));
 	if (!v)
 		return;
-	for (uint32_t k = 0; k < SCNT_MAX && k < sizeof(out->bpf) / sizeof(out->bpf[0]); k++) {
+	for (uint32_t k = 0; k < SOFTCNT_MAX && k < sizeof(out->bpf) / sizeof(out->bpf[0]); k++) {
 		if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.soft_counters), &k, v))
 			continue;
 		for (int c = 0; c < ncpu; c++)

@@ -32,7 +32,7 @@ struct src_soft_opts {
 };
 
 struct src_soft_stats {
-	uint64_t bpf[SCNT_MAX];           /* enum soft_counter (bpf/soft.h), summed over CPUs */
+	uint64_t bpf[SOFTCNT_MAX];           /* enum soft_counter (bpf/soft.h), summed over CPUs */
 	uint64_t events;                  /* ring records read */
 	uint64_t accesses;                /* access samples delivered */
 	uint64_t from_ip;                 /* samples whose IP instruction accessed memory */

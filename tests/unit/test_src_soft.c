@@ -122,8 +122,8 @@ static void test_live(void **state)
 	src_soft_poll(ss, 0);
 	src_soft_stats(ss, &st);
 	print_message("events %llu user %llu kernel %llu accesses %llu in_hot %llu no_access %llu\n",
-		      (unsigned long long)st.events, (unsigned long long)st.bpf[SCNT_USER],
-		      (unsigned long long)st.bpf[SCNT_KERNEL], (unsigned long long)st.accesses,
+		      (unsigned long long)st.events, (unsigned long long)st.bpf[SOFTCNT_USER],
+		      (unsigned long long)st.bpf[SOFTCNT_KERNEL], (unsigned long long)st.accesses,
 		      (unsigned long long)seen.in_hot, (unsigned long long)st.no_access);
 	const struct insn_stats *is = src_soft_insn_stats(ss);
 	for (int i = 0; i < INSN_STATUS_MAX; i++)
@@ -132,8 +132,8 @@ static void test_live(void **state)
 		      (unsigned long long)st.code_from_file, (unsigned long long)st.code_from_bpf,
 		      (unsigned long long)st.code_unavailable, (unsigned long long)st.no_mapping);
 	assert_true(st.nevents_open >= 1);
-	assert_true(st.bpf[SCNT_USER] >= 100);
-	assert_true(st.events == st.bpf[SCNT_USER]);
+	assert_true(st.bpf[SOFTCNT_USER] >= 100);
+	assert_true(st.events == st.bpf[SOFTCNT_USER]);
 	assert_true(seen.in_hot >= 50);
 	assert_true(src_soft_watermark(ss) > 0);
 	src_soft_close(ss);

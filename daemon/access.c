@@ -1,0 +1,153 @@
+/* Data-access sampling inside the recorder: picks the source (--access), feeds its samples
+ * to attribution, and turns settled heap objects into MIBs with their access counts. In
+ * exact mode every object passes through attribution before it is aggregated, so an
+ * object is counted exactly once, with the samples that hit it while it was live. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "alloc.skel.h"
+#include "daemon/log.h"
+#include "daemon/recorder.h"
+#include "daemon/src_soft.h"
+#include "symbolizer/datasym.h"
+
+#define ACCESS_MAPS_RETRY_NS 20000000ULL   /* a miss rereads a process's maps at most this often */
+
+static void on_sample(void *arg, const struct access_sample *s)
+{
+	struct recorder *r = arg;
+
+	attrib_sample(r->attrib, s);
+}
+
+static void op_region(void *arg, uint32_t tgid, uint64_t start_ns, uint64_t addr, uint64_t sp,
+		      struct attrib_region *out)
+{
+	struct recorder *r = arg;
+	struct proc *p = proc_find(&r->procs, tgid, start_ns);
+
+	memset(out, 0, sizeof(*out));
+	if (!p)
+		return;
+	if (!p->maps_loaded) {
+		p->maps_loaded = true;
+		maps_read_pid(&p->maps, p->pid);
+	}
+	attrib_region_from_maps(&p->maps, addr, sp, out);
+	if (out->kind == REGION_NONE) {
+		/* New mappings (dlopen, mmap) appear later than the first read. */
+		maps_free(&p->maps);
+		if (maps_read_pid(&p->maps, p->pid) == 0)
+			attrib_region_from_maps(&p->maps, addr, sp, out);
+	}
+}
+
+static int op_datasym(void *arg, const struct attrib_region *reg, uint64_t addr,
+		      struct attrib_datasym *out)
+{
+	struct recorder *r = arg;
+	struct binary *b = reg->path ? bin_register(&r->procs, reg->path, reg->path) : NULL;
+	struct datasym_hit hit;
+	uint64_t va;
+
+	if (!b)
+		return -ENOENT;       /* not an ELF file: counted as a file mapping */
+	if (!b->ds && !b->ds_failed && datasym_open(&b->ds, b->path) < 0) {
+		b->ds = NULL;
+		b->ds_failed = true;
+	}
+	*out = (struct attrib_datasym){ .binary = b->build_id, .symbol = "", .section = "" };
+	if (!b->ds || datasym_runtime_to_vaddr(b->ds, reg->map_start, reg->map_offset, addr, &va) < 0)
+		return 0;
+	if (datasym_lookup(b->ds, va, &hit) == 0) {
+		out->symbol = intern_str(&r->in, hit.name);
+		out->section = intern_str(&r->in, hit.section);
+		out->sym_addr = hit.start;
+		out->sym_size = hit.size;
+		if (!out->symbol || !out->section)
+			out->symbol = out->section = "";
+	}
+	return 0;
+}
+
+static void op_object(void *arg, const struct attrib_object *o)
+{
+	struct recorder *r = arg;
+	struct proc *p = proc_find(&r->procs, o->tgid, o->start_ns);
+	struct mib m;
+
+	if (!p)
+		return;
+	mib_from_object(&m, o->size, o->alloc_ns, o->free_ns, o->alloc_cpu, o->free_cpu,
+			o->est_accesses);
+	m.access_samples = o->samples;
+	recorder_add_mib(r, p, o->ctx, o->free_ns, &m);
+}
+
+int access_setup(struct recorder *r, const char *mode, uint64_t freq, uint64_t period)
+{
+	enum access_src req;
+	char err[512];
+	int e;
+
+	if (access_src_parse(mode, &req) < 0)
+		return log_error_errno(-EINVAL, "record: --access: unknown source '%s'", mode);
+	if (req == ACCESS_OFF)
+		return 0;
+	struct src_pmu_opts po = { .freq = freq, .period = period };
+	e = access_select(req, &po, NULL, NULL, &r->access, err, sizeof(err));
+	for (unsigned i = 0; i < r->access.nreasons; i++)
+		fprintf(stderr, "memprofd: access: %s\n", r->access.reasons[i]);
+	if (e < 0)
+		return log_error_errno(e, "record: %s", err);
+	fprintf(stderr, "memprofd: access: using %s\n", access_src_name(r->access.src));
+
+	struct attrib_ops ops = { .region = op_region, .datasym = op_datasym,
+				  .object = op_object, .arg = r };
+	if ((e = attrib_open(&r->attrib, &ops)) < 0)
+		return log_error_errno(e, "record: access attribution: %s", strerror(-e));
+	struct src_soft_opts so = { .events = &r->access.events, .freq = freq, .period = period,
+				    .targets_fd = bpf_map__fd(r->skel->maps.targets) };
+	if ((e = src_soft_open(&r->soft, &so, on_sample, r, err, sizeof(err))) < 0)
+		return log_error_errno(e, "record: access source %s: %s",
+				       access_src_name(r->access.src), err);
+	return 0;
+}
+
+int access_poll(struct recorder *r)
+{
+	if (!r->soft)
+		return 0;
+	int n = src_soft_poll(r->soft, 0);
+	if (n < 0)
+		return n;
+	attrib_advance(r->attrib, src_soft_watermark(r->soft));
+	return n;
+}
+
+void access_forget(struct recorder *r, uint32_t tgid)
+{
+	if (r->soft)
+		src_soft_forget(r->soft, tgid);
+}
+
+void access_finish(struct recorder *r, uint64_t end_ns)
+{
+	if (!r->attrib)
+		return;
+	if (r->soft)
+		src_soft_poll(r->soft, 0);
+	attrib_finish(r->attrib, end_ns);
+}
+
+void access_close(struct recorder *r)
+{
+	if (r->soft)
+		src_soft_close(r->soft);
+	if (r->attrib)
+		attrib_close(r->attrib);
+	r->soft = NULL;
+	r->attrib = NULL;
+}
