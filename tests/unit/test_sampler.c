@@ -285,18 +285,27 @@ static void test_threads_and_fork(void **state)
 	mps_test_reset(16 << 10, 1, 0);
 	for (int i = 0; i < 4; i++)
 		pthread_create(&t[i], NULL, churn, (void *)(uintptr_t)(i * 7919 + 1));
-	/* Fork while the others allocate: the child must be able to allocate (no held lock). */
+	/* Fork while the others allocate: the child must be able to allocate (no held lock).
+	 * Not under ASan: the unsampled calls go to ASan's allocator, whose lock a fork can
+	 * leave held in the child (seen: 1 run in 30 hung in SizeClassAllocator64); the
+	 * sampler's own fork safety is what the plain build checks here. */
+#if defined(__SANITIZE_ADDRESS__)
+	pid_t pid = -1;
+#else
 	pid_t pid = fork();
 	if (pid == 0)
 		_exit(churn((void *)42) ? 1 : 0);
+#endif
 	for (int i = 0; i < 4; i++) {
 		void *ret;
 		pthread_join(t[i], &ret);
 		assert_null(ret);
 	}
 	int ws;
-	assert_int_equal(waitpid(pid, &ws, 0), pid);
-	assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+	if (pid > 0) {
+		assert_int_equal(waitpid(pid, &ws, 0), pid);
+		assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+	}
 	struct memprofd_sampler_stats s = stats();
 	assert_true(s.region_allocs > 100);
 	assert_int_equal(s.region_allocs, s.region_frees);
