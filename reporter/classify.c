@@ -35,3 +35,17 @@ const char *classify_name(enum classify_class c)
 	default: return "notcold";
 	}
 }
+
+enum classify_class classify_data(uint64_t est_accesses, uint64_t size, uint64_t observed_ns)
+{
+	double d;
+
+	if (!est_accesses)
+		return CLASSIFY_COLD;
+	d = store_data_density(est_accesses, size, observed_ns);
+	if (d < CLASSIFY_COLD_DENSITY)
+		return CLASSIFY_COLD;
+	if (d > CLASSIFY_HOT_DENSITY)
+		return CLASSIFY_HOT;
+	return CLASSIFY_NOTCOLD;
+}

@@ -20,3 +20,12 @@ uint64_t classify_avg_lifetime_ns(const struct mib *m);
 double classify_density(const struct mib *m);
 enum classify_class classify_mib(const struct mib *m);
 const char *classify_name(enum classify_class c);   /* "cold", "notcold", "hot" */
+
+/* A static data symbol, by daemon/attrib.h's attrib_classify_data() rule (default
+ * thresholds): density = est_accesses / size (0 counts as 1) / observed seconds (at least
+ * 1 ms), store_data_density(); cold if never sampled or density < CLASSIFY_COLD_DENSITY
+ * (no lifetime minimum: a symbol lives as long as its process), hot if density >
+ * CLASSIFY_HOT_DENSITY, else notcold. `memprofd query data` passes as observed_ns the
+ * summed duration (runs.ended_ns - started_ns; up to now for a run still recording) of the
+ * runs that have rows for the symbol (store_data_row.observed_ns). */
+enum classify_class classify_data(uint64_t est_accesses, uint64_t size, uint64_t observed_ns);

@@ -280,6 +280,141 @@ int query_print_contexts(FILE *out, struct store *s, const struct store_ctx_filt
 	return print_contexts(out, s, f, fmt, -1);
 }
 
+/* ---- data: static data symbols ---- */
+
+struct data_out {
+	FILE *out;
+	enum query_format fmt;
+	unsigned n;
+	int cls;            /* only symbols of this enum classify_class; -1 for all */
+	unsigned limit;     /* with cls: rows to print, 0 for all */
+};
+
+#define W_SECTION 8
+#define W_DATA_FIXED (W_ACCESSES * 2 + W_BYTES + W_DENSITY + W_CLASS + W_SECTION + W_BINARY + 7)
+#define W_SYMBOL (FMT_TABLE_WIDTH - W_DATA_FIXED)
+
+_Static_assert(W_SYMBOL >= 20, "the symbol column needs room");
+
+static enum classify_class data_class(const struct store_data_row *r)
+{
+	return classify_data(r->est_accesses, r->size, r->observed_ns);
+}
+
+/* DESIGN.md's fields, in its order; a missing section is "" so every field keeps its type. */
+static void print_data_json(FILE *out, const struct store_data_row *r)
+{
+	fputs("{\"build_id\": ", out);
+	fmt_json_str(out, r->build_id ? r->build_id : "");
+	fputs(", \"binary\": ", out);
+	fmt_json_str(out, r->binary ? r->binary : "");
+	fputs(", \"symbol\": ", out);
+	fmt_json_str(out, r->symbol ? r->symbol : "");
+	fputs(", \"section\": ", out);
+	fmt_json_str(out, r->section ? r->section : "");
+	fprintf(out, ", \"address\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
+		", \"access_samples\": %" PRIu64 ", \"est_accesses\": %" PRIu64
+		", \"class\": \"%s\"}", r->address, r->size, r->access_samples, r->est_accesses,
+		classify_name(data_class(r)));
+}
+
+static void print_data_csv(FILE *out, const struct store_data_row *r)
+{
+	fmt_csv_field(out, r->build_id);
+	fputc(',', out);
+	fmt_csv_field(out, r->binary);
+	fputc(',', out);
+	fmt_csv_field(out, r->symbol);
+	fputc(',', out);
+	fmt_csv_field(out, r->section);
+	fprintf(out, ",0x%" PRIx64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s" EOL_CSV,
+		r->address, r->size, r->access_samples, r->est_accesses,
+		classify_name(data_class(r)));
+}
+
+static void print_data_table_header(FILE *out)
+{
+	fprintf(out, "%*s %*s %*s %*s %-*s %-*s %-*s %s\n", W_ACCESSES, "SAMPLES",
+		W_ACCESSES, "ACCESSES", W_BYTES, "SIZE", W_DENSITY, "DENSITY", W_CLASS, "CLASS",
+		W_SECTION, "SECTION", W_BINARY, "BINARY", "SYMBOL");
+}
+
+static void print_data_table(FILE *out, const struct store_data_row *r)
+{
+	char samples[FMT_BUF], acc[FMT_BUF], size[FMT_BUF], dens[FMT_BUF], addr[32];
+	char sect[W_SECTION + 1], bin[W_BINARY + 1], sym[W_SYMBOL + 1];
+	const char *b = base_name(r->binary);
+
+	/* An address no symbol covers is shown by its link-time address. */
+	snprintf(addr, sizeof(addr), "(0x%" PRIx64 ")", r->address);
+	fmt_cell(sect, W_SECTION, r->section && *r->section ? r->section : "-");
+	fmt_cell(bin, W_BINARY, b && *b ? b : r->build_id && *r->build_id ? r->build_id : "?");
+	fmt_cell(sym, W_SYMBOL, r->symbol && *r->symbol ? r->symbol : addr);
+	fprintf(out, "%*s %*s %*s %*s %-*s %-*s %-*s %s\n",
+		W_ACCESSES, fmt_count(samples, r->access_samples),
+		W_ACCESSES, fmt_count(acc, r->est_accesses),
+		W_BYTES, fmt_bytes(size, r->size),
+		W_DENSITY, fmt_density(dens, store_data_density(r->est_accesses, r->size,
+								 r->observed_ns)),
+		W_CLASS, classify_name(data_class(r)), W_SECTION, sect, W_BINARY, bin, sym);
+}
+
+static int data_cb(const struct store_data_row *r, void *arg)
+{
+	struct data_out *o = arg;
+
+	if (o->cls >= 0 && (int)data_class(r) != o->cls)
+		return 0;
+	switch (o->fmt) {
+	case QUERY_JSON:
+		fputs(o->n ? ",\n" : "\n", o->out);
+		print_data_json(o->out, r);
+		break;
+	case QUERY_CSV:
+		print_data_csv(o->out, r);
+		break;
+	default:
+		print_data_table(o->out, r);
+	}
+	o->n++;
+	return o->cls >= 0 && o->limit && o->n >= o->limit ? 1 : 0;   /* 1: enough rows */
+}
+
+/* cls >= 0: only that class; the limit then counts the rows that pass. */
+static int print_data(FILE *out, struct store *s, const struct store_data_filter *f,
+		      enum query_format fmt, int cls)
+{
+	struct data_out o = { .out = out, .fmt = fmt, .cls = cls, .limit = f ? f->limit : 0 };
+	struct store_data_filter all_rows = {0};
+	int r;
+
+	if (f)
+		all_rows = *f;
+	if (cls >= 0)
+		all_rows.limit = 0;
+	if (fmt == QUERY_JSON)
+		fputc('[', out);
+	else if (fmt == QUERY_CSV)
+		fputs("build_id,binary,symbol,section,address,size,access_samples,est_accesses,"
+		      "class" EOL_CSV, out);
+	else
+		print_data_table_header(out);
+	r = store_query_data(s, &all_rows, data_cb, &o);
+	if (r < 0)
+		return r;
+	if (fmt == QUERY_JSON)
+		fputs(o.n ? "\n]\n" : "]\n", out);
+	else if (fmt == QUERY_TABLE && !o.n)
+		fputs("(no static data accesses)\n", out);
+	return 0;
+}
+
+int query_print_data(FILE *out, struct store *s, const struct store_data_filter *f,
+		     enum query_format fmt)
+{
+	return print_data(out, s, f, fmt, -1);
+}
+
 /* ---- binaries ---- */
 
 struct list_out {
@@ -287,6 +422,7 @@ struct list_out {
 	enum query_format fmt;
 	unsigned n;
 	int64_t now_ns;
+	struct store *s;    /* status: for each run's access classes */
 };
 
 #define W_BUILD_ID 16
@@ -458,9 +594,142 @@ static const char *iso_utc(char *buf, size_t n, int64_t ns)
 	return buf;
 }
 
+/* The attrib classes (daemon/attrib.h, attrib_class_name()), in its enum order; a class
+ * the store has beyond these is shown after them. */
+static const char *const access_class_names[] = {
+	"heap", "heap_untracked", "static", "stack", "tls", "anon", "file", "unknown",
+};
+#define N_STD_CLASSES (sizeof(access_class_names) / sizeof(access_class_names[0]))
+#define MAX_CLASSES 16      /* classes shown per run; more are summed into the last */
+
+struct run_classes {
+	unsigned n;
+	char *name[MAX_CLASSES];    /* owned for the classes beyond the standard ones */
+	uint64_t samples[MAX_CLASSES], est[MAX_CLASSES];
+	bool any;                   /* the run stored at least one class row */
+};
+
+static void run_classes_free(struct run_classes *c)
+{
+	for (unsigned i = N_STD_CLASSES; i < c->n; i++)
+		free(c->name[i]);
+}
+
+static int class_cb(const struct store_access_class_row *r, void *arg)
+{
+	struct run_classes *c = arg;
+	unsigned i;
+
+	c->any = true;
+	for (i = 0; i < c->n; i++)
+		if (!strcmp(c->name[i], r->cls))
+			break;
+	if (i == c->n) {
+		if (c->n == MAX_CLASSES) {
+			i = MAX_CLASSES - 1;
+		} else {
+			c->name[i] = strdup(r->cls);
+			if (!c->name[i])
+				return -ENOMEM;
+			c->n++;
+		}
+	}
+	c->samples[i] += r->samples;
+	c->est[i] += r->est_accesses;
+	return 0;
+}
+
+static int load_classes(struct store *s, int64_t run_id, struct run_classes *c)
+{
+	*c = (struct run_classes){ .n = N_STD_CLASSES };
+	for (unsigned i = 0; i < N_STD_CLASSES; i++)
+		c->name[i] = (char *)access_class_names[i];
+	return s ? store_query_access_classes(s, run_id, class_cb, c) : 0;
+}
+
+/* "a\nb\n" -> ["a", "b"] (empty lines dropped). */
+static void json_lines(FILE *out, const char *text)
+{
+	bool first = true;
+
+	fputc('[', out);
+	for (const char *p = text; p && *p;) {
+		size_t len = strcspn(p, "\n");
+
+		if (len) {
+			_cleanup_free_ char *line = strndup(p, len);
+
+			fputs(first ? "" : ", ", out);
+			fmt_json_str(out, line ? line : "");
+			first = false;
+		}
+		p += len + (p[len] == '\n');
+	}
+	fputc(']', out);
+}
+
+#define W_INDENT 6          /* status: the access lines under a run */
+
+/* "label item, item, ..." wrapped at FMT_TABLE_WIDTH, continuation lines aligned. */
+static void table_wrapped(FILE *out, const char *label, const char *const *items, unsigned n)
+{
+	size_t col = (size_t)fprintf(out, "%*s%s", W_INDENT, "", label);
+	size_t start = col;
+
+	for (unsigned i = 0; i < n; i++) {
+		char cell[FMT_TABLE_WIDTH + 1];
+		size_t len = fmt_cell(cell, FMT_TABLE_WIDTH - start - 2, items[i]);
+		bool last = i + 1 == n;
+
+		if (col > start && col + 1 + len + !last > FMT_TABLE_WIDTH) {
+			fprintf(out, "\n%*s", (int)start, "");
+			col = start;
+		}
+		col += (size_t)fprintf(out, "%s%s%s", col > start ? " " : "", cell, last ? "" : ",");
+	}
+	fputc('\n', out);
+}
+
+static void print_run_access_table(FILE *out, const struct store_run_row *r,
+				   const struct run_classes *c)
+{
+	char src[FMT_TABLE_WIDTH + 1], reason[FMT_TABLE_WIDTH + 1];
+	char items[MAX_CLASSES][FMT_TABLE_WIDTH + 1];
+	const char *ptrs[MAX_CLASSES];
+
+	if (!r->access_source && !r->access_reasons && !c->any)
+		return;
+	fmt_cell(src, FMT_TABLE_WIDTH - W_INDENT - 15, r->access_source ? r->access_source : "none");
+	fprintf(out, "%*saccess source: %s\n", W_INDENT, "", src);
+	for (const char *p = r->access_reasons; p && *p;) {
+		size_t len = strcspn(p, "\n");
+
+		if (len) {
+			_cleanup_free_ char *line = strndup(p, len);
+
+			fmt_cell(reason, FMT_TABLE_WIDTH - W_INDENT - 2, line ? line : "");
+			fprintf(out, "%*s  %s\n", W_INDENT, "", reason);
+		}
+		p += len + (p[len] == '\n');
+	}
+	for (unsigned i = 0; i < c->n; i++) {
+		char num[FMT_BUF];
+
+		snprintf(items[i], sizeof(items[i]), "%.40s %s", c->name[i],
+			 fmt_count(num, c->samples[i]));
+		ptrs[i] = items[i];
+	}
+	table_wrapped(out, "samples: ", ptrs, c->n);
+}
+
 static int run_cb(const struct store_run_row *r, void *arg)
 {
 	struct list_out *o = arg;
+	_cleanup_(run_classes_free) struct run_classes cls;
+	int rc = load_classes(o->s, r->id, &cls);
+
+	if (rc < 0)
+		return rc;
 	const struct store_run_stats *st = &r->stats;
 	uint64_t drops = st->drops_ringbuf + st->drops_live_full + st->drops_state_full +
 			 st->drops_stack;
@@ -486,9 +755,21 @@ static int run_cb(const struct store_run_row *r, void *arg)
 		fprintf(o->out, ", \"events\": %" PRIu64 ", \"drops_ringbuf\": %" PRIu64
 			", \"drops_live_full\": %" PRIu64 ", \"drops_state_full\": %" PRIu64
 			", \"drops_stack\": %" PRIu64 ", \"unmatched_frees\": %" PRIu64
-			", \"overwritten\": %" PRIu64 ", \"unresolved_frames\": %" PRIu64 "}",
+			", \"overwritten\": %" PRIu64 ", \"unresolved_frames\": %" PRIu64,
 			st->events, st->drops_ringbuf, st->drops_live_full, st->drops_state_full,
 			st->drops_stack, st->unmatched_frees, st->overwritten, st->unresolved_frames);
+		fputs(", \"access_source\": ", o->out);
+		fmt_json_str(o->out, r->access_source);
+		fputs(", \"access_reasons\": ", o->out);
+		json_lines(o->out, r->access_reasons);
+		fputs(", \"access_classes\": {", o->out);
+		for (unsigned i = 0; i < cls.n; i++) {
+			fputs(i ? ", " : "", o->out);
+			fmt_json_str(o->out, cls.name[i]);
+			fprintf(o->out, ": {\"samples\": %" PRIu64 ", \"est_accesses\": %" PRIu64 "}",
+				cls.samples[i], cls.est[i]);
+		}
+		fputs("}}", o->out);
 		break;
 	case QUERY_CSV:
 		fprintf(o->out, "%" PRId64 ",", r->id);
@@ -502,9 +783,16 @@ static int run_cb(const struct store_run_row *r, void *arg)
 		fprintf(o->out, ",%" PRId64 ",%" PRId64 ",", r->run.started_ns, st->ended_ns);
 		fmt_csv_field(o->out, st->status);
 		fprintf(o->out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-			",%" PRIu64 ",%" PRIu64 ",%" PRIu64 EOL_CSV,
+			",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",",
 			st->events, st->drops_ringbuf, st->drops_live_full, st->drops_state_full,
 			st->drops_stack, st->unmatched_frees, st->overwritten, st->unresolved_frames);
+		fmt_csv_field(o->out, r->access_source);
+		fputc(',', o->out);
+		fmt_csv_field(o->out, r->access_reasons);
+		/* The standard classes have a column each (the header's order). */
+		for (unsigned i = 0; i < N_STD_CLASSES; i++)
+			fprintf(o->out, ",%" PRIu64, cls.samples[i]);
+		fputs(EOL_CSV, o->out);
 		break;
 	default: {
 		int64_t end = st->ended_ns ? st->ended_ns : o->now_ns;
@@ -519,6 +807,7 @@ static int run_cb(const struct store_run_row *r, void *arg)
 			W_STATUS, status, W_NUM, fmt_count(events, st->events),
 			W_NUM, fmt_count(ndrops, drops),
 			W_NUM, fmt_count(nunm, st->unmatched_frees), cmd);
+		print_run_access_table(o->out, r, &cls);
 	}
 	}
 	o->n++;
@@ -527,7 +816,7 @@ static int run_cb(const struct store_run_row *r, void *arg)
 
 int query_print_status(FILE *out, struct store *s, enum query_format fmt)
 {
-	struct list_out o = { .out = out, .fmt = fmt, .now_ns = now_realtime_ns() };
+	struct list_out o = { .out = out, .fmt = fmt, .now_ns = now_realtime_ns(), .s = s };
 	int r;
 
 	if (fmt == QUERY_JSON)
@@ -535,7 +824,9 @@ int query_print_status(FILE *out, struct store *s, enum query_format fmt)
 	else if (fmt == QUERY_CSV)
 		fputs("run_id,command,alloc_mode,access_mode,settings,started_ns,ended_ns,status,"
 		      "events,drops_ringbuf,drops_live_full,drops_state_full,drops_stack,"
-		      "unmatched_frees,overwritten,unresolved_frames" EOL_CSV, out);
+		      "unmatched_frees,overwritten,unresolved_frames,access_source,access_reasons,"
+		      "samples_heap,samples_heap_untracked,samples_static,samples_stack,samples_tls,"
+		      "samples_anon,samples_file,samples_unknown" EOL_CSV, out);
 	else
 		fprintf(out, "%*s %-*s %*s %-*s %*s %*s %*s %s\n", W_RUN_ID, "RUN", W_STARTED,
 			"STARTED (UTC)", W_LIFE, "DURATION", W_STATUS, "STATUS", W_NUM, "EVENTS",
@@ -641,6 +932,8 @@ struct query_opts {
 	struct store_ctx_filter ctx;
 	enum query_format fmt;
 	int cls;             /* --class: an enum classify_class, -1 for all */
+	const char *sort;    /* --sort, checked once the report is known (keys differ) */
+	enum store_data_sort data_sort;
 	unsigned given;
 };
 
@@ -652,6 +945,15 @@ static void query_opts_free(struct query_opts *o)
 static int run_contexts(FILE *out, struct store *s, const struct query_opts *o)
 {
 	return print_contexts(out, s, &o->ctx, o->fmt, o->cls);
+}
+
+static int run_data(FILE *out, struct store *s, const struct query_opts *o)
+{
+	struct store_data_filter f = { .binary = o->ctx.binary, .since_ns = o->ctx.since_ns,
+				       .until_ns = o->ctx.until_ns, .now_ns = now_realtime_ns(),
+				       .sort = o->data_sort, .limit = o->ctx.limit };
+
+	return print_data(out, s, &f, o->fmt, o->cls);
 }
 
 static int run_binaries(FILE *out, struct store *s, const struct query_opts *o)
@@ -678,7 +980,7 @@ static const struct subcmd {
 	int (*run)(FILE *out, struct store *s, const struct query_opts *o);  /* NULL: not yet */
 } subcmds[] = {
 	{ "contexts", O_ALL, run_contexts },
-	{ "data", O_ALL, NULL },
+	{ "data", O_ALL & ~O_PID, run_data },
 	{ "binaries", O_DB | O_FORMAT, run_binaries },
 	{ "processes", O_DB | O_BINARY | O_PID | O_LIMIT | O_FORMAT, run_processes },
 	{ "status", O_DB | O_FORMAT, run_status },
@@ -693,19 +995,20 @@ static const char usage_text[] =
 	"  binaries   executables that were profiled\n"
 	"  processes  process instances (pid + start time), most recent first\n"
 	"  status     recording runs and their counters, most recent first\n"
-	"  data       static data symbols (not implemented yet)\n"
+	"  data       static data symbols and their sampled accesses, summed over runs\n"
 	"\n"
 	"options:\n"
 	"  --db PATH            database file (default " QUERY_DEFAULT_DB ")\n"
-	"  --binary PATH|ID     only this executable: its path (resolved) or its build-id\n"
-	"                       (contexts, processes)\n"
+	"  --binary PATH|ID     only this binary: its path (resolved) or its build-id\n"
+	"                       (contexts, data, processes)\n"
 	"  --pid PID            only processes with this pid (contexts, processes)\n"
-	"  --since T            only time buckets starting at or after T (contexts)\n"
-	"  --until T            only time buckets starting before T (contexts)\n"
-	"  --sort KEY           bytes|count|lifetime|density|accesses, largest first\n"
-	"                       (contexts; default bytes)\n"
-	"  --class C            only cold|notcold|hot contexts (contexts)\n"
-	"  --limit N            at most N rows; 0 for all (contexts, processes)\n"
+	"  --since T            only time buckets (data: runs) starting at or after T\n"
+	"  --until T            only time buckets (data: runs) starting before T\n"
+	"  --sort KEY           largest first; contexts: bytes|count|lifetime|density|\n"
+	"                       accesses (default bytes); data: accesses|density|size\n"
+	"                       (default accesses: access samples)\n"
+	"  --class C            only cold|notcold|hot contexts or symbols (contexts, data)\n"
+	"  --limit N            at most N rows; 0 for all (contexts, data, processes)\n"
 	"  --format FMT         table|json|csv (default table)\n"
 	"  -h, --help           show this help\n"
 	"\n"
@@ -722,11 +1025,6 @@ static int usage_error(const char *what, const char *fmt, const char *arg)
 
 static int parse_option(int c, const char *arg, struct query_opts *o, const char *what)
 {
-	static const char *const sorts[] = {
-		[STORE_SORT_BYTES] = "bytes", [STORE_SORT_COUNT] = "count",
-		[STORE_SORT_LIFETIME] = "lifetime", [STORE_SORT_DENSITY] = "density",
-		[STORE_SORT_ACCESSES] = "accesses",
-	};
 	static const char *const formats[] = {
 		[QUERY_TABLE] = "table", [QUERY_JSON] = "json", [QUERY_CSV] = "csv",
 	};
@@ -766,13 +1064,8 @@ static int parse_option(int c, const char *arg, struct query_opts *o, const char
 					   "--until: invalid time '%s'", arg);
 		return 0;
 	case O_SORT:
-		for (size_t i = 0; i < sizeof(sorts) / sizeof(sorts[0]); i++)
-			if (!strcmp(arg, sorts[i])) {
-				o->ctx.sort = (enum store_sort)i;
-				return 0;
-			}
-		return usage_error(what, "--sort: unknown key '%s' "
-				   "(bytes|count|lifetime|density|accesses)", arg);
+		o->sort = arg;
+		return 0;
 	case O_CLASS:
 		for (int i = CLASSIFY_NOTCOLD; i <= CLASSIFY_HOT; i++)
 			if (!strcmp(arg, classify_name((enum classify_class)i))) {
@@ -789,6 +1082,36 @@ static int parse_option(int c, const char *arg, struct query_opts *o, const char
 		return usage_error(what, "--format: unknown format '%s' (table|json|csv)", arg);
 	}
 	return 2;
+}
+
+/* --sort for the report: contexts and data sort by different keys. */
+static int parse_sort(const char *arg, bool data, struct query_opts *o, const char *what)
+{
+	static const char *const sorts[] = {
+		[STORE_SORT_BYTES] = "bytes", [STORE_SORT_COUNT] = "count",
+		[STORE_SORT_LIFETIME] = "lifetime", [STORE_SORT_DENSITY] = "density",
+		[STORE_SORT_ACCESSES] = "accesses",
+	};
+	static const char *const data_sorts[] = {
+		[STORE_DATA_SORT_ACCESSES] = "accesses", [STORE_DATA_SORT_DENSITY] = "density",
+		[STORE_DATA_SORT_SIZE] = "size",
+	};
+
+	if (data) {
+		for (size_t i = 0; i < sizeof(data_sorts) / sizeof(data_sorts[0]); i++)
+			if (!strcmp(arg, data_sorts[i])) {
+				o->data_sort = (enum store_data_sort)i;
+				return 0;
+			}
+		return usage_error(what, "--sort: unknown key '%s' (accesses|density|size)", arg);
+	}
+	for (size_t i = 0; i < sizeof(sorts) / sizeof(sorts[0]); i++)
+		if (!strcmp(arg, sorts[i])) {
+			o->ctx.sort = (enum store_sort)i;
+			return 0;
+		}
+	return usage_error(what, "--sort: unknown key '%s' "
+			   "(bytes|count|lifetime|density|accesses)", arg);
 }
 
 static const char *option_name(int c)
@@ -882,6 +1205,11 @@ int cmd_query(int argc, char **argv)
 		if ((o.given & bit) && !(sub->opts & bit))
 			return usage_error(what, "%s does not apply to this report",
 					   option_name((int)bit));
+	if (o.sort) {
+		r = parse_sort(o.sort, sub->run == run_data, &o, what);
+		if (r)
+			return r;
+	}
 	if (o.ctx.since_ns && o.ctx.until_ns && o.ctx.since_ns >= o.ctx.until_ns)
 		return usage_error(what, "--since must be before --until%s", "");
 	if (!sub->run) {

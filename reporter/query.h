@@ -16,9 +16,15 @@ int cmd_query(int argc, char **argv);
 /* The DESIGN.md contract for JSON: one array, one object per context, leaf frame first. */
 int query_print_contexts(FILE *out, struct store *s, const struct store_ctx_filter *f,
 			 enum query_format fmt);
+/* Static data symbols combined over runs (DESIGN.md's `query data` JSON), classed by
+ * classify_data(); f may be NULL (all, by access samples). */
+int query_print_data(FILE *out, struct store *s, const struct store_data_filter *f,
+		     enum query_format fmt);
 int query_print_binaries(FILE *out, struct store *s, enum query_format fmt);
 int query_print_processes(FILE *out, struct store *s, const struct store_proc_filter *f,
 			  enum query_format fmt);
+/* Runs, each with its access source, the reasons the other sources did not open, and its
+ * samples by attrib class (schema >= 4). */
 int query_print_status(FILE *out, struct store *s, enum query_format fmt);
 
 /* A --since/--until value as CLOCK_REALTIME ns: seconds since the epoch (or with a

@@ -486,15 +486,17 @@ int store_query_processes(struct store *s, const struct store_proc_filter *f, st
 	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying processes");
 }
 
-static const char runs_sql[] =
-	"SELECT id, command, alloc_mode, access_mode, settings, started_ns, ended_ns,"
-	" events, drops_ringbuf, drops_live_full, drops_state_full, drops_stack,"
+#define RUNS_COLS "SELECT id, command, alloc_mode, access_mode, settings, started_ns, ended_ns," \
+	" events, drops_ringbuf, drops_live_full, drops_state_full, drops_stack," \
 	" unmatched_frees, overwritten, unresolved_frames, status"
+static const char runs_sql[] = RUNS_COLS ", NULL, NULL FROM runs ORDER BY id DESC";
+/* Schema >= 4: with the access source. */
+static const char runs_v4_sql[] = RUNS_COLS ", access_source, access_reasons"
 	" FROM runs ORDER BY id DESC";
 
 int store_query_runs(struct store *s, store_run_cb cb, void *arg)
 {
-	sqlite3_stmt *st = store__stmt(s, runs_sql);
+	sqlite3_stmt *st = store__stmt(s, store_schema_version(s) >= 4 ? runs_v4_sql : runs_sql);
 	int rc;
 
 	if (!st)
@@ -520,6 +522,8 @@ int store_query_runs(struct store *s, store_run_cb cb, void *arg)
 				.unresolved_frames = col_u64(st, 14),
 				.status = col_text(st, 15),
 			},
+			.access_source = col_text(st, 16),
+			.access_reasons = col_text(st, 17),
 		};
 		int r = cb(&row, arg);
 
@@ -527,4 +531,120 @@ int store_query_runs(struct store *s, store_run_cb cb, void *arg)
 			return r;
 	}
 	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying runs");
+}
+
+/* ---- data-access sampling (schema >= 4) ---- */
+
+double store_data_density(uint64_t est_accesses, uint64_t size, uint64_t observed_ns)
+{
+	/* attrib_density()'s arithmetic; DATA_DENSITY_SQL below is the same in SQL. */
+	double secs = observed_ns < 1000000 ? 1e-3 : (double)observed_ns / 1e9;
+
+	return (double)est_accesses / (double)(size ? size : 1) / secs;
+}
+
+/* A run's observed time: until it ended, or until ?5 (now) while still recording. */
+#define RUN_DURATION_SQL "max(CASE WHEN r.ended_ns > 0 THEN r.ended_ns ELSE ?5 END" \
+	" - r.started_ns, 0)"
+
+/* ?1 limit (-1 none), ?2 binary, ?3 since, ?4 until, ?5 now. Rows of one key are one per
+ * run (the primary key), so the SUM of run durations counts each run once. */
+#define DATA_SELECT "SELECT b.build_id, b.path, d.symbol, max(d.section), d.address," \
+	" max(d.size), sum(d.access_samples), sum(d.est_accesses), count(*)," \
+	" sum(" RUN_DURATION_SQL ")" \
+	" FROM data_access d JOIN binaries b ON b.id = d.binary_id JOIN runs r ON r.id = d.run_id" \
+	" WHERE (?2 IS NULL OR b.build_id = ?2 OR b.path = ?2)" \
+	" AND (?3 = 0 OR r.started_ns >= ?3) AND (?4 = 0 OR r.started_ns < ?4)" \
+	" GROUP BY d.binary_id, d.symbol, d.address ORDER BY "
+#define DATA_TAIL " DESC, b.build_id, b.path, d.symbol, d.address LIMIT ?1"
+
+/* store_data_density() in SQL. */
+#define DATA_DENSITY_SQL "CAST(sum(d.est_accesses) AS REAL) / max(max(d.size), 1)" \
+	" / max(CAST(sum(" RUN_DURATION_SQL ") AS REAL) / 1e9, 0.001)"
+
+static const char *const data_sql[] = {
+	[STORE_DATA_SORT_ACCESSES] = DATA_SELECT "sum(d.access_samples) DESC, sum(d.est_accesses)"
+		DATA_TAIL,
+	[STORE_DATA_SORT_DENSITY] = DATA_SELECT DATA_DENSITY_SQL DATA_TAIL,
+	[STORE_DATA_SORT_SIZE] = DATA_SELECT "max(d.size)" DATA_TAIL,
+};
+
+int store_query_data(struct store *s, const struct store_data_filter *f, store_data_cb cb,
+		     void *arg)
+{
+	static const struct store_data_filter all = {0};
+	int rc;
+
+	if (!f)
+		f = &all;
+	if ((unsigned)f->sort >= sizeof(data_sql) / sizeof(data_sql[0]))
+		return store__error(s, -EINVAL, "unknown data sort order %d", (int)f->sort);
+	rc = store_schema_version(s);
+	if (rc < 0)
+		return rc;
+	if (rc < 4)
+		return 0;
+
+	sqlite3_stmt *st = store__stmt(s, data_sql[f->sort]);
+
+	if (!st)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+
+	sqlite3_bind_int64(st, 1, f->limit ? (int64_t)f->limit : -1);
+	if (f->binary)
+		sqlite3_bind_text(st, 2, f->binary, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, f->since_ns);
+	sqlite3_bind_int64(st, 4, f->until_ns);
+	sqlite3_bind_int64(st, 5, f->now_ns);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_data_row row = {
+			.build_id = col_text(st, 0), .binary = col_text(st, 1),
+			.symbol = col_text(st, 2), .section = col_text(st, 3),
+			.address = col_u64(st, 4), .size = col_u64(st, 5),
+			.access_samples = col_u64(st, 6), .est_accesses = col_u64(st, 7),
+			.runs = col_u64(st, 8), .observed_ns = col_u64(st, 9),
+		};
+		int r = cb(&row, arg);
+
+		if (r)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying data symbols");
+}
+
+static const char classes_sql[] =
+	"SELECT run_id, class, samples, est_accesses FROM access_classes"
+	" WHERE ?1 = 0 OR run_id = ?1 ORDER BY run_id DESC, class";
+
+int store_query_access_classes(struct store *s, int64_t run_id, store_access_class_cb cb,
+			       void *arg)
+{
+	int rc = store_schema_version(s);
+
+	if (rc < 0)
+		return rc;
+	if (rc < 4)
+		return 0;
+
+	sqlite3_stmt *st = store__stmt(s, classes_sql);
+
+	if (!st)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+
+	sqlite3_bind_int64(st, 1, run_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_access_class_row row = {
+			.run_id = sqlite3_column_int64(st, 0), .cls = col_text(st, 1),
+			.samples = col_u64(st, 2), .est_accesses = col_u64(st, 3),
+		};
+		int r = cb(&row, arg);
+
+		if (r)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying access classes");
 }

@@ -175,7 +175,9 @@ static int gc_locked(struct store *s, struct store_maint_stats *st)
 		return r;
 	n = run2(s, "DELETE FROM binaries WHERE NOT EXISTS (SELECT 1 FROM processes p WHERE p.binary_id = binaries.id)"
 		 " AND NOT EXISTS (SELECT 1 FROM frames f WHERE f.binary_id = binaries.id)"
-		 " AND NOT EXISTS (SELECT 1 FROM contexts c WHERE c.binary_id = binaries.id)",
+		 " AND NOT EXISTS (SELECT 1 FROM contexts c WHERE c.binary_id = binaries.id)"
+		 /* schema >= 4: the writer has migrated; data symbols keep their binary */
+		 " AND NOT EXISTS (SELECT 1 FROM data_access d WHERE d.binary_id = binaries.id)",
 		 0, 0, 0, "gc: binaries");
 	if (n < 0)
 		return (int)n;

@@ -150,6 +150,29 @@ static const char *const migrations[] = {
 	"  decl_line INTEGER NOT NULL DEFAULT 0,"
 	"  inlined INTEGER NOT NULL DEFAULT 0,"   /* inlined into the next depth */
 	"  PRIMARY KEY (frame_id, depth)) WITHOUT ROWID;",
+	/* 3 -> 4: data-access sampling. The recorder rewrites its running totals at every
+	 * flush (absolute values per run), so each table is keyed by run. A static data
+	 * symbol is (binary, symbol, link-time address): two symbols of one name (static
+	 * functions' locals in different files) stay apart. */
+	"ALTER TABLE runs ADD COLUMN access_source TEXT;"     /* pebs|ibs|spe|soft, NULL if none */
+	"ALTER TABLE runs ADD COLUMN access_reasons TEXT;"    /* newline-separated, NULL if none */
+	"CREATE TABLE data_access ("
+	"  run_id INTEGER NOT NULL REFERENCES runs(id),"
+	"  binary_id INTEGER NOT NULL REFERENCES binaries(id),"
+	"  symbol TEXT NOT NULL,"                /* '' when no symbol covers the address */
+	"  address INTEGER NOT NULL,"            /* link-time vaddr */
+	"  section TEXT,"
+	"  size INTEGER NOT NULL,"
+	"  access_samples INTEGER NOT NULL, est_accesses INTEGER NOT NULL,"
+	"  PRIMARY KEY (run_id, binary_id, symbol, address)) WITHOUT ROWID;"
+	"CREATE INDEX data_access_binary ON data_access(binary_id, symbol, address);"
+	/* Samples of a run by attrib class (heap, heap_untracked, static, stack, tls, anon,
+	 * file, unknown: daemon/attrib.h's attrib_class_name()). */
+	"CREATE TABLE access_classes ("
+	"  run_id INTEGER NOT NULL REFERENCES runs(id),"
+	"  class TEXT NOT NULL,"
+	"  samples INTEGER NOT NULL, est_accesses INTEGER NOT NULL,"
+	"  PRIMARY KEY (run_id, class)) WITHOUT ROWID;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,
@@ -287,4 +310,9 @@ int store__schema_open(sqlite3 *db, bool rdwr, char *err, size_t errsz)
 	if (r < 0)
 		return r;
 	return migrate(db, version, err, errsz);
+}
+
+const char *store__migration_sql(int from)
+{
+	return from >= 0 && from < STORE_SCHEMA_VERSION ? migrations[from] : NULL;
 }

@@ -154,7 +154,7 @@ enum {
 	ST_BIN_GET_BUILD_ID, ST_BIN_GET_PATH, ST_BIN_INS, ST_FRAME_PUT,
 	ST_STACK_GET, ST_STACK_INS, ST_CTX_GET, ST_CTX_INS,
 	ST_PROC_GET, ST_PROC_INS, ST_PROC_EXIT, ST_MIB_PUT, ST_RUN_INS, ST_RUN_UPD,
-	ST_LINE_PUT,
+	ST_LINE_PUT, ST_DATA_PUT, ST_CLASS_PUT, ST_RUN_ACCESS,
 	ST__COUNT
 };
 
@@ -192,6 +192,16 @@ static const char *const write_sql[ST__COUNT] = {
 	/* Lines are facts of (binary, offset): the first writer's stay. */
 	[ST_LINE_PUT] = "INSERT OR IGNORE INTO frame_lines(frame_id, depth, function, mangled,"
 		" file, line, col, decl_line, inlined) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	/* Absolute values per run: the recorder rewrites its running totals. */
+	[ST_DATA_PUT] = "INSERT INTO data_access(run_id, binary_id, symbol, address, section, size,"
+		" access_samples, est_accesses) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+		" ON CONFLICT(run_id, binary_id, symbol, address) DO UPDATE SET"
+		" section = excluded.section, size = excluded.size,"
+		" access_samples = excluded.access_samples, est_accesses = excluded.est_accesses",
+	[ST_CLASS_PUT] = "INSERT INTO access_classes(run_id, class, samples, est_accesses)"
+		" VALUES (?1, ?2, ?3, ?4) ON CONFLICT(run_id, class) DO UPDATE SET"
+		" samples = excluded.samples, est_accesses = excluded.est_accesses",
+	[ST_RUN_ACCESS] = "UPDATE runs SET access_source = ?2, access_reasons = ?3 WHERE id = ?1",
 	[ST_RUN_UPD] = "UPDATE runs SET ended_ns = ?2, events = ?3, drops_ringbuf = ?4, "
 		"drops_live_full = ?5, drops_state_full = ?6, drops_stack = ?7, "
 		"unmatched_frees = ?8, overwritten = ?9, unresolved_frames = ?10, "
@@ -823,6 +833,67 @@ int store_run_update(struct store *s, int64_t run_id, const struct store_run_sta
 	r = step_done(s, st, "updating a run");
 	if (r == 0 && sqlite3_changes(s->db) == 0)
 		return store__error(s, -ENOENT, "updating a run: no run %lld", (long long)run_id);
+	return r;
+}
+
+int store_put_data(struct store *s, int64_t run_id, const struct store_data *d)
+{
+	int64_t bin = 0;
+	int r = need_writer(s);
+
+	if (r < 0)
+		return r;
+	if (!d)
+		return store__error(s, -EINVAL, "store_put_data: missing argument");
+	r = intern_binary(s, d->build_id, d->path, &bin);
+	if (r < 0)
+		return r;
+	_cleanup_reset_ sqlite3_stmt *st = hot(s, ST_DATA_PUT);
+
+	sqlite3_bind_int64(st, 1, run_id);
+	sqlite3_bind_int64(st, 2, bin);
+	bind_text(st, 3, d->symbol ? d->symbol : "");
+	sqlite3_bind_int64(st, 4, (int64_t)d->address);
+	bind_text(st, 5, d->section);
+	sqlite3_bind_int64(st, 6, (int64_t)d->size);
+	sqlite3_bind_int64(st, 7, (int64_t)d->access_samples);
+	sqlite3_bind_int64(st, 8, (int64_t)d->est_accesses);
+	return step_done(s, st, "writing a data symbol");
+}
+
+int store_put_access_class(struct store *s, int64_t run_id, const char *cls,
+			   uint64_t samples, uint64_t est)
+{
+	int r = need_writer(s);
+
+	if (r < 0)
+		return r;
+	if (!cls || !*cls)
+		return store__error(s, -EINVAL, "store_put_access_class: missing class");
+	_cleanup_reset_ sqlite3_stmt *st = hot(s, ST_CLASS_PUT);
+
+	sqlite3_bind_int64(st, 1, run_id);
+	bind_text(st, 2, cls);
+	sqlite3_bind_int64(st, 3, (int64_t)samples);
+	sqlite3_bind_int64(st, 4, (int64_t)est);
+	return step_done(s, st, "writing an access class");
+}
+
+int store_run_access(struct store *s, int64_t run_id, const char *source, const char *reasons)
+{
+	int r = need_writer(s);
+
+	if (r < 0)
+		return r;
+	_cleanup_reset_ sqlite3_stmt *st = hot(s, ST_RUN_ACCESS);
+
+	sqlite3_bind_int64(st, 1, run_id);
+	bind_text(st, 2, source);
+	bind_text(st, 3, reasons);
+	r = step_done(s, st, "recording the access source");
+	if (r == 0 && sqlite3_changes(s->db) == 0)
+		return store__error(s, -ENOENT, "recording the access source: no run %lld",
+				    (long long)run_id);
 	return r;
 }
 

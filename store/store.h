@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -177,6 +177,8 @@ struct store_run_row {
 	int64_t id;
 	struct store_run run;    /* strings may be NULL */
 	struct store_run_stats stats;
+	const char *access_source;   /* store_run_access(); NULL if unset or schema < 4 */
+	const char *access_reasons;  /* newline-separated; NULL if none */
 };
 typedef int (*store_run_cb)(const struct store_run_row *row, void *arg);
 /* Recording sessions, most recent first. */
@@ -211,6 +213,9 @@ int store__errno(int rc);
 /* Reads user_version (this is what detects "file is not a database"), sets the
  * pragmas, and for a writer applies the migrations up to STORE_SCHEMA_VERSION. */
 int store__schema_open(struct sqlite3 *db, bool rdwr, char *err, size_t errsz);
+/* The SQL of the migration step from version `from` to from + 1 (NULL out of range):
+ * for tests that build an older database by hand. */
+const char *store__migration_sql(int from);
 /* store_lifetime_access_density() over ctx_totals' columns (schema >= 2): the
  * expression of the ctx_totals_density index, used verbatim in ORDER BY. */
 #define STORE__TOTALS_DENSITY "(CASE WHEN total_access_count = 0 OR total_size = 0" \
@@ -227,6 +232,74 @@ int store__schema_open(struct sqlite3 *db, bool rdwr, char *err, size_t errsz);
 	X(num_same_alloc_cpu, SUM) X(num_same_dealloc_cpu, SUM) \
 	X(access_samples, SUM) X(total_access_count, SUM) \
 	X(min_access_count, MIN) X(max_access_count, MAX)
+
+/* ---- data-access sampling (schema >= 4) ----
+ * Per run, absolute values: the recorder keeps running totals and rewrites them at every
+ * flush (inside store_begin()/store_commit(), like store_put_mib()), so a put replaces
+ * what an earlier flush wrote for the same key. */
+
+/* One static data symbol's accesses in one run. Key: (run, binary, symbol, address). */
+struct store_data {
+	const char *build_id;    /* lowercase hex, "" or NULL if none (then path names it) */
+	const char *path;        /* binary path as seen, may be NULL */
+	const char *symbol;      /* "" or NULL when no symbol covers the address */
+	const char *section;     /* ".data", ".bss", ...; may be NULL */
+	uint64_t address;        /* link-time vaddr of the symbol */
+	uint64_t size;           /* symbol size in bytes */
+	uint64_t access_samples; /* samples that hit it */
+	uint64_t est_accesses;   /* accesses those samples stand for */
+};
+int store_put_data(struct store *s, int64_t run_id, const struct store_data *d);
+
+/* Samples of one run in one attrib class ("heap", "heap_untracked", "static", "stack",
+ * "tls", "anon", "file", "unknown": attrib_class_name()), absolute. */
+int store_put_access_class(struct store *s, int64_t run_id, const char *cls,
+			   uint64_t samples, uint64_t est);
+/* The access source the run uses (pebs|ibs|spe|soft; NULL: none opened) and why the
+ * others did not open, one reason per line (may be NULL). Overwrites. */
+int store_run_access(struct store *s, int64_t run_id, const char *source,
+		     const char *reasons);
+
+enum store_data_sort { STORE_DATA_SORT_ACCESSES = 0, STORE_DATA_SORT_DENSITY,
+		       STORE_DATA_SORT_SIZE };
+
+struct store_data_filter {
+	const char *binary;      /* build-id hex or path; NULL for all */
+	int64_t since_ns, until_ns; /* on the run's started_ns, 0 for open */
+	int64_t now_ns;          /* where runs still recording (ended_ns 0) end; 0: they
+	                          * count as observed for 0 ns */
+	enum store_data_sort sort; /* largest first; default access_samples */
+	unsigned limit;          /* 0 = no limit */
+};
+
+/* A symbol combined over the runs that match the filter: counts summed, observed_ns
+ * the summed duration (ended_ns - started_ns) of the runs that have a row for it. */
+struct store_data_row {
+	const char *build_id, *binary, *symbol, *section;  /* section may be NULL */
+	uint64_t address, size;
+	uint64_t access_samples, est_accesses;
+	uint64_t runs;           /* runs with a row for it */
+	uint64_t observed_ns;
+};
+typedef int (*store_data_cb)(const struct store_data_row *row, void *arg);
+/* Symbols in the requested order (ties: build-id, path, symbol, address); stops early if
+ * cb returns non-zero (and returns that value). An older schema has none (returns 0). */
+int store_query_data(struct store *s, const struct store_data_filter *f, store_data_cb cb,
+		     void *arg);
+/* Estimated accesses per byte per second observed, as attrib_density(): size 0 counts
+ * as 1 byte and observed time at least 1 ms; store_query_data() sorts by it. */
+double store_data_density(uint64_t est_accesses, uint64_t size, uint64_t observed_ns);
+
+struct store_access_class_row {
+	int64_t run_id;
+	const char *cls;
+	uint64_t samples, est_accesses;
+};
+typedef int (*store_access_class_cb)(const struct store_access_class_row *row, void *arg);
+/* One run's classes (run_id > 0) or every run's (run_id 0), by run id descending then
+ * class name. An older schema has none (returns 0). */
+int store_query_access_classes(struct store *s, int64_t run_id, store_access_class_cb cb,
+			       void *arg);
 
 /* ---- retention, compaction, size bound, checkpoints (store/retention.c) ----
  * Writer-side maintenance the daemon runs between flushes, each step one IMMEDIATE

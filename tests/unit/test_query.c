@@ -799,8 +799,281 @@ static void test_cmd_query(void **state)
 	assert_non_null(strstr(out, "      99 "));
 	free(out); free(err);
 	unlink(exe);
-	assert_int_equal(run_cmd(f, &out, &err, 4, "query", "data", "--db", f->db), 1);
-	assert_one_line_error(err, "query data: not implemented yet");
+	assert_int_equal(run_cmd(f, &out, &err, 4, "query", "data", "--db", f->db), 0);
+	assert_non_null(strstr(out, "(no static data accesses)"));
+	assert_string_equal(err, "");
+	free(out); free(err);
+}
+
+/* ---- data symbols and access classes (schema 4) ---- */
+
+#define SEC 1000000000ll
+
+/* Two more runs (10 s and 5 s) with static data and access classes, on build()'s store. */
+static void build_data(struct fixture *f)
+{
+	struct store *w;
+	char err[256];
+	int64_t r2, r3;
+
+	if (store_open(&w, f->db, STORE_RDWR, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+
+	struct store_run rd = { .command = "app", .alloc_mode = "sampled", .access_mode = "auto",
+				.started_ns = 1700000100 * SEC };
+	struct store_run_stats st = { .ended_ns = 1700000110 * SEC, .status = "ok" };
+
+	OK(store_run_begin(w, &rd, &r2));
+	OK(store_run_update(w, r2, &st));
+	rd.started_ns = 1700000200 * SEC;
+	st.ended_ns = 1700000205 * SEC;
+	OK(store_run_begin(w, &rd, &r3));
+	OK(store_run_update(w, r3, &st));
+
+	/* hot: 6e6 / 8 B / 15 s; mid: 1e4 / 100 B / 10 s = 10; cold: 100 / 4 KiB / 10 s;
+	 * warm: 700 / 1000 B / 15 s = 0.047 is cold only with both runs' durations summed
+	 * (10 s alone: 0.07, notcold). */
+	struct store_data hot = { "abcd01", "/srv/app", "hot_global", ".data", 0x4020, 8,
+				  500, 5000000 };
+	struct store_data mid = { "abcd01", "/srv/app", "mid_table", ".rodata", 0x6000, 100,
+				  20, 10000 };
+	struct store_data cold = { "abcd01", "/srv/app", "cold_global", ".bss", 0x8000, 4096,
+				   1, 100 };
+	struct store_data warm = { "abcd01", "/srv/app", "warm", ".data", 0x9000, 1000, 6, 400 };
+	struct store_data odd = { "", "/srv/o,d\"d", hostile, NULL, 0xa000, 0, 2, 2 };
+	struct store_data nosym = { "", "/srv/o,d\"d", "", ".data", 0x4010, 16, 1, 1 };
+
+	OK(store_begin(w));
+	OK(store_put_data(w, r2, &hot));
+	OK(store_put_data(w, r2, &mid));
+	OK(store_put_data(w, r2, &cold));
+	OK(store_put_data(w, r2, &warm));
+	OK(store_put_data(w, r2, &odd));
+	OK(store_put_data(w, r2, &nosym));
+	hot.access_samples = 100;
+	hot.est_accesses = 1000000;
+	warm.access_samples = 4;
+	warm.est_accesses = 300;
+	OK(store_put_data(w, r3, &hot));
+	OK(store_put_data(w, r3, &warm));
+	OK(store_put_access_class(w, r3, "heap", 5, 50));
+	OK(store_put_access_class(w, r3, "tls", 7, 70));
+	OK(store_put_access_class(w, r3, "static", 1234, 12340));
+	OK(store_put_access_class(w, r3, "unknown", 1, 10));
+	OK(store_put_access_class(w, r3, "vdso", 2, 20));     /* a class newer than the reader */
+	OK(store_run_access(w, r3, "soft", "pebs: no PMU (perf_event_open: ENOENT)\n"
+			    "ibs: not an AMD CPU\nspe: not an Arm CPU\n"));
+	OK(store_commit(w));
+	store_close(w);
+}
+
+#define STARTS_WITH(text, lit) assert_true(!strncmp((text), lit, sizeof(lit) - 1))
+
+static void test_data_json(void **state)
+{
+	struct fixture *f = *state;
+	char *out = NULL;
+
+	build(f);
+	build_data(f);
+	CAPTURE(out, query_print_data(fp, f->s, NULL, QUERY_JSON));
+	assert_true(json_valid(out));
+	/* DESIGN.md's fields in its order, address a hex string, counts summed over runs. */
+	const char *p = after(out, "[\n{\"build_id\": \"abcd01\", \"binary\": \"/srv/app\", "
+			      "\"symbol\": \"hot_global\", \"section\": \".data\", \"address\": \"0x4020\", "
+			      "\"size\": 8, \"access_samples\": 600, \"est_accesses\": 6000000, "
+			      "\"class\": \"hot\"},\n");
+	/* By access samples, descending. */
+	const char *order[] = { "\"symbol\": \"mid_table\"", "\"symbol\": \"warm\"",
+				"\"symbol\": \"we\\\"ird", "\"symbol\": \"cold_global\"",
+				"\"symbol\": \"\"" };   /* ties: more est_accesses first */
+
+	for (unsigned i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		p = after(p, order[i]);
+	assert_non_null(strstr(out, "\"symbol\": \"mid_table\", \"section\": \".rodata\", "
+				    "\"address\": \"0x6000\", \"size\": 100, \"access_samples\": 20, "
+				    "\"est_accesses\": 10000, \"class\": \"notcold\"}"));
+	assert_non_null(strstr(out, "\"symbol\": \"warm\", \"section\": \".data\", "
+				    "\"address\": \"0x9000\", \"size\": 1000, \"access_samples\": 10, "
+				    "\"est_accesses\": 700, \"class\": \"cold\"}"));
+	assert_non_null(strstr(out, "\"address\": \"0x8000\", \"size\": 4096, \"access_samples\": 1, "
+				    "\"est_accesses\": 100, \"class\": \"cold\"}"));
+	/* No section: "", never null (every field keeps its type); hostile names escaped. */
+	assert_non_null(strstr(out, "\"build_id\": \"\", \"binary\": \"/srv/o,d\\\"d\", "
+				    "\"symbol\": \"we\\\"ird\\\\ \\n\\t\\u0001 \\ufffd\\ufffd caf\xc3\xa9 "
+				    "\\ufffd\\ufffd\\ufffd end\", \"section\": \"\", \"address\": "
+				    "\"0xa000\", \"size\": 0,"));
+	assert_null(strstr(out, "null"));
+	free(out);
+
+	/* Filter, sort and limit. */
+	struct store_data_filter df = { .binary = "/srv/o,d\"d" };
+
+	CAPTURE(out, query_print_data(fp, f->s, &df, QUERY_JSON));
+	assert_true(json_valid(out));
+	assert_null(strstr(out, "abcd01"));
+	assert_non_null(strstr(out, "\"address\": \"0x4010\""));
+	free(out);
+	df = (struct store_data_filter){ .sort = STORE_DATA_SORT_SIZE, .limit = 1 };
+	CAPTURE(out, query_print_data(fp, f->s, &df, QUERY_JSON));
+	assert_non_null(strstr(out, "cold_global"));
+	assert_null(strstr(out, "hot_global"));
+	free(out);
+	df = (struct store_data_filter){ .sort = STORE_DATA_SORT_DENSITY, .limit = 2 };
+	CAPTURE(out, query_print_data(fp, f->s, &df, QUERY_JSON));
+	p = after(out, "hot_global");
+	after(p, "mid_table");
+	free(out);
+	df = (struct store_data_filter){ .since_ns = 1700000150 * SEC };
+	CAPTURE(out, query_print_data(fp, f->s, &df, QUERY_JSON));
+	assert_non_null(strstr(out, "\"access_samples\": 100, \"est_accesses\": 1000000"));
+	assert_null(strstr(out, "mid_table"));
+	free(out);
+	df = (struct store_data_filter){ .binary = "nothing" };
+	CAPTURE(out, query_print_data(fp, f->s, &df, QUERY_JSON));
+	assert_string_equal(out, "[]\n");
+	free(out);
+}
+
+static void test_data_csv_table(void **state)
+{
+	struct fixture *f = *state;
+	char *out = NULL;
+
+	build(f);
+	build_data(f);
+	CAPTURE(out, query_print_data(fp, f->s, NULL, QUERY_CSV));
+	STARTS_WITH(out, "build_id,binary,symbol,section,address,size,access_samples,"
+		    "est_accesses,class\r\nabcd01,/srv/app,hot_global,.data,0x4020,8,600,"
+		    "6000000,hot\r\nabcd01,/srv/app,mid_table,.rodata,0x6000,100,20,10000,"
+		    "notcold\r\n");
+	assert_non_null(strstr(out, "\r\n,\"/srv/o,d\"\"d\",\"we\"\"ird"));
+	assert_non_null(strstr(out, "\r\n,\"/srv/o,d\"\"d\",,.data,0x4010,16,1,1,cold\r\n"));
+	free(out);
+	CAPTURE(out, query_print_data(fp, f->s, NULL, QUERY_TABLE));
+	assert_width(out, FMT_TABLE_WIDTH);
+	STARTS_WITH(out, " SAMPLES ACCESSES      SIZE  DENSITY CLASS   SECTION  BINARY"
+		    "       SYMBOL\n");
+	assert_non_null(strstr(out, "\n     600     6.0M       8 B    5e+04 hot     .data    app"
+				    "          hot_global\n"));
+	assert_non_null(strstr(out, " we\"ird\\ ??? ?? caf?? ??? end\n"));
+	assert_non_null(strstr(out, " (0x4010)\n"));   /* no symbol: its address */
+	free(out);
+	/* An empty report says so. */
+	struct store_data_filter none = { .binary = "nothing" };
+
+	CAPTURE(out, query_print_data(fp, f->s, &none, QUERY_TABLE));
+	assert_non_null(strstr(out, "(no static data accesses)"));
+	free(out);
+}
+
+static void test_status_access(void **state)
+{
+	struct fixture *f = *state;
+	char *out = NULL;
+
+	build(f);
+	build_data(f);
+	CAPTURE(out, query_print_status(fp, f->s, QUERY_JSON));
+	assert_true(json_valid(out));
+	/* The newest run first: its source, reasons one per element, every class. */
+	after(out, "[\n{\"run_id\": 3, ");
+	assert_non_null(strstr(out, "\"unresolved_frames\": 0, \"access_source\": \"soft\", "
+		"\"access_reasons\": [\"pebs: no PMU (perf_event_open: ENOENT)\", "
+		"\"ibs: not an AMD CPU\", \"spe: not an Arm CPU\"], \"access_classes\": {"
+		"\"heap\": {\"samples\": 5, \"est_accesses\": 50}, "
+		"\"heap_untracked\": {\"samples\": 0, \"est_accesses\": 0}, "
+		"\"static\": {\"samples\": 1234, \"est_accesses\": 12340}, "
+		"\"stack\": {\"samples\": 0, \"est_accesses\": 0}, "
+		"\"tls\": {\"samples\": 7, \"est_accesses\": 70}, "
+		"\"anon\": {\"samples\": 0, \"est_accesses\": 0}, "
+		"\"file\": {\"samples\": 0, \"est_accesses\": 0}, "
+		"\"unknown\": {\"samples\": 1, \"est_accesses\": 10}, "
+		"\"vdso\": {\"samples\": 2, \"est_accesses\": 20}}}"));
+	/* A run without access sampling. */
+	assert_non_null(strstr(out, "\"access_source\": null, \"access_reasons\": [], "
+				    "\"access_classes\": {\"heap\": {\"samples\": 0,"));
+	free(out);
+	CAPTURE(out, query_print_status(fp, f->s, QUERY_TABLE));
+	assert_width(out, FMT_TABLE_WIDTH);
+	assert_non_null(strstr(out, "\n      access source: soft\n"
+				    "        pebs: no PMU (perf_event_open: ENOENT)\n"
+				    "        ibs: not an AMD CPU\n        spe: not an Arm CPU\n"
+				    "      samples: heap 5, heap_untracked 0, static 1234, stack 0, tls 7,"
+				    " anon 0, file 0, unknown 1,\n               vdso 2\n"));
+	free(out);
+	CAPTURE(out, query_print_status(fp, f->s, QUERY_CSV));
+	assert_non_null(strstr(out, ",unresolved_frames,access_source,access_reasons,samples_heap,"
+				    "samples_heap_untracked,samples_static,samples_stack,samples_tls,"
+				    "samples_anon,samples_file,samples_unknown\r\n3,"));
+	assert_non_null(strstr(out, ",soft,\"pebs: no PMU (perf_event_open: ENOENT)\nibs: not an AMD"
+				    " CPU\nspe: not an Arm CPU\n\",5,0,1234,0,7,0,0,1\r\n"));
+	free(out);
+}
+
+static void test_classify_data(void **state)
+{
+	/* attrib_classify_data()'s rule: est / size / observed s (>= 1 ms), no lifetime floor. */
+	assert_int_equal(classify_data(0, 8, 10 * SEC), CLASSIFY_COLD);           /* never hit */
+	assert_int_equal(classify_data(0, 8, 0), CLASSIFY_COLD);
+	assert_int_equal(classify_data(4999, 1000, 100 * SEC), CLASSIFY_COLD);    /* 0.04999 */
+	assert_int_equal(classify_data(5000, 1000, 100 * SEC), CLASSIFY_NOTCOLD); /* 0.05: not < */
+	assert_int_equal(classify_data(1, 1000, 1 * SEC), CLASSIFY_COLD);         /* short run too */
+	assert_int_equal(classify_data(1000, 1, 1 * SEC), CLASSIFY_NOTCOLD);      /* 1000: not > */
+	assert_int_equal(classify_data(1001, 1, 1 * SEC), CLASSIFY_HOT);
+	assert_int_equal(classify_data(2, 1, 10), CLASSIFY_HOT);                  /* 1 ms: 2000 */
+	assert_int_equal(classify_data(2000, 0, 1 * SEC), CLASSIFY_HOT);          /* size 0 as 1 */
+	assert_int_equal(classify_data(700, 1000, 15 * SEC), CLASSIFY_COLD);
+	assert_int_equal(classify_data(700, 1000, 10 * SEC), CLASSIFY_NOTCOLD);
+}
+
+static void test_cmd_query_data(void **state)
+{
+	struct fixture *f = *state;
+	char *out, *err;
+
+	build(f);
+	build_data(f);
+	assert_int_equal(run_cmd(f, &out, &err, 6, "query", "data", "--db", f->db,
+				 "--format", "json"), 0);
+	assert_true(json_valid(out));
+	STARTS_WITH(out, "[\n{\"build_id\": \"abcd01\", \"binary\": \"/srv/app\", "
+		    "\"symbol\": \"hot_global\"");
+	assert_string_equal(err, "");
+	free(out); free(err);
+	assert_int_equal(run_cmd(f, &out, &err, 4, "query", "data", "--db", f->db), 0);
+	assert_width(out, FMT_TABLE_WIDTH);
+	free(out); free(err);
+	/* --class with --limit: the limit counts the rows of that class. */
+	assert_int_equal(run_cmd(f, &out, &err, 10, "query", "data", "--db", f->db, "--class",
+				 "cold", "--limit", "2", "--format", "csv"), 0);
+	assert_non_null(strstr(out, "\r\nabcd01,/srv/app,warm,"));
+	assert_non_null(strstr(out, ",cold\r\n"));
+	assert_null(strstr(out, "hot_global"));
+	assert_null(strstr(out, "mid_table"));
+	assert_non_null(strstr(out, "\r\nabcd01,/srv/app,cold_global,"));
+	assert_null(strstr(out, "0x4010"));           /* third cold row: past the limit */
+	assert_null(strstr(out, "0xa000"));           /* 2 / 1 B / 10 s: notcold */
+	free(out); free(err);
+	assert_int_equal(run_cmd(f, &out, &err, 8, "query", "data", "--db", f->db, "--sort",
+				 "size", "--format", "csv"), 0);
+	assert_non_null(strstr(out, "class\r\nabcd01,/srv/app,cold_global,"));
+	free(out); free(err);
+	assert_int_equal(run_cmd(f, &out, &err, 7, "query", "data", "--db", f->db, "--binary",
+				 "abcd01", "--sort=density"), 0);
+	assert_non_null(strstr(out, "hot_global\n"));
+	assert_null(strstr(out, "o,d"));
+	free(out); free(err);
+	/* Contexts still sort by their own keys; data by its own. */
+	assert_int_equal(run_cmd(f, &out, &err, 6, "query", "data", "--db", f->db, "--sort",
+				 "bytes"), 2);
+	assert_one_line_error(err, "query data: --sort: unknown key 'bytes' (accesses|density|size)");
+	free(out); free(err);
+	assert_int_equal(run_cmd(f, &out, &err, 6, "query", "data", "--db", f->db, "--pid", "7"), 2);
+	assert_one_line_error(err, "query data: --pid does not apply");
+	free(out); free(err);
+	assert_int_equal(run_cmd(f, &out, &err, 6, "query", "contexts", "--db", f->db, "--sort",
+				 "accesses"), 0);
 	free(out); free(err);
 }
 
@@ -816,6 +1089,11 @@ int main(void)
 		cmocka_unit_test(test_units),
 		cmocka_unit_test(test_parse_time),
 		cmocka_unit_test_setup_teardown(test_cmd_query, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_data_json, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_data_csv_table, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_status_access, setup, teardown),
+		cmocka_unit_test(test_classify_data),
+		cmocka_unit_test_setup_teardown(test_cmd_query_data, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

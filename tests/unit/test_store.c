@@ -454,7 +454,12 @@ static void test_pid_reuse(void **state)
 	store_close(s);
 }
 
-struct runs_got { struct store_run_row r[4]; char status[4][32]; unsigned n; };
+struct runs_got {
+	struct store_run_row r[4];
+	char status[4][32], source[4][32], reasons[4][128];
+	bool source_null[4], reasons_null[4];
+	unsigned n;
+};
 
 static int collect_run(const struct store_run_row *r, void *arg)
 {
@@ -462,6 +467,10 @@ static int collect_run(const struct store_run_row *r, void *arg)
 
 	g->r[g->n] = *r;
 	snprintf(g->status[g->n], 32, "%s", r->stats.status ? r->stats.status : "");
+	snprintf(g->source[g->n], 32, "%s", r->access_source ? r->access_source : "");
+	snprintf(g->reasons[g->n], 128, "%s", r->access_reasons ? r->access_reasons : "");
+	g->source_null[g->n] = !r->access_source;
+	g->reasons_null[g->n] = !r->access_reasons;
 	g->n++;
 	return 0;
 }
@@ -834,6 +843,343 @@ static void test_density(void **state)
 	assert_true(store_lifetime_access_density(&m) == 0.0);
 }
 
+/* ---- data-access sampling (schema 4) ---- */
+
+struct data_got {
+	unsigned n;
+	struct store_data_row r[8];
+	char build_id[8][32], binary[8][64], symbol[8][64], section[8][16];
+	bool section_null[8];
+};
+
+static int collect_data(const struct store_data_row *r, void *arg)
+{
+	struct data_got *g = arg;
+	unsigned i = g->n++;
+
+	assert_true(i < 8);
+	g->r[i] = *r;
+	snprintf(g->build_id[i], 32, "%s", r->build_id);
+	snprintf(g->binary[i], 64, "%s", r->binary);
+	snprintf(g->symbol[i], 64, "%s", r->symbol);
+	snprintf(g->section[i], 16, "%s", r->section ? r->section : "");
+	g->section_null[i] = !r->section;
+	return 0;
+}
+
+static struct data_got query_data(struct store *s, const struct store_data_filter *f)
+{
+	struct data_got g = {0};
+
+	OK(store_query_data(s, f, collect_data, &g));
+	return g;
+}
+
+/* "sym,sym,..." in the order returned. */
+static void data_order_is(struct store *s, struct store_data_filter f, const char *want)
+{
+	struct data_got g = query_data(s, &f);
+	char got[256] = "";
+
+	for (unsigned i = 0; i < g.n; i++)
+		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", i ? "," : "",
+			 g.symbol[i]);
+	assert_string_equal(got, want);
+}
+
+struct class_got { unsigned n; int64_t run[16]; char cls[16][24]; uint64_t samples[16], est[16]; };
+
+static int collect_class(const struct store_access_class_row *r, void *arg)
+{
+	struct class_got *g = arg;
+
+	assert_true(g->n < 16);
+	g->run[g->n] = r->run_id;
+	snprintf(g->cls[g->n], 24, "%s", r->cls);
+	g->samples[g->n] = r->samples;
+	g->est[g->n] = r->est_accesses;
+	g->n++;
+	return 0;
+}
+
+static int64_t new_run(struct store *s, int64_t started_ns, int64_t ended_ns)
+{
+	struct store_run rd = { .command = "t", .access_mode = "soft", .started_ns = started_ns };
+	struct store_run_stats st = { .ended_ns = ended_ns, .status = ended_ns ? "ok" : "running" };
+	int64_t id;
+
+	OK(store_run_begin(s, &rd, &id));
+	OK(store_run_update(s, id, &st));
+	return id;
+}
+
+#define SEC 1000000000ll
+
+static void test_data_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	int64_t r1 = new_run(s, 100 * SEC, 110 * SEC), r2 = new_run(s, 200 * SEC, 205 * SEC);
+	struct store_data hot = { "aaaa", "/usr/bin/app", "hot_global", ".data", 0x4020, 8,
+				  500, 5000000 };
+	struct store_data cold = { "aaaa", "/usr/bin/app", "cold_global", ".bss", 0x8000, 4096,
+				   1, 100 };
+	struct store_data anon = { "", "/usr/lib/noid.so", NULL, NULL, 0x4010, 0, 3, 30 };
+	/* Same name, another address: another symbol (a static in another file). */
+	struct store_data hot2 = { "aaaa", "/usr/bin/app", "hot_global", ".data", 0x5000, 16,
+				   2, 20 };
+
+	OK(store_begin(s));
+	OK(store_put_data(s, r1, &hot));
+	OK(store_put_data(s, r1, &cold));
+	OK(store_put_data(s, r1, &anon));
+	OK(store_put_data(s, r1, &hot2));
+	hot.access_samples = 100;
+	hot.est_accesses = 1000000;
+	OK(store_put_data(s, r2, &hot));
+	OK(store_commit(s));
+	store_close(s);
+
+	s = open_ro(fx->db);
+	struct data_got g = query_data(s, NULL);
+
+	assert_int_equal(g.n, 4);
+	/* By access samples, summed over the runs; durations summed over the runs with rows. */
+	assert_string_equal(g.symbol[0], "hot_global");
+	assert_string_equal(g.build_id[0], "aaaa");
+	assert_string_equal(g.binary[0], "/usr/bin/app");
+	assert_string_equal(g.section[0], ".data");
+	assert_int_equal(g.r[0].address, 0x4020);
+	assert_int_equal(g.r[0].size, 8);
+	assert_int_equal(g.r[0].access_samples, 600);
+	assert_int_equal(g.r[0].est_accesses, 6000000);
+	assert_int_equal(g.r[0].runs, 2);
+	assert_int_equal(g.r[0].observed_ns, 15 * SEC);
+	assert_string_equal(g.symbol[1], "");          /* no symbol: stored as "" */
+	assert_string_equal(g.build_id[1], "");
+	assert_string_equal(g.binary[1], "/usr/lib/noid.so");
+	assert_true(g.section_null[1]);
+	assert_int_equal(g.r[1].address, 0x4010);
+	assert_int_equal(g.r[1].observed_ns, 10 * SEC);
+	assert_int_equal(g.r[2].address, 0x5000);
+	assert_int_equal(g.r[2].access_samples, 2);
+	assert_string_equal(g.symbol[3], "cold_global");
+	assert_int_equal(g.r[3].runs, 1);
+
+	/* Filters: binary by build-id or by path (a binary without one), run start, limit. */
+	data_order_is(s, (struct store_data_filter){ .binary = "aaaa" },
+		      "hot_global,hot_global,cold_global");
+	data_order_is(s, (struct store_data_filter){ .binary = "/usr/lib/noid.so" }, "");
+	data_order_is(s, (struct store_data_filter){ .binary = "nope" }, "");
+	data_order_is(s, (struct store_data_filter){ .limit = 1 }, "hot_global");
+	g = query_data(s, &(struct store_data_filter){ .since_ns = 150 * SEC });
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.r[0].access_samples, 100);
+	assert_int_equal(g.r[0].observed_ns, 5 * SEC);
+	g = query_data(s, &(struct store_data_filter){ .until_ns = 150 * SEC });
+	assert_int_equal(g.n, 4);
+	assert_int_equal(g.r[0].access_samples, 500);
+	/* Sort keys. Density: hot 6e6/8/15 s, hot2 20/16/10 s, cold 100/4096/10 s, anon
+	 * 30/1/10 s (size 0 counts as 1 byte). */
+	data_order_is(s, (struct store_data_filter){ .sort = STORE_DATA_SORT_SIZE },
+		      "cold_global,hot_global,hot_global,");
+	g = query_data(s, &(struct store_data_filter){ .sort = STORE_DATA_SORT_DENSITY });
+	assert_int_equal(g.r[0].address, 0x4020);
+	assert_int_equal(g.r[1].address, 0x4010);
+	assert_int_equal(g.r[2].address, 0x5000);
+	assert_int_equal(g.r[3].address, 0x8000);
+	assert_true(store_data_density(6000000, 8, 15 * SEC) == 50000.0);
+	assert_true(store_data_density(30, 0, 10 * SEC) == 3.0);
+	assert_true(store_data_density(2, 1, 10) == 2000.0);   /* at least 1 ms */
+	assert_int_equal(store_query_data(s, &(struct store_data_filter){ .sort = 9 },
+					  collect_data, &g), -EINVAL);
+	store_close(s);
+	assert_integrity(fx->db);
+}
+
+static void test_data_absolute_and_running(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	int64_t run = new_run(s, 100 * SEC, 0);        /* still recording */
+	struct store_data d = { "aaaa", "/usr/bin/app", "counter", ".data", 0x10, 4, 5, 50 };
+
+	/* Each flush rewrites the running totals: the last one is the value, not a sum. */
+	for (uint64_t flush = 1; flush <= 3; flush++) {
+		d.access_samples = 10 * flush;
+		d.est_accesses = 100 * flush;
+		d.section = flush == 3 ? ".bss" : ".data";
+		OK(store_begin(s));
+		OK(store_put_data(s, run, &d));
+		OK(store_put_access_class(s, run, "static", 10 * flush, 100 * flush));
+		OK(store_put_access_class(s, run, "heap", flush, 7 * flush));
+		OK(store_run_access(s, run, flush == 1 ? "pebs" : "soft",
+				    flush == 1 ? NULL : "pebs: no PMU\nibs: not AMD"));
+		OK(store_commit(s));
+	}
+	/* No such run: the reference is checked. */
+	assert_int_equal(store_put_data(s, run + 5, &d), -EINVAL);
+	assert_int_equal(store_put_access_class(s, run + 5, "heap", 1, 1), -EINVAL);
+	assert_int_equal(store_put_access_class(s, run, NULL, 1, 1), -EINVAL);
+	assert_int_equal(store_run_access(s, run + 5, "soft", NULL), -ENOENT);
+	store_close(s);
+
+	s = open_ro(fx->db);
+	struct data_got g = query_data(s, NULL);
+
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.r[0].access_samples, 30);
+	assert_int_equal(g.r[0].est_accesses, 300);
+	assert_string_equal(g.section[0], ".bss");
+	assert_int_equal(g.r[0].observed_ns, 0);        /* running, no now given */
+	g = query_data(s, &(struct store_data_filter){ .now_ns = 130 * SEC });
+	assert_int_equal(g.r[0].observed_ns, 30 * SEC);  /* running: up to now */
+
+	struct class_got c = {0};
+
+	OK(store_query_access_classes(s, run, collect_class, &c));
+	assert_int_equal(c.n, 2);
+	assert_string_equal(c.cls[0], "heap");
+	assert_int_equal(c.samples[0], 3);
+	assert_int_equal(c.est[0], 21);
+	assert_string_equal(c.cls[1], "static");
+	assert_int_equal(c.samples[1], 30);
+	assert_int_equal(c.est[1], 300);
+	c = (struct class_got){0};
+	OK(store_query_access_classes(s, run + 1, collect_class, &c));
+	assert_int_equal(c.n, 0);
+
+	struct runs_got rg = {0};
+
+	OK(store_query_runs(s, collect_run, &rg));
+	assert_int_equal(rg.n, 1);
+	assert_string_equal(rg.source[0], "soft");
+	assert_string_equal(rg.reasons[0], "pebs: no PMU\nibs: not AMD");
+	store_close(s);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM runs WHERE access_reasons ="
+				    " 'pebs: no PMU' || char(10) || 'ibs: not AMD'"), 1);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM data_access"), 1);
+}
+
+static void test_data_rollback(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	int64_t run = new_run(s, 100 * SEC, 110 * SEC);
+	struct store_data old = { "aaaa", "/usr/bin/app", "kept", ".data", 0x10, 4, 1, 10 };
+	struct store_data d = { "cccc", "/usr/lib/new.so", "table", ".rodata", 0x20, 64, 7, 70 };
+
+	OK(store_begin(s));
+	OK(store_put_data(s, run, &old));
+	OK(store_commit(s));
+	/* A new binary interned, then rolled back: its cached id must go with it. */
+	OK(store_begin(s));
+	OK(store_put_data(s, run, &d));
+	old.access_samples = 99;
+	OK(store_put_data(s, run, &old));
+	OK(store_put_access_class(s, run, "tls", 4, 40));
+	OK(store_rollback(s));
+	/* With a stale id this fails the FOREIGN KEY to binaries. */
+	OK(store_begin(s));
+	OK(store_put_data(s, run, &d));
+	OK(store_commit(s));
+	store_close(s);
+
+	s = open_ro(fx->db);
+	data_order_is(s, (struct store_data_filter){0}, "table,kept");
+	struct data_got g = query_data(s, &(struct store_data_filter){ .binary = "aaaa" });
+
+	assert_int_equal(g.r[0].access_samples, 1);      /* the rolled-back rewrite is gone */
+	struct class_got c = {0};
+
+	OK(store_query_access_classes(s, 0, collect_class, &c));
+	assert_int_equal(c.n, 0);
+	store_close(s);
+	assert_integrity(fx->db);
+
+	/* store_gc keeps a binary that only data symbols refer to. */
+	struct store_maint_stats ms = {0};
+
+	s = open_rw(fx->db);
+	OK(store_gc(s, &ms));
+	store_close(s);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM binaries WHERE build_id = 'cccc'"),
+			 1);
+	assert_integrity(fx->db);
+}
+
+/* A file as memprofd with schema 3 left it: the first three steps, with a run. */
+static void make_v3_file(const char *db)
+{
+	sqlite3 *h;
+
+	assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+	for (int v = 0; v < 3; v++) {
+		assert_non_null(store__migration_sql(v));
+		if (sqlite3_exec(h, store__migration_sql(v), NULL, NULL, NULL) != SQLITE_OK)
+			fail_msg("step %d: %s", v, sqlite3_errmsg(h));
+	}
+	assert_int_equal(sqlite3_exec(h, "PRAGMA user_version = 3;"
+		"INSERT INTO runs(command, started_ns, ended_ns, status)"
+		" VALUES ('old', 10, 20, 'ok');"
+		"INSERT INTO binaries(build_id, path) VALUES ('aaaa', '/usr/bin/app');",
+		NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+}
+
+static void test_migrate_v3(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s;
+	struct runs_got rg = {0};
+	struct data_got g;
+	struct class_got c = {0};
+
+	assert_null(store__migration_sql(-1));
+	assert_null(store__migration_sql(STORE_SCHEMA_VERSION));
+	make_v3_file(fx->db);
+	/* A reader reads it as it is: no data, no classes, runs without an access source. */
+	s = open_ro(fx->db);
+	assert_int_equal(store_schema_version(s), 3);
+	OK(store_query_runs(s, collect_run, &rg));
+	assert_int_equal(rg.n, 1);
+	assert_true(rg.source_null[0]);
+	assert_true(rg.reasons_null[0]);
+	g = query_data(s, NULL);
+	assert_int_equal(g.n, 0);
+	OK(store_query_access_classes(s, 0, collect_class, &c));
+	assert_int_equal(c.n, 0);
+	store_close(s);
+	assert_int_equal(count_rows(fx->db, "PRAGMA user_version"), 3);
+
+	/* A writer migrates it to 4, keeping what was there. */
+	s = open_rw(fx->db);
+	assert_int_equal(store_schema_version(s), 4);
+	struct store_data d = { "aaaa", "/whatever", "sym", ".data", 0x10, 4, 2, 20 };
+
+	OK(store_begin(s));
+	OK(store_put_data(s, 1, &d));                  /* the old run, the old binary */
+	OK(store_put_access_class(s, 1, "stack", 5, 50));
+	OK(store_run_access(s, 1, "soft", "pebs: no PMU"));
+	OK(store_commit(s));
+	store_close(s);
+	assert_int_equal(count_rows(fx->db, "PRAGMA user_version"), 4);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM binaries"), 1);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM runs WHERE command = 'old'"
+				    " AND access_source = 'soft'"), 1);
+	s = open_ro(fx->db);
+	g = query_data(s, NULL);
+	assert_int_equal(g.n, 1);
+	assert_string_equal(g.binary[0], "/usr/bin/app");
+	assert_int_equal(g.r[0].observed_ns, 10);
+	rg = (struct runs_got){0};
+	OK(store_query_runs(s, collect_run, &rg));
+	assert_string_equal(rg.source[0], "soft");
+	assert_string_equal(rg.reasons[0], "pebs: no PMU");
+	store_close(s);
+	assert_integrity(fx->db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -853,6 +1199,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_query_filters_sort_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query_callback_stops, setup, teardown),
 		cmocka_unit_test(test_density),
+		cmocka_unit_test_setup_teardown(test_data_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_data_absolute_and_running, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_data_rollback, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_v3, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
