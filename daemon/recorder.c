@@ -8,6 +8,7 @@
 #include "daemon/recorder.h"
 #include "store/store.h"
 #include "symbolizer/symcache.h"
+#include "daemon/attrib.h"
 
 static int64_t now_real_ns(void)
 {
@@ -111,6 +112,42 @@ static int write_exits(struct recorder *r)
 	return 0;
 }
 
+/* Access sampling's running totals: the static-data table, samples per class, and the
+ * source with its reasons. Absolute values, rewritten at every flush. */
+static int write_access(struct recorder *r)
+{
+	const struct attrib_counts *c;
+	const struct attrib_data_entry *d;
+	size_t n;
+	int err;
+
+	if (!r->attrib)
+		return 0;
+	d = attrib_data(r->attrib, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct store_data sd = {
+			.build_id = d[i].sym.binary, .path = bin_path(&r->procs, d[i].sym.binary),
+			.symbol = d[i].sym.symbol, .section = d[i].sym.section,
+			.address = d[i].sym.sym_addr, .size = d[i].sym.sym_size,
+			.access_samples = d[i].samples, .est_accesses = d[i].est_accesses,
+		};
+		if ((err = store_put_data(r->store, r->run_id, &sd)))
+			return err;
+	}
+	c = attrib_counts(r->attrib);
+	for (int k = 0; k < ATTRIB_CLASS_MAX; k++)
+		if ((err = store_put_access_class(r->store, r->run_id, attrib_class_name(k),
+						  c->by_class[k], c->est_by_class[k])))
+			return err;
+	char reasons[ACCESS_SRC_MAX * SRC_PMU_WHY_MAX + 8] = "";
+	size_t len = 0;
+	for (unsigned i = 0; i < r->access.nreasons && len < sizeof(reasons); i++)
+		len += snprintf(reasons + len, sizeof(reasons) - len, "%s%s", i ? "\n" : "",
+				r->access.reasons[i]);
+	return store_run_access(r->store, r->run_id, access_src_name(r->access.src),
+				len ? reasons : NULL);
+}
+
 int recorder_flush(struct recorder *r, const char *status)
 {
 	uint64_t c[SCNT_MAX];
@@ -137,6 +174,8 @@ int recorder_flush(struct recorder *r, const char *status)
 		err = agg_write_dirty(&r->aggs, write_agg, r);
 	if (!err)
 		err = write_exits(r);
+	if (!err)
+		err = write_access(r);
 	if (!err)
 		err = store_run_update(r->store, r->run_id, &st);
 	if (!err)

@@ -41,8 +41,16 @@ __attribute__((noinline)) static uint64_t hot_pass(volatile uint64_t *g, volatil
 {
 	uint64_t sum = 0;
 
+	/* A load of each hot object, each followed by register-only work: a timer sample
+	 * lands just after the instruction that stalled (loads stall, buffered stores
+	 * rarely do), and the soft source charges a register-only IP to the instruction
+	 * before it, so each load gets its own share instead of the next load's. */
 	for (size_t i = 0; i < WORDS; i += 8) {
-		sum += g[i];
+		uint64_t a = g[i], b;
+		__asm__ volatile("imul $3, %0, %0\n\tadd $1, %0" : "+r"(a));
+		b = h[i];
+		__asm__ volatile("imul $5, %0, %0\n\tadd $7, %0" : "+r"(b));
+		sum += a ^ b;
 		h[i] = sum;
 		hot_tls++;
 	}
