@@ -14,6 +14,9 @@
 #include "reporter/export.h"
 #include "reporter/format.h"
 #include "reporter/query.h"
+#include "compiler_feedback/hints.h"
+#include "compiler_feedback/memprof_raw.h"
+#include "compiler_feedback/memprof_yaml.h"
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 static inline void freep(void *p) { free(*(void **)p); }
@@ -86,10 +89,10 @@ static const struct format {
 	{ "pprof", export_pprof, true },
 	{ "folded", export_folded, false },
 	{ "html", export_html, false },
-	/* Written by compiler_feedback/ and linker_script_gen/; not linked into this build. */
-	{ "memprof-raw", NULL, true },
-	{ "memprof-yaml", NULL, false },
-	{ "hints", NULL, false },
+	{ "memprof-raw", export_memprof_raw, true },
+	{ "memprof-yaml", export_memprof_yaml, false },
+	{ "hints", export_hints, false },
+	/* Written by linker_script_gen/; not linked into this build. */
 	{ "ld-script", NULL, false },
 	{ "symbol-order", NULL, false },
 };
@@ -105,8 +108,11 @@ static const char usage_text[] =
 	"  folded   folded stacks, root first, for flamegraph.pl, speedscope or inferno\n"
 	"  html     one self-contained HTML report (summary, top contexts, data symbols,\n"
 	"           flame graph, heap map); needs no network to view\n"
-	"  memprof-raw, memprof-yaml, hints, ld-script, symbol-order: compiler and linker\n"
-	"           inputs (when built with compiler_feedback/ and linker_script_gen/)\n"
+	"  memprof-raw  MemProf raw profile v4 for llvm-profdata merge --profiled-binary\n"
+	"           (the binary needs -Wl,-z,noseparate-code, a build-id, -gmlt)\n"
+	"  memprof-yaml MemProf YAML (LLVM >= 20) for llvm-profdata merge\n"
+	"  hints    allocation hints per trimmed context (--format text|json)\n"
+	"  ld-script, symbol-order: linker inputs (when built with linker_script_gen/)\n"
 	"\n"
 	"options:\n"
 	"  --db PATH            database file (default " QUERY_DEFAULT_DB ")\n"
@@ -114,6 +120,7 @@ static const char usage_text[] =
 	"  -o, --output FILE    write to FILE instead of standard output\n"
 	"  --weight W           bytes|objects|accesses: folded stack values and the HTML\n"
 	"                       flame graph's initial weight (default bytes)\n"
+	"  --format text|json   hints: the text format (default) or JSON\n"
 	"  -h, --help           show this help\n";
 
 static int usage_error(const char *what, const char *msg, const char *arg)
@@ -206,12 +213,13 @@ static int export_to_file(const struct format *fmt, const char *path, struct sto
 
 int cmd_export(int argc, char **argv)
 {
-	enum { O_DB = 1, O_BINARY, O_WEIGHT };
+	enum { O_DB = 1, O_BINARY, O_WEIGHT, O_FORMAT };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "binary", required_argument, NULL, O_BINARY },
 		{ "output", required_argument, NULL, 'o' },
 		{ "weight", required_argument, NULL, O_WEIGHT },
+		{ "format", required_argument, NULL, O_FORMAT },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -266,6 +274,12 @@ int cmd_export(int argc, char **argv)
 			if (!*optarg)
 				return usage_error(what, "-o: empty path%s", "");
 			output = strcmp(optarg, "-") ? optarg : NULL;
+			break;
+		case O_FORMAT:
+			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
+				return usage_error(what, "--format: unknown format '%s' (text|json)",
+						   optarg);
+			o.format = optarg;
 			break;
 		case O_WEIGHT: {
 			bool ok = false;

@@ -23,6 +23,7 @@ struct export_opts {
 	enum export_weight weight;/* folded: the value; html: the flame graph's initial weight */
 	int64_t now_ns;           /* CLOCK_REALTIME of the export (pprof time_nanos); 0 = now */
 	bool progress;            /* draw a progress bar on stderr */
+	const char *format;       /* --format (hints: text|json); NULL = the default */
 };
 
 int cmd_export(int argc, char **argv);
