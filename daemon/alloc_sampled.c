@@ -29,6 +29,7 @@
 #include <bpf/bpf.h>
 #include "sampled.skel.h"
 #include "daemon/log.h"
+#include "daemon/events.h"
 #include "daemon/recorder.h"
 
 extern char **environ;
@@ -308,91 +309,6 @@ void sampled_free_env(char **envp)
 	}
 }
 
-/* ---- events: the same stack decoding as alloc_exact.c ---- */
-
-static void to_hex(const unsigned char *b, size_t n, char *out)
-{
-	static const char d[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = d[b[i] >> 4];
-		out[2 * i + 1] = d[b[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
-static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
-{
-	struct iframe f = { "", ip };
-	const struct map_entry *m;
-	char open_path[128];
-	struct binary *b;
-
-	if (!p->maps_loaded) {
-		p->maps_loaded = true;
-		maps_read_pid(&p->maps, p->pid);
-	}
-	m = maps_find(&p->maps, ip);
-	if (!m || m->path[0] != '/')
-		return f;
-	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	b = bin_register(&r->procs, m->path, open_path);
-	if (!b)
-		b = bin_register(&r->procs, m->path, m->path);
-	if (!b)
-		return f;
-	f.build_id = b->build_id;
-	f.offset = ip - m->start + m->offset;
-	return f;
-}
-
-static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
-{
-	struct iframe f[ALLOC_MAX_FRAMES];
-	unsigned n = 0, max = e->nframes;
-	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
-	bool scanned = false;
-
-	if (!p)
-		return;
-	if (max > ALLOC_MAX_FRAMES || offsetof(struct ev_stack, frames) + max * sizeof(e->frames[0]) > len)
-		max = (len - offsetof(struct ev_stack, frames)) / sizeof(e->frames[0]);
-	for (unsigned i = 0; i < max && n < ALLOC_MAX_FRAMES; i++) {
-		const struct ev_frame *ef = &e->frames[i];
-		if (ef->status == 1) {
-			struct binary *b = bin_by_raw(&r->procs, ef->build_id);
-			if (!b && !scanned) {
-				bin_scan_process(&r->procs, p);
-				scanned = true;
-				b = bin_by_raw(&r->procs, ef->build_id);
-			}
-			if (b) {
-				f[n].build_id = b->build_id;
-			} else {
-				char hex[41];
-				to_hex(ef->build_id, 20, hex);
-				f[n].build_id = intern_str(&r->in, hex);
-			}
-			f[n].offset = ef->offset;
-		} else if (ef->status == 2) {
-			f[n] = resolve_ip(r, p, ef->ip);
-		} else {
-			break;
-		}
-		if (!f[n].build_id)
-			f[n].build_id = "";
-		if (!*f[n].build_id)
-			r->unresolved_frames++;
-		n++;
-	}
-	struct istack *st = intern_stack(&r->in, f, n);
-	if (!st)
-		return;
-	if (!hmap_find(&p->stacks, e->key, NULL, NULL))
-		hmap_insert(&p->stacks, e->key, st);
-}
-
 static bool carry_eq(const void *val, const void *key)
 {
 	return ((const struct carry *)val)->stack == key;
@@ -500,6 +416,12 @@ int sampled_reap(struct sampled *s, uint32_t tgid, uint64_t start_ns, uint64_t t
 	return 0;
 }
 
+static void reap_cb(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns,
+		    uint32_t cpu)
+{
+	sampled_reap(r->sampled, tgid, start_ns, ts_ns, cpu);
+}
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct sampled *s = ctx;
@@ -510,68 +432,15 @@ static int on_event(void *ctx, void *data, size_t len)
 	r->events++;
 	if (len < sizeof(*h))
 		return 0;
-	switch (h->type) {
-	case EV_STACK:
-		if (len >= offsetof(struct ev_stack, frames))
-			on_stack(r, data, len);
-		break;
-	case EV_SFREE: {
+	if (h->type == EV_SFREE) {
 		const struct ev_sfree *e = data;
 		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
-			break;
+			return 0;
 		add_sample(s, p, e->key, e->size, e->weight_q16, e->alloc_ns, e->free_ns,
 			   e->alloc_cpu, e->free_cpu);
-		break;
+		return 0;
 	}
-	case EV_FORK: {
-		const struct ev_fork *e = data;
-		struct proc *parent;
-		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
-			break;
-		p->ppid = e->ppid;
-		parent = proc_find(&r->procs, e->ppid, e->parent_start_ns);
-		if (parent && (!*p->exe || !*p->build_id)) {
-			p->exe = parent->exe;
-			p->build_id = parent->build_id;
-			p->comm = parent->comm;
-		}
-		break;
-	}
-	case EV_EXEC: {
-		const struct ev_exec *e = data;
-		char buf[ALLOC_EXEC_NAME + 1];
-		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
-			break;
-		sampled_reap(s, h->tgid, h->start_ns, e->ts_ns, e->cpu);
-		memcpy(buf, e->filename, ALLOC_EXEC_NAME);
-		buf[ALLOC_EXEC_NAME] = '\0';
-		if (buf[0] == '/') {
-			proc_set_exe(&r->procs, p, buf);
-		} else {
-			char link[64], exe[4096];
-			snprintf(link, sizeof(link), "/proc/%u/exe", p->pid);
-			ssize_t n = readlink(link, exe, sizeof(exe) - 1);
-			if (n > 0) {
-				exe[n] = '\0';
-				proc_set_exe(&r->procs, p, exe);
-			}
-		}
-		p->comm = p->exe[0] ? (strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe) : p->comm;
-		hmap_free(&p->stacks);
-		maps_free(&p->maps);
-		p->maps_loaded = false;
-		break;
-	}
-	case EV_EXIT: {
-		const struct ev_exit *e = data;
-		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
-			break;
-		sampled_reap(s, h->tgid, h->start_ns, e->ts_ns, e->cpu);
-		p->exited = true;
-		p->exit_ns = (int64_t)e->ts_ns + r->mono_to_real_ns;
-		break;
-	}
-	}
+	events_common(r, data, len, reap_cb);
 	return 0;
 }
 

@@ -1,0 +1,167 @@
+/* Ring-buffer records both allocation modes share (alloc.h's EV_STACK, EV_FORK, EV_EXEC,
+ * EV_EXIT): stacks into interned contexts, and the process lifecycle. Invariant: a
+ * process's allocations are reaped (through the mode's callback) before its stack keys
+ * are forgotten at exec, and before it is marked exited. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "daemon/events.h"
+
+static void to_hex(const unsigned char *b, size_t n, char *out)
+{
+	static const char d[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = d[b[i] >> 4];
+		out[2 * i + 1] = d[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* An IP the kernel could not turn into (build-id, offset): try the process's maps. */
+static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
+{
+	struct iframe f = { "", ip };
+	const struct map_entry *m;
+	char open_path[128];
+	struct binary *b;
+
+	if (!p->maps_loaded) {
+		p->maps_loaded = true;
+		maps_read_pid(&p->maps, p->pid);
+	}
+	m = maps_find(&p->maps, ip);
+	if (!m || m->path[0] != '/')
+		return f;
+	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	b = bin_register(&r->procs, m->path, open_path);
+	if (!b)
+		b = bin_register(&r->procs, m->path, m->path);
+	if (!b)
+		return f;
+	f.build_id = b->build_id;
+	f.offset = ip - m->start + m->offset;
+	return f;
+}
+
+static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
+{
+	struct iframe f[ALLOC_MAX_FRAMES];
+	unsigned n = 0, max = e->nframes;
+	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
+	bool scanned = false;
+
+	if (!p)
+		return;
+	if (max > ALLOC_MAX_FRAMES || offsetof(struct ev_stack, frames) + max * sizeof(e->frames[0]) > len)
+		max = (len - offsetof(struct ev_stack, frames)) / sizeof(e->frames[0]);
+	for (unsigned i = 0; i < max && n < ALLOC_MAX_FRAMES; i++) {
+		const struct ev_frame *ef = &e->frames[i];
+		if (ef->status == 1) {
+			struct binary *b = bin_by_raw(&r->procs, ef->build_id);
+			if (!b && !scanned) {
+				bin_scan_process(&r->procs, p);
+				scanned = true;
+				b = bin_by_raw(&r->procs, ef->build_id);
+			}
+			if (b) {
+				f[n].build_id = b->build_id;
+			} else {
+				char hex[41];
+				to_hex(ef->build_id, 20, hex);
+				f[n].build_id = intern_str(&r->in, hex);
+			}
+			f[n].offset = ef->offset;
+		} else if (ef->status == 2) {
+			f[n] = resolve_ip(r, p, ef->ip);
+		} else {
+			break;
+		}
+		if (!f[n].build_id) {
+			f[n].build_id = "";
+		}
+		if (!*f[n].build_id)
+			r->unresolved_frames++;
+		n++;
+	}
+	struct istack *s = intern_stack(&r->in, f, n);
+	if (!s)
+		return;
+	if (!hmap_find(&p->stacks, e->key, NULL, NULL))
+		hmap_insert(&p->stacks, e->key, s);
+}
+
+static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
+{
+	struct proc *parent = proc_find(&r->procs, e->ppid, e->parent_start_ns);
+
+	p->ppid = e->ppid;
+	if (parent && (!*p->exe || !*p->build_id)) {
+		p->exe = parent->exe;
+		p->build_id = parent->build_id;
+		p->comm = parent->comm;
+	}
+}
+
+static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
+{
+	char buf[ALLOC_EXEC_NAME + 1];
+
+	memcpy(buf, e->filename, ALLOC_EXEC_NAME);
+	buf[ALLOC_EXEC_NAME] = '\0';
+	if (buf[0] == '/') {
+		proc_set_exe(&r->procs, p, buf);
+	} else {
+		char link[64], exe[4096];
+		snprintf(link, sizeof(link), "/proc/%u/exe", p->pid);
+		ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+		if (n > 0) {
+			exe[n] = '\0';
+			proc_set_exe(&r->procs, p, exe);
+		}
+	}
+	if (p->exe[0])
+		p->comm = strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe;
+	access_forget(r, p->pid);
+	hmap_free(&p->stacks);   /* stack keys were per image */
+	maps_free(&p->maps);
+	p->maps_loaded = false;
+}
+
+bool events_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap)
+{
+	const struct ev_hdr *h = data;
+	struct proc *p;
+
+	switch (h->type) {
+	case EV_STACK:
+		if (len >= offsetof(struct ev_stack, frames))
+			on_stack(r, data, len);
+		return true;
+	case EV_FORK:
+		if (len >= sizeof(struct ev_fork) && (p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			on_fork(r, p, data);
+		return true;
+	case EV_EXEC: {
+		const struct ev_exec *e = data;
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			return true;
+		reap(r, h->tgid, h->start_ns, e->ts_ns, e->cpu);
+		on_exec(r, p, e);
+		return true;
+	}
+	case EV_EXIT: {
+		const struct ev_exit *e = data;
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			return true;
+		reap(r, h->tgid, h->start_ns, e->ts_ns, e->cpu);
+		access_forget(r, h->tgid);
+		p->exited = true;
+		p->exit_ns = (int64_t)e->ts_ns + r->mono_to_real_ns;
+		return true;
+	}
+	}
+	return false;
+}

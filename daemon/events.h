@@ -1,0 +1,13 @@
+/* Records both allocation modes share: stacks and the process lifecycle (events.c). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "daemon/recorder.h"
+
+/* Counts the allocations of process (tgid, start_ns) made before ts_ns as dying then. */
+typedef void (*events_reap_fn)(struct recorder *r, uint32_t tgid, uint64_t start_ns,
+			       uint64_t ts_ns, uint32_t cpu);
+
+/* Handles EV_STACK, EV_FORK, EV_EXEC and EV_EXIT; false for any other record type. */
+bool events_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap);
