@@ -17,6 +17,7 @@
 #include "compiler_feedback/hints.h"
 #include "compiler_feedback/memprof_raw.h"
 #include "compiler_feedback/memprof_yaml.h"
+#include "linker_script_gen/ldgen_export.h"
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 static inline void freep(void *p) { free(*(void **)p); }
@@ -92,9 +93,9 @@ static const struct format {
 	{ "memprof-raw", export_memprof_raw, true },
 	{ "memprof-yaml", export_memprof_yaml, false },
 	{ "hints", export_hints, false },
-	/* Written by linker_script_gen/; not linked into this build. */
-	{ "ld-script", NULL, false },
-	{ "symbol-order", NULL, false },
+	{ "ld-script", export_ld_script, false },
+	{ "symbol-order", export_symbol_order, false },
+	{ "section-prefixes", export_section_prefixes, false },
 };
 
 static const char usage_text[] =
@@ -112,7 +113,11 @@ static const char usage_text[] =
 	"           (the binary needs -Wl,-z,noseparate-code, a build-id, -gmlt)\n"
 	"  memprof-yaml MemProf YAML (LLVM >= 20) for llvm-profdata merge\n"
 	"  hints    allocation hints per trimmed context (--format text|json)\n"
-	"  ld-script, symbol-order: linker inputs (when built with linker_script_gen/)\n"
+	"  ld-script    GNU ld (bfd) INSERT script: hot data input sections first, cold\n"
+	"           last (-fdata-sections objects, -Wl,-T,FILE)\n"
+	"  symbol-order lld --symbol-ordering-file, hottest data symbol first\n"
+	"  section-prefixes objcopy --rename-section lines: .data.SYM -> .data.hot.SYM\n"
+	"           and .data.unlikely.SYM (the -fpartition-static-data-sections names)\n"
 	"\n"
 	"options:\n"
 	"  --db PATH            database file (default " QUERY_DEFAULT_DB ")\n"
@@ -121,6 +126,10 @@ static const char usage_text[] =
 	"  --weight W           bytes|objects|accesses: folded stack values and the HTML\n"
 	"                       flame graph's initial weight (default bytes)\n"
 	"  --format text|json   hints: the text format (default) or JSON\n"
+	"  --hot-share F        linker exports: hot = fewest symbols covering this share\n"
+	"                       of sampled accesses (default 0.99)\n"
+	"  --cold-min-samples N linker exports: cold (never sampled) only when the window\n"
+	"                       has at least N samples (default 1000)\n"
 	"  -h, --help           show this help\n";
 
 static int usage_error(const char *what, const char *msg, const char *arg)
@@ -213,13 +222,15 @@ static int export_to_file(const struct format *fmt, const char *path, struct sto
 
 int cmd_export(int argc, char **argv)
 {
-	enum { O_DB = 1, O_BINARY, O_WEIGHT, O_FORMAT };
+	enum { O_DB = 1, O_BINARY, O_WEIGHT, O_FORMAT, O_HOT_SHARE, O_COLD_MIN };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "binary", required_argument, NULL, O_BINARY },
 		{ "output", required_argument, NULL, 'o' },
 		{ "weight", required_argument, NULL, O_WEIGHT },
 		{ "format", required_argument, NULL, O_FORMAT },
+		{ "hot-share", required_argument, NULL, O_HOT_SHARE },
+		{ "cold-min-samples", required_argument, NULL, O_COLD_MIN },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -281,6 +292,24 @@ int cmd_export(int argc, char **argv)
 						   optarg);
 			o.format = optarg;
 			break;
+		case O_HOT_SHARE: {
+			char *end;
+
+			o.hot_share = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.hot_share > 0 && o.hot_share <= 1))
+				return usage_error(what, "--hot-share: '%s' is not in (0, 1]", optarg);
+			break;
+		}
+		case O_COLD_MIN: {
+			char *end;
+
+			errno = 0;
+			o.cold_min_samples = strtoull(optarg, &end, 10);
+			if (end == optarg || *end || errno || optarg[0] == '-' || !o.cold_min_samples)
+				return usage_error(what, "--cold-min-samples: '%s' is not a positive "
+						   "integer", optarg);
+			break;
+		}
 		case O_WEIGHT: {
 			bool ok = false;
 
@@ -306,7 +335,7 @@ int cmd_export(int argc, char **argv)
 			fmt = &formats[k];
 	if (!fmt)
 		return usage_error("export", "unknown format '%s' (pprof|folded|html|memprof-raw|"
-				   "memprof-yaml|hints|ld-script|symbol-order)", argv[optind]);
+				   "memprof-yaml|hints|ld-script|symbol-order|section-prefixes)", argv[optind]);
 	snprintf(what, sizeof(what), "export %s", fmt->name);
 	if (optind + 1 < argc)
 		return usage_error(what, "unexpected argument '%s'", argv[optind + 1]);

@@ -24,6 +24,8 @@ struct export_opts {
 	int64_t now_ns;           /* CLOCK_REALTIME of the export (pprof time_nanos); 0 = now */
 	bool progress;            /* draw a progress bar on stderr */
 	const char *format;       /* --format (hints: text|json); NULL = the default */
+	double hot_share;         /* ld-script/symbol-order: --hot-share, 0 = default */
+	uint64_t cold_min_samples;/* ld-script/symbol-order: --cold-min-samples, 0 = default */
 };
 
 int cmd_export(int argc, char **argv);

@@ -284,6 +284,28 @@ size_t datasym_bytes(const struct datasym *ds)
 	return ds ? sizeof(*ds) + ds->names_cap + (ds->nplain + ds->ntls) * sizeof(struct dsym) : 0;
 }
 
+int datasym_at(const struct datasym *ds, size_t i, struct datasym_hit *out)
+{
+	const struct dsym *s;
+	bool tls = false;
+
+	if (!ds || !out)
+		return -EINVAL;
+	if (i < ds->nplain) {
+		s = &ds->plain[i];
+	} else if (i - ds->nplain < ds->ntls) {
+		s = &ds->tls[i - ds->nplain];
+		tls = true;
+	} else {
+		return -ENOENT;
+	}
+	*out = (struct datasym_hit){
+		.name = ds->names + s->name, .section = section_names[s->sec], .start = s->start,
+		.size = s->size, .tls = tls, .local = s->local,
+	};
+	return 0;
+}
+
 static bool covers(const struct dsym *s, uint64_t a)
 {
 	return a >= s->start && (s->size ? a - s->start < s->size : a == s->start);

@@ -28,6 +28,9 @@ int datasym_open_mem(struct datasym **out, const void *buf, size_t len);
 void datasym_close(struct datasym *ds);
 size_t datasym_count(const struct datasym *ds);
 size_t datasym_bytes(const struct datasym *ds);
+/* The i-th symbol, i < datasym_count(): plain ones by address, then TLS ones (for
+ * readers that list every symbol, e.g. the never-sampled ones). -ENOENT past the end. */
+int datasym_at(const struct datasym *ds, size_t i, struct datasym_hit *out);
 
 /* Symbol covering link-time vaddr a ([start, start + size); a size-0 symbol covers only
  * its own address). -ENOENT if none. */

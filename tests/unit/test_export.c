@@ -398,7 +398,11 @@ static void test_cmd_export(void **state)
 				    "kg", NULL), 2);
 	assert_int_equal(run_export("folded", "--db", f->db, "--binary", "abcd01", "extra", NULL), 2);
 	assert_int_equal(run_export("memprof-raw", "--db", f->db, "--binary", "abcd01", NULL), 1);
-	assert_int_equal(run_export("symbol-order", "--db", f->db, "--binary", "abcd01", NULL), 1);
+	/* The linker exports (linker_script_gen/): bad options are usage errors. */
+	assert_int_equal(run_export("symbol-order", "--db", f->db, "--binary", "abcd01",
+				    "--hot-share", "2", NULL), 2);
+	assert_int_equal(run_export("ld-script", "--db", f->db, "--binary", "abcd01",
+				    "--cold-min-samples", "-1", NULL), 2);
 	snprintf(out, sizeof(out), "%s/none.html", f->dir);
 	assert_int_equal(run_export("html", "--db", f->db, "--binary", "nosuchid", "-o", out,
 				    NULL), 1);
