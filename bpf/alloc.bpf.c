@@ -15,6 +15,10 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* Set by the daemon before load: report every exec (EV_NEWEXEC), not only targets'.
+ * `memprofd record` leaves it false. */
+const volatile bool watch_all_exec = false;
+
 struct tstate {
 	unsigned long long depth;
 	unsigned long long kind;
@@ -369,8 +373,21 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	u32 tgid = BPF_CORE_READ(p, tgid);
 	struct ev_exec *e;
 
-	if (!is_target(tgid))
+	if (!is_target(tgid)) {
+		if (watch_all_exec) {
+			struct ev_newexec *n = bpf_ringbuf_reserve(&events, sizeof(*n), 0);
+			if (!n) {
+				count(CNT_DROP_RINGBUF);
+				return 0;
+			}
+			n->h.type = EV_NEWEXEC;
+			n->h.tgid = tgid;
+			n->h.start_ns = BPF_CORE_READ(p, group_leader, start_time);
+			/* Wake the daemon: the new process runs unprofiled until it is added. */
+			bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
+		}
 		return 0;
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(CNT_DROP_RINGBUF);

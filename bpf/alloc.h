@@ -30,6 +30,7 @@ enum ev_type {
 	EV_FORK,            /* a traced process forked a new process */
 	EV_EXEC,            /* a traced process exec'd */
 	EV_EXIT,            /* the last thread of a traced process exited */
+	EV_NEWEXEC,         /* any other process exec'd (only with watch_all_exec) */
 };
 
 /* Drop and diagnostic counters, a per-CPU array indexed by this enum. */
@@ -92,6 +93,12 @@ struct ev_exec {
 	unsigned int cpu;
 	unsigned int pad;
 	char filename[ALLOC_EXEC_NAME];
+};
+
+/* A process that is not a target exec'd: the daemon checks its rules at once instead of
+ * at the next /proc rescan. Header only: the daemon reads the rest from /proc. */
+struct ev_newexec {
+	struct ev_hdr h;
 };
 
 struct ev_exit {

@@ -1,6 +1,7 @@
 /* The aggregation table behind every flush: MemProf MIB semantics come from store/mib.c;
  * this file only keys entries and tracks which ones a flush still owes the store. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include "daemon/aggregate.h"
 
@@ -98,6 +99,72 @@ void agg_evict(struct aggtab *t, int64_t before)
 		free(v[i]);
 	}
 	free(v);
+}
+
+/* Collect first: removal reorders probe runs under the iteration. */
+static size_t remove_where(struct aggtab *t, bool (*pick)(const struct agg *a, const void *arg),
+			   const void *arg, uint64_t *objects)
+{
+	size_t n = 0;
+	struct agg **v = malloc(t->map.n * sizeof(*v) + 1);
+
+	if (!v)
+		return 0;
+	hmap_foreach(&t->map, i) {
+		struct agg *a = t->map.vals[i];
+		if (pick(a, arg))
+			v[n++] = a;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct aggkey k = { v[i]->stack, v[i]->proc, v[i]->bucket };
+		if (v[i]->dirty)
+			t->ndirty--;
+		if (objects)
+			*objects += v[i]->mib.alloc_count;
+		hmap_remove(&t->map, key_hash(&k), v[i]);
+		free(v[i]);
+	}
+	free(v);
+	return n;
+}
+
+static bool in_bucket(const struct agg *a, const void *arg)
+{
+	return a->bucket == *(const int64_t *)arg;
+}
+
+size_t agg_drop_oldest(struct aggtab *t, uint64_t *objects)
+{
+	int64_t oldest = INT64_MAX;
+
+	hmap_foreach(&t->map, i) {
+		const struct agg *a = t->map.vals[i];
+		if (a->bucket < oldest)
+			oldest = a->bucket;
+	}
+	if (oldest == INT64_MAX)
+		return 0;
+	if (oldest + AGG_BUCKET_SECONDS > t->watermark)
+		t->watermark = oldest + AGG_BUCKET_SECONDS;
+	return remove_where(t, in_bucket, &oldest, objects);
+}
+
+static bool clean_and_gone(const struct agg *a, const void *arg)
+{
+	bool (*gone)(const struct proc *) = *(bool (*const *)(const struct proc *))arg;
+
+	return !a->dirty && gone(a->proc);
+}
+
+size_t agg_forget(struct aggtab *t, bool (*gone)(const struct proc *p))
+{
+	return remove_where(t, clean_and_gone, &gone, NULL);
+}
+
+size_t agg_bytes(const struct aggtab *t)
+{
+	/* Slots per entry: at most 4/3 at full load, twice that just after growing. */
+	return t->map.n * (sizeof(struct agg) + 2 * (sizeof(uint64_t) + sizeof(void *)));
 }
 
 size_t agg_count(const struct aggtab *t)

@@ -49,4 +49,12 @@ void agg_mark_clean(struct aggtab *t);
  * buckets under `before`. */
 void agg_evict(struct aggtab *t, int64_t before);
 size_t agg_count(const struct aggtab *t);
+/* Heap bytes the table's entries take, with their share of hash slots. */
+size_t agg_bytes(const struct aggtab *t);
+/* Drops every entry, dirty or not, of the oldest bucket held, and raises the watermark
+ * past it (a late object must not re-create a partial entry). Returns entries dropped;
+ * *objects gets the objects they held. 0 when the table is empty. */
+size_t agg_drop_oldest(struct aggtab *t, uint64_t *objects);
+/* Frees the clean entries whose process gone() says is gone for good. Returns how many. */
+size_t agg_forget(struct aggtab *t, bool (*gone)(const struct proc *p));
 void agg_free(struct aggtab *t);

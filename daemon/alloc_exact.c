@@ -170,6 +170,7 @@ int exact_open(struct recorder *r)
 		bpf_program__set_expected_attach_type(r->skel->progs.alloc_ret, BPF_TRACE_UPROBE_MULTI_);
 		bpf_program__set_expected_attach_type(r->skel->progs.free_entry, BPF_TRACE_UPROBE_MULTI_);
 	}
+	r->skel->rodata->watch_all_exec = r->watch_all_exec;
 	err = alloc_bpf__load(r->skel);
 	if (err)
 		return log_error_errno(err, "record: loading BPF programs: %s%s", strerror(-err),
@@ -251,6 +252,34 @@ int exact_add_target(struct recorder *r, uint32_t pid)
 	return 0;
 }
 
+int exact_remove_target(struct recorder *r, uint32_t pid)
+{
+	if (bpf_map_delete_elem(bpf_map__fd(r->skel->maps.targets), &pid) && errno != ENOENT)
+		return log_error_errno(-errno, "daemon: removing target %u: %s", pid, strerror(errno));
+	return 0;
+}
+
+bool exact_is_target(struct recorder *r, uint32_t pid)
+{
+	uint64_t v;
+
+	return bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.targets), &pid, &v) == 0;
+}
+
+size_t exact_count_targets(struct recorder *r)
+{
+	int fd = bpf_map__fd(r->skel->maps.targets);
+	uint32_t k, next;
+	size_t n = 0;
+
+	for (int e = bpf_map_get_next_key(fd, NULL, &next); e == 0;
+	     e = bpf_map_get_next_key(fd, &k, &next)) {
+		k = next;
+		n++;
+	}
+	return n;
+}
+
 void recorder_add_mib(struct recorder *r, struct proc *p, struct istack *s, uint64_t dead_ns,
 		      const struct mib *m)
 {
@@ -303,6 +332,8 @@ static int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	events_common(r, data, len, reap_cb);
+	if (r->lifecycle && h->type >= EV_FORK && h->type <= EV_NEWEXEC)
+		r->lifecycle(r->lifecycle_arg, h->type, h->tgid, h->start_ns);
 	return 0;
 }
 

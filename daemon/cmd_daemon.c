@@ -157,7 +157,36 @@ static int attach_process_binaries(struct daemon *d, pid_t pid)
 	return 0;
 }
 
-static void consider_pid(struct daemon *d, pid_t pid)
+/* Whether pid still is the process that started at start_ns (monotonic): /proc's start
+ * time is in clock ticks of CLOCK_BOOTTIME. */
+static bool same_process(pid_t pid, uint64_t start_ns)
+{
+	char path[64], buf[1024];
+	struct timespec bt, mt;
+	unsigned long long ticks;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
+	/* Fields after comm: state is 3rd, starttime 22nd. */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &ticks) != 1)
+		return false;
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	long hz = sysconf(_SC_CLK_TCK);
+	int64_t off = (bt.tv_sec - mt.tv_sec) * 1000000000LL + (bt.tv_nsec - mt.tv_nsec);
+	int64_t want = ((int64_t)start_ns + off) / (1000000000LL / (hz > 0 ? hz : 100));
+	return (int64_t)ticks >= want - 1 && (int64_t)ticks <= want + 1;
+}
+
+/* start_ns: the process instance an exec event named (0: found by a rescan). */
+static void consider_pid(struct daemon *d, pid_t pid, uint64_t start_ns)
 {
 	struct proc_identity id;
 	char exe[64];
@@ -171,14 +200,43 @@ static void consider_pid(struct daemon *d, pid_t pid)
 
 	if (m.verdict != RULE_TARGET)
 		return;
-	if (d->ntargets >= d->cfg.max_processes) {
+	bool known = exact_is_target(&d->r, (uint32_t)pid);
+	if (!known && d->ntargets >= d->cfg.max_processes) {
 		d->skipped_full++;
 		return;
 	}
-	if (attach_process_binaries(d, pid) < 0)
+	if (attach_process_binaries(d, pid) < 0 || known)
 		return;
-	if (exact_add_target(&d->r, (uint32_t)pid) == 0)
+	if (exact_add_target(&d->r, (uint32_t)pid))
+		return;
+	/* Added after its exit (no exit event will remove it) or to a successor of the
+	 * PID: take it back, or a later process with this PID would be traced. */
+	if (start_ns && !same_process(pid, start_ns)) {
+		exact_remove_target(&d->r, (uint32_t)pid);
+		return;
+	}
+	d->ntargets++;
+}
+
+/* Ring-buffer lifecycle records, after the recorder handled them: new processes are
+ * checked against the rules at once; forks of targets were added in the kernel. */
+static void on_lifecycle(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns)
+{
+	struct daemon *d = arg;
+
+	switch (type) {
+	case EV_NEWEXEC:
+	case EV_EXEC:     /* a target's new image may bring allocator binaries to probe */
+		consider_pid(d, (pid_t)tgid, start_ns);
+		break;
+	case EV_FORK:
 		d->ntargets++;
+		break;
+	case EV_EXIT:
+		if (d->ntargets)
+			d->ntargets--;
+		break;
+	}
 }
 
 /* Walks /proc. Already traced processes are skipped by the BPF targets map's own
@@ -196,9 +254,10 @@ static void rescan(struct daemon *d)
 
 		if (*end || pid <= 0)
 			continue;
-		consider_pid(d, (pid_t)pid);
+		consider_pid(d, (pid_t)pid, 0);
 	}
 	closedir(dir);
+	d->ntargets = exact_count_targets(&d->r);   /* what lost lifecycle records skewed */
 }
 
 /* ---- periodic jobs ---- */
@@ -214,8 +273,13 @@ static void governor_job(struct daemon *d, int64_t now)
 	d->gov_at = now;
 	/* Exact mode has no rate to lower: the governor still measures and reports. A
 	 * sampled recorder applies governor_scale(&d->gov, d->gov_alloc) here. */
-	notify_status("%zu processes, %llu events, %s", d->ntargets,
-		      (unsigned long long)d->r.events, d->gov.last);
+	if (d->r.mem_dropped_aggs)
+		notify_status("%zu processes, %llu events, %s; %llu aggregates dropped over "
+			      "memory_limit", d->ntargets, (unsigned long long)d->r.events,
+			      d->gov.last, (unsigned long long)d->r.mem_dropped_aggs);
+	else
+		notify_status("%zu processes, %llu events, %s", d->ntargets,
+			      (unsigned long long)d->r.events, d->gov.last);
 }
 
 static void maintenance_job(struct daemon *d)
@@ -321,6 +385,9 @@ static int run(struct daemon *d)
 	err = store_open(&d->r.store, d->cfg.db, STORE_RDWR, errbuf, sizeof(errbuf));
 	if (err)
 		return log_error_errno(1, "daemon: %s", errbuf);
+	d->r.watch_all_exec = true;
+	d->r.lifecycle = on_lifecycle;
+	d->r.lifecycle_arg = d;
 	if (exact_open(&d->r) < 0)
 		return 1;
 	snprintf(settings, sizeof(settings),
@@ -382,7 +449,11 @@ static int run(struct daemon *d)
 			break;
 		now = mono_ms();
 		if (now >= d->next_flush) {
-			recorder_flush(&d->r, "running");   /* failures retry; logged once */
+			/* Failures retry, logged once; meanwhile memory stays within the limit. */
+			if (recorder_flush(&d->r, "running") == 0)
+				recorder_forget_exited(&d->r);
+			else
+				recorder_bound_memory(&d->r, d->cfg.memory_limit_bytes);
 			d->next_flush = now + (int64_t)d->cfg.flush_interval_ms;
 		}
 		if (now >= d->next_gov) {

@@ -226,6 +226,14 @@ int bin_function(struct proctab *t, const char *build_id, uint64_t offset,
 	return 0;
 }
 
+void proc_forget(struct proctab *t, struct proc *p)
+{
+	hmap_remove(&t->procs, proc_hash(p->pid, p->start_ns), p);
+	hmap_free(&p->stacks);
+	maps_free(&p->maps);
+	free(p);
+}
+
 void proctab_free(struct proctab *t)
 {
 	hmap_foreach(&t->procs, i) {

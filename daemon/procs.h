@@ -22,6 +22,7 @@ struct proc {
 	struct hmap stacks;        /* BPF stack key -> struct istack * */
 	struct maps maps;          /* /proc/PID/maps, loaded on demand */
 	bool maps_loaded;
+	bool forget;               /* recorder_forget_exited's scratch mark */
 };
 
 struct binary {
@@ -43,6 +44,8 @@ struct proc *proc_find(struct proctab *t, uint32_t tgid, uint64_t start_ns);
 /* Finds or creates; a new process takes exe/comm from /proc if it is still alive. */
 struct proc *proc_get(struct proctab *t, uint32_t tgid, uint64_t start_ns);
 void proc_set_exe(struct proctab *t, struct proc *p, const char *path);
+/* Removes p from the table and frees it; no aggregate may still point at it. */
+void proc_forget(struct proctab *t, struct proc *p);
 void proctab_free(struct proctab *t);
 
 /* Registers the file at path (reads its build-id); returns the binary or NULL. */

@@ -2,6 +2,7 @@
  * flush is rolled back and retried at the next interval with everything still dirty, so
  * a locked DB or a full disk delays data but never loses or half-writes it. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "daemon/log.h"
@@ -189,7 +190,12 @@ int recorder_flush(struct recorder *r, const char *status)
 	}
 	if (r->flush_error_logged)
 		log_warn("flush: store writable again");
+	if (r->mem_drop_logged)
+		log_warn("flush: %llu aggregates (%llu objects) were dropped over the memory limit "
+			  "while the store was unwritable", (unsigned long long)r->mem_dropped_aggs,
+			  (unsigned long long)r->mem_dropped_objects);
 	r->flush_error_logged = false;
+	r->mem_drop_logged = false;
 	agg_mark_clean(&r->aggs);
 	hmap_foreach(&r->procs.procs, i) {
 		struct proc *p = r->procs.procs.vals[i];
@@ -200,4 +206,63 @@ int recorder_flush(struct recorder *r, const char *status)
 	 * still be in the ring buffer. */
 	agg_evict(&r->aggs, agg_bucket_of(now_real_ns()) - AGG_BUCKET_SECONDS);
 	return 0;
+}
+
+static bool proc_gone(const struct proc *p)
+{
+	return p->forget;
+}
+
+size_t recorder_forget_exited(struct recorder *r)
+{
+	size_t n = 0;
+	struct proc **v;
+
+	/* Attribution holds objects by (pid, start) that still come to recorder_add_mib. */
+	if (r->attrib || !r->procs.procs.n)
+		return 0;
+	hmap_foreach(&r->procs.procs, i) {
+		struct proc *p = r->procs.procs.vals[i];
+		p->forget = p->exited && p->exit_written;
+	}
+	/* An aggregate the store does not hold yet keeps its process. */
+	hmap_foreach(&r->aggs.map, i) {
+		struct agg *a = r->aggs.map.vals[i];
+		if (a->dirty)
+			a->proc->forget = false;
+	}
+	agg_forget(&r->aggs, proc_gone);
+	v = malloc(r->procs.procs.n * sizeof(*v));
+	if (!v)
+		return 0;
+	hmap_foreach(&r->procs.procs, i) {
+		struct proc *p = r->procs.procs.vals[i];
+		if (p->forget)
+			v[n++] = p;
+	}
+	for (size_t i = 0; i < n; i++) {
+		store_forget_process(r->store, (int32_t)v[i]->pid, v[i]->start_ns);
+		proc_forget(&r->procs, v[i]);
+	}
+	free(v);
+	r->procs_forgotten += n;
+	return n;
+}
+
+void recorder_bound_memory(struct recorder *r, uint64_t limit)
+{
+	while (agg_bytes(&r->aggs) > limit && agg_count(&r->aggs)) {
+		uint64_t objs = 0;
+		size_t n = agg_drop_oldest(&r->aggs, &objs);
+
+		if (!n)
+			break;
+		r->mem_dropped_aggs += n;
+		r->mem_dropped_objects += objs;
+		if (!r->mem_drop_logged)
+			log_error("flush: aggregates outgrew the memory limit (%llu bytes) while the "
+				  "store is unwritable: dropping the oldest bucket's (counted)",
+				  (unsigned long long)limit);
+		r->mem_drop_logged = true;
+	}
 }

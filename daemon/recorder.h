@@ -43,6 +43,16 @@ struct recorder {
 	struct src_soft *soft;
 	struct attrib *attrib;
 	struct sampled *sampled;         /* --alloc sampled: its state (alloc_sampled.c), else NULL */
+	/* The daemon's view of the process lifecycle (NULL in record mode): called after
+	 * EV_FORK, EV_EXEC and EV_EXIT are handled, and for EV_NEWEXEC. */
+	bool watch_all_exec;             /* set before exact_open: BPF reports every exec */
+	void (*lifecycle)(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns);
+	void *lifecycle_arg;
+	/* Aggregates dropped, oldest bucket first, while the store was unwritable and they
+	 * outgrew the memory limit (recorder_bound_memory). */
+	uint64_t mem_dropped_aggs, mem_dropped_objects;
+	bool mem_drop_logged;
+	uint64_t procs_forgotten;        /* exited processes freed by recorder_forget_exited */
 };
 
 int exact_open(struct recorder *r);
@@ -50,6 +60,12 @@ int exact_open(struct recorder *r);
  * number of functions attached (0 if it defines none) or -errno. */
 int exact_attach_binary(struct recorder *r, const char *path);
 int exact_add_target(struct recorder *r, uint32_t pid);
+/* 0 also when pid was no target. */
+int exact_remove_target(struct recorder *r, uint32_t pid);
+/* Whether pid is in the BPF targets map. */
+bool exact_is_target(struct recorder *r, uint32_t pid);
+/* Number of entries in the BPF targets map (walks it: for periodic use). */
+size_t exact_count_targets(struct recorder *r);
 int exact_poll(struct recorder *r, int timeout_ms);
 /* Counts allocations made before ts (monotonic ns) and still live as dying at ts: of
  * process (tgid, start), or of every process when tgid == 0. */
@@ -58,6 +74,13 @@ void exact_counters(struct recorder *r, uint64_t out[CNT_MAX]);
 void exact_close(struct recorder *r);
 
 int recorder_flush(struct recorder *r, const char *status);
+/* Frees exited processes whose exit is committed and whose aggregates are all written
+ * (those are freed too: nothing can add to them any more). After a successful flush;
+ * a no-op while access attribution may still hold objects. Returns processes freed. */
+size_t recorder_forget_exited(struct recorder *r);
+/* While aggregates take more than limit bytes, drops the oldest bucket's (counted in
+ * mem_dropped_*, logged once per unwritable spell). For when flushes keep failing. */
+void recorder_bound_memory(struct recorder *r, uint64_t limit);
 /* Folds one object's MIB into its context's aggregate (bucket from dead_ns, monotonic). */
 void recorder_add_mib(struct recorder *r, struct proc *p, struct istack *s, uint64_t dead_ns,
 		      const struct mib *m);

@@ -112,8 +112,10 @@ static const char *const copy_sql2[] = {
 #define SRC_COL(f, agg) ", m." #f
 /* Rows never collide: every process is new in the output. */
 static const char copy_mib_sql[] =
-	"INSERT INTO main.mib(context_id, process_id, bucket_start" STORE__MIB_FIELDS(COL) ")"
-	" SELECT mc.dst, mp.dst, m.bucket_start" STORE__MIB_FIELDS(SRC_COL)
+	"INSERT INTO main.mib(context_id, process_id, run_id, bucket_start" STORE__MIB_FIELDS(COL) ")"
+	" SELECT mc.dst, mp.dst,"
+	" coalesce((SELECT mr.dst FROM temp.map_run mr WHERE mr.src = m.run_id), 0),"
+	" m.bucket_start" STORE__MIB_FIELDS(SRC_COL)
 	" FROM src.mib m JOIN temp.map_ctx mc ON mc.src = m.context_id"
 	" JOIN temp.map_proc mp ON mp.src = m.process_id";
 

@@ -12,6 +12,57 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The MIB value columns, as every version of the mib table has them. */
+#define MIB_VALUE_COLUMNS \
+	"  alloc_count INTEGER NOT NULL," \
+	"  total_size INTEGER NOT NULL, min_size INTEGER NOT NULL, max_size INTEGER NOT NULL," \
+	"  total_lifetime_ns INTEGER NOT NULL, min_lifetime_ns INTEGER NOT NULL," \
+	"  max_lifetime_ns INTEGER NOT NULL," \
+	"  alloc_ts_ns INTEGER NOT NULL, dealloc_ts_ns INTEGER NOT NULL," \
+	"  alloc_cpu INTEGER NOT NULL, dealloc_cpu INTEGER NOT NULL," \
+	"  num_migrated_cpu INTEGER NOT NULL, num_lifetime_overlaps INTEGER NOT NULL," \
+	"  num_same_alloc_cpu INTEGER NOT NULL, num_same_dealloc_cpu INTEGER NOT NULL," \
+	"  access_samples INTEGER NOT NULL, total_access_count INTEGER NOT NULL," \
+	"  min_access_count INTEGER NOT NULL, max_access_count INTEGER NOT NULL," \
+
+/* ctx_totals upkeep (v2), re-created when v5 rebuilds the mib table. */
+#define MIB_TOTALS_TRIGGERS \
+	"CREATE TRIGGER mib_totals_ins AFTER INSERT ON mib WHEN new.alloc_count > 0 BEGIN" \
+	"  INSERT INTO ctx_totals SELECT new.context_id, c.binary_id, 1, new.alloc_count," \
+	"    new.total_size, new.total_lifetime_ns, new.total_access_count" \
+	"    FROM contexts c WHERE c.id = new.context_id" \
+	"  ON CONFLICT(context_id) DO UPDATE SET rows = rows + 1," \
+	"    alloc_count = alloc_count + excluded.alloc_count," \
+	"    total_size = total_size + excluded.total_size," \
+	"    total_lifetime_ns = total_lifetime_ns + excluded.total_lifetime_ns," \
+	"    total_access_count = total_access_count + excluded.total_access_count;" \
+	"END;" \
+	"CREATE TRIGGER mib_totals_del AFTER DELETE ON mib WHEN old.alloc_count > 0 BEGIN" \
+	"  UPDATE ctx_totals SET rows = rows - 1, alloc_count = alloc_count - old.alloc_count," \
+	"    total_size = total_size - old.total_size," \
+	"    total_lifetime_ns = total_lifetime_ns - old.total_lifetime_ns," \
+	"    total_access_count = total_access_count - old.total_access_count" \
+	"    WHERE context_id = old.context_id;" \
+	"END;" \
+	"CREATE TRIGGER mib_totals_upd AFTER UPDATE ON mib BEGIN" \
+	"  UPDATE ctx_totals SET rows = rows - 1, alloc_count = alloc_count - old.alloc_count," \
+	"    total_size = total_size - old.total_size," \
+	"    total_lifetime_ns = total_lifetime_ns - old.total_lifetime_ns," \
+	"    total_access_count = total_access_count - old.total_access_count" \
+	"    WHERE context_id = old.context_id AND old.alloc_count > 0;" \
+	"  INSERT INTO ctx_totals SELECT new.context_id, c.binary_id, 1, new.alloc_count," \
+	"    new.total_size, new.total_lifetime_ns, new.total_access_count" \
+	"    FROM contexts c WHERE c.id = new.context_id AND new.alloc_count > 0" \
+	"  ON CONFLICT(context_id) DO UPDATE SET rows = rows + 1," \
+	"    alloc_count = alloc_count + excluded.alloc_count," \
+	"    total_size = total_size + excluded.total_size," \
+	"    total_lifetime_ns = total_lifetime_ns + excluded.total_lifetime_ns," \
+	"    total_access_count = total_access_count + excluded.total_access_count;" \
+	"END;" \
+
+#define V5_COL(f, agg) ", " #f
+#define V5_SRC(f, agg) ", m." #f
+
 static const char *const migrations[] = {
 	/* 0 -> 1: initial schema. */
 	"CREATE TABLE runs ("
@@ -77,16 +128,7 @@ static const char *const migrations[] = {
 	"  context_id INTEGER NOT NULL REFERENCES contexts(id),"
 	"  process_id INTEGER NOT NULL REFERENCES processes(id),"
 	"  bucket_start INTEGER NOT NULL,"       /* CLOCK_REALTIME ns */
-	"  alloc_count INTEGER NOT NULL,"
-	"  total_size INTEGER NOT NULL, min_size INTEGER NOT NULL, max_size INTEGER NOT NULL,"
-	"  total_lifetime_ns INTEGER NOT NULL, min_lifetime_ns INTEGER NOT NULL,"
-	"  max_lifetime_ns INTEGER NOT NULL,"
-	"  alloc_ts_ns INTEGER NOT NULL, dealloc_ts_ns INTEGER NOT NULL,"
-	"  alloc_cpu INTEGER NOT NULL, dealloc_cpu INTEGER NOT NULL,"
-	"  num_migrated_cpu INTEGER NOT NULL, num_lifetime_overlaps INTEGER NOT NULL,"
-	"  num_same_alloc_cpu INTEGER NOT NULL, num_same_dealloc_cpu INTEGER NOT NULL,"
-	"  access_samples INTEGER NOT NULL, total_access_count INTEGER NOT NULL,"
-	"  min_access_count INTEGER NOT NULL, max_access_count INTEGER NOT NULL,"
+	MIB_VALUE_COLUMNS
 	"  PRIMARY KEY (context_id, process_id, bucket_start)) WITHOUT ROWID;"
 	"CREATE INDEX mib_process ON mib(process_id);"
 	"CREATE INDEX mib_bucket ON mib(bucket_start);",
@@ -108,38 +150,7 @@ static const char *const migrations[] = {
 	"CREATE INDEX ctx_totals_accesses ON ctx_totals(total_access_count DESC, context_id);"
 	"CREATE INDEX ctx_totals_density ON ctx_totals(" STORE__TOTALS_DENSITY " DESC, context_id);"
 	"CREATE INDEX ctx_totals_binary ON ctx_totals(binary_id, total_size DESC, context_id);"
-	"CREATE TRIGGER mib_totals_ins AFTER INSERT ON mib WHEN new.alloc_count > 0 BEGIN"
-	"  INSERT INTO ctx_totals SELECT new.context_id, c.binary_id, 1, new.alloc_count,"
-	"    new.total_size, new.total_lifetime_ns, new.total_access_count"
-	"    FROM contexts c WHERE c.id = new.context_id"
-	"  ON CONFLICT(context_id) DO UPDATE SET rows = rows + 1,"
-	"    alloc_count = alloc_count + excluded.alloc_count,"
-	"    total_size = total_size + excluded.total_size,"
-	"    total_lifetime_ns = total_lifetime_ns + excluded.total_lifetime_ns,"
-	"    total_access_count = total_access_count + excluded.total_access_count;"
-	"END;"
-	"CREATE TRIGGER mib_totals_del AFTER DELETE ON mib WHEN old.alloc_count > 0 BEGIN"
-	"  UPDATE ctx_totals SET rows = rows - 1, alloc_count = alloc_count - old.alloc_count,"
-	"    total_size = total_size - old.total_size,"
-	"    total_lifetime_ns = total_lifetime_ns - old.total_lifetime_ns,"
-	"    total_access_count = total_access_count - old.total_access_count"
-	"    WHERE context_id = old.context_id;"
-	"END;"
-	"CREATE TRIGGER mib_totals_upd AFTER UPDATE ON mib BEGIN"
-	"  UPDATE ctx_totals SET rows = rows - 1, alloc_count = alloc_count - old.alloc_count,"
-	"    total_size = total_size - old.total_size,"
-	"    total_lifetime_ns = total_lifetime_ns - old.total_lifetime_ns,"
-	"    total_access_count = total_access_count - old.total_access_count"
-	"    WHERE context_id = old.context_id AND old.alloc_count > 0;"
-	"  INSERT INTO ctx_totals SELECT new.context_id, c.binary_id, 1, new.alloc_count,"
-	"    new.total_size, new.total_lifetime_ns, new.total_access_count"
-	"    FROM contexts c WHERE c.id = new.context_id AND new.alloc_count > 0"
-	"  ON CONFLICT(context_id) DO UPDATE SET rows = rows + 1,"
-	"    alloc_count = alloc_count + excluded.alloc_count,"
-	"    total_size = total_size + excluded.total_size,"
-	"    total_lifetime_ns = total_lifetime_ns + excluded.total_lifetime_ns,"
-	"    total_access_count = total_access_count + excluded.total_access_count;"
-	"END;",
+	MIB_TOTALS_TRIGGERS,
 	/* 2 -> 3: source lines of each frame, its inline chain leaf first (depth 0 is the
 	 * innermost inlined function; the last depth is the function the address is in). */
 	"CREATE TABLE frame_lines ("
@@ -173,6 +184,24 @@ static const char *const migrations[] = {
 	"  class TEXT NOT NULL,"
 	"  samples INTEGER NOT NULL, est_accesses INTEGER NOT NULL,"
 	"  PRIMARY KEY (run_id, class)) WITHOUT ROWID;",
+	/* 4 -> 5: the run is part of a MIB row's key. A recorder writes each row's running
+	 * value; without the run, a second recording of the same process (record --pid
+	 * twice, a daemon restart) in the same bucket overwrote the first one's row. */
+	"CREATE TABLE mib_v5 ("
+	"  context_id INTEGER NOT NULL REFERENCES contexts(id),"
+	"  process_id INTEGER NOT NULL REFERENCES processes(id),"
+	"  run_id INTEGER NOT NULL DEFAULT 0,"   /* 0: rows of older schemas, or merged */
+	"  bucket_start INTEGER NOT NULL,"
+	MIB_VALUE_COLUMNS
+	"  PRIMARY KEY (context_id, process_id, run_id, bucket_start)) WITHOUT ROWID;"
+	"INSERT INTO mib_v5(context_id, process_id, run_id, bucket_start" STORE__MIB_FIELDS(V5_COL) ")"
+	"  SELECT m.context_id, m.process_id, coalesce(p.run_id, 0), m.bucket_start"
+	STORE__MIB_FIELDS(V5_SRC) " FROM mib m JOIN processes p ON p.id = m.process_id;"
+	"DROP TABLE mib;"
+	"ALTER TABLE mib_v5 RENAME TO mib;"
+	"CREATE INDEX mib_process ON mib(process_id);"
+	"CREATE INDEX mib_bucket ON mib(bucket_start);"
+	MIB_TOTALS_TRIGGERS,
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

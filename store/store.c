@@ -183,9 +183,9 @@ static const char *const write_sql[ST__COUNT] = {
 	[ST_PROC_EXIT] = "UPDATE processes SET exit_ns = ?2 WHERE id = ?1",
 	/* DO UPDATE rewrites every mib column. alloc_count is named twice: SQLite keeps
 	 * the rightmost assignment, and it spares a no-op write of a key column. */
-	[ST_MIB_PUT] = "INSERT INTO mib(context_id, process_id, bucket_start"
-		STORE__MIB_FIELDS(MIB_COL) ") VALUES (?, ?, ?" STORE__MIB_FIELDS(MIB_QMARK) ") "
-		"ON CONFLICT(context_id, process_id, bucket_start) DO UPDATE SET "
+	[ST_MIB_PUT] = "INSERT INTO mib(context_id, process_id, run_id, bucket_start"
+		STORE__MIB_FIELDS(MIB_COL) ") VALUES (?, ?, ?, ?" STORE__MIB_FIELDS(MIB_QMARK) ") "
+		"ON CONFLICT(context_id, process_id, run_id, bucket_start) DO UPDATE SET "
 		"alloc_count = excluded.alloc_count" STORE__MIB_FIELDS(MIB_SET),
 	[ST_RUN_INS] = "INSERT INTO runs(command, alloc_mode, access_mode, settings, started_ns) "
 		"VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -771,6 +771,7 @@ int store_put_mib(struct store *s, const struct store_proc *p, uint64_t stack_ha
 
 	sqlite3_bind_int64(st, col++, ctx);
 	sqlite3_bind_int64(st, col++, proc);
+	sqlite3_bind_int64(st, col++, p->run_id);   /* each recording owns its rows */
 	sqlite3_bind_int64(st, col++, bucket_start);
 #define MIB_BIND(f, agg) sqlite3_bind_int64(st, col++, (int64_t)m->f);
 	STORE__MIB_FIELDS(MIB_BIND)
@@ -895,6 +896,24 @@ int store_run_access(struct store *s, int64_t run_id, const char *source, const 
 		return store__error(s, -ENOENT, "recording the access source: no run %lld",
 				    (long long)run_id);
 	return r;
+}
+
+int store_forget_process(struct store *s, int32_t pid, uint64_t start_ns)
+{
+	int64_t key[2] = { pid, (int64_t)start_ns };
+	uint64_t h = hash_bytes(key, sizeof(key));
+	struct idnode *n = idmap_find(&s->procs, key, sizeof(key), h), **pp;
+
+	if (!n)
+		return 0;
+	if (s->in_txn)
+		return store__error(s, -EBUSY, "forgetting a process inside a transaction");
+	for (pp = &s->procs.b[h & (s->procs.nb - 1)]; *pp != n; pp = &(*pp)->next)
+		;
+	*pp = n->next;
+	free(n);
+	s->procs.n--;
+	return 0;
 }
 
 /* For store/retention.c: after rows were deleted, forget every cached id so that no

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -105,6 +105,9 @@ int store_put_mib(struct store *s, const struct store_proc *p, uint64_t stack_ha
 
 /* Marks a process as exited (exit time in CLOCK_REALTIME ns). */
 int store_proc_exit(struct store *s, const struct store_proc *p, int64_t exit_ns);
+/* Drops the writer's cached id of a process that will write no more, so a long-running
+ * writer's cache stays as big as its live processes. Between transactions; 0 or -EBUSY. */
+int store_forget_process(struct store *s, int32_t pid, uint64_t start_ns);
 
 /* ---- read side ---- */
 

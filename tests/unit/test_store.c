@@ -262,6 +262,42 @@ static void test_frame_lines_round_trip(void **state)
 	store_close(s);
 }
 
+static int count_rows(const char *db, const char *sql);
+
+/* Schema 5: a second recording of the same process (record --pid twice, a daemon
+ * restart) in the same bucket adds its own row instead of overwriting the first's. */
+static void test_second_run_keeps_first_runs_rows(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_proc p = proc(100, 555, "/usr/bin/app", "aaaa");
+	struct mib m1 = mib_n(1), m2 = mib_n(2);
+	struct store_run run = { .command = "pid 100", .alloc_mode = "exact", .access_mode = "off",
+				 .settings = "{}", .started_ns = 1 };
+	int64_t r1, r2;
+
+	OK(store_begin(s));
+	OK(store_run_begin(s, &run, &r1));
+	p.run_id = r1;
+	OK(store_put_mib(s, &p, 0xa, frames_a, 3, 1000, &m1));
+	OK(store_commit(s));
+	store_close(s);
+	s = open_rw(fx->db);                     /* the recorder restarts */
+	OK(store_begin(s));
+	OK(store_run_begin(s, &run, &r2));
+	p.run_id = r2;
+	OK(store_put_mib(s, &p, 0xa, frames_a, 3, 1000, &m2));
+	OK(store_commit(s));
+
+	struct mib want = m1;
+	mib_combine(&want, &m2);
+	struct got g = query(s, NULL);
+	assert_int_equal(g.n, 1);
+	assert_mib_equal(&g.c[0].row.mib, &want);
+	store_close(s);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM mib"), 2);
+}
+
 static void test_combine_across_processes(void **state)
 {
 	struct fixture *fx = *state;
@@ -1152,9 +1188,9 @@ static void test_migrate_v3(void **state)
 	store_close(s);
 	assert_int_equal(count_rows(fx->db, "PRAGMA user_version"), 3);
 
-	/* A writer migrates it to 4, keeping what was there. */
+	/* A writer migrates it to the current version, keeping what was there. */
 	s = open_rw(fx->db);
-	assert_int_equal(store_schema_version(s), 4);
+	assert_int_equal(store_schema_version(s), STORE_SCHEMA_VERSION);
 	struct store_data d = { "aaaa", "/whatever", "sym", ".data", 0x10, 4, 2, 20 };
 
 	OK(store_begin(s));
@@ -1163,7 +1199,7 @@ static void test_migrate_v3(void **state)
 	OK(store_run_access(s, 1, "soft", "pebs: no PMU"));
 	OK(store_commit(s));
 	store_close(s);
-	assert_int_equal(count_rows(fx->db, "PRAGMA user_version"), 4);
+	assert_int_equal(count_rows(fx->db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
 	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM binaries"), 1);
 	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM runs WHERE command = 'old'"
 				    " AND access_source = 'soft'"), 1);
@@ -1184,6 +1220,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_frame_lines_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_second_run_keeps_first_runs_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_combine_across_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollback_discards_ids, setup, teardown),

@@ -47,8 +47,10 @@ __attribute__((constructor)) NOT_SITE static void sl_ctor(void)
 
 int main(int argc, char **argv)
 {
-	long n = 3, size = 64;
-	const struct ledger_opt opts[] = {{"count", &n}, {"size", &size}};
+	long n = 3, size = 64, delay_ms = 0;
+	/* --delay-ms: sleep before main's allocations, so that a daemon that discovers the
+	 * process at its exec has attached by then. */
+	const struct ledger_opt opts[] = {{"count", &n}, {"size", &size}, {"delay-ms", &delay_ms}};
 	const char *expect = ledger_args(argc, argv, opts, sizeof(opts) / sizeof(opts[0]));
 	struct ledger *l = the_ledger;
 	void *p[64];
@@ -58,6 +60,8 @@ int main(int argc, char **argv)
 	ledger_not_site(l, "main");
 	ledger_not_site(l, "sl_ctor");
 	ledger_context(l, ledger_site(l, F_MAIN, "malloc"), "main");
+	if (delay_ms > 0)
+		nanosleep(&(struct timespec){ delay_ms / 1000, delay_ms % 1000 * 1000000 }, NULL);
 	sl_site(l, p, h, (unsigned)n, (size_t)size);
 	for (long i = 0; i < n; i++) {
 		int64_t fb = ledger_now();
