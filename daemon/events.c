@@ -36,9 +36,11 @@ static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
 		return f;
 	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
-	b = bin_register(&r->procs, m->path, open_path);
+	char path[4096 + 64];
+	proc_file_path(p, m->path, path, sizeof(path));
+	b = bin_register(&r->procs, path, open_path);
 	if (!b)
-		b = bin_register(&r->procs, m->path, m->path);
+		b = bin_register(&r->procs, path, path);
 	if (!b)
 		return f;
 	f.build_id = b->build_id;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "daemon/procs.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/datasym.h"
@@ -93,7 +94,9 @@ void proc_set_exe(struct proctab *t, struct proc *p, const char *path)
 		p->exe = "";
 	/* Open through /proc/PID/exe when alive: right file even if replaced or deleted. */
 	snprintf(open_path, sizeof(open_path), "/proc/%u/exe", p->pid);
-	b = bin_register(t, p->exe, access(open_path, R_OK) == 0 ? open_path : p->exe);
+	char file[PATH_MAX + 64];
+	proc_file_path(p, p->exe, file, sizeof(file));
+	b = bin_register(t, file, access(open_path, R_OK) == 0 ? open_path : file);
 	p->build_id = b ? b->build_id : "";
 	if (!p->comm || !*p->comm) {
 		const char *base = strrchr(p->exe, '/');
@@ -154,10 +157,30 @@ struct binary *bin_register(struct proctab *t, const char *path, const char *ope
 	return b;
 }
 
+void proc_file_path(const struct proc *p, const char *logical, char *out, size_t n)
+{
+	char root[64], ns[64], our_ns[64] = "", their_ns[64] = "";
+	struct stat ours, theirs;
+
+	/* Another mount namespace or root (a container, a chroot): its paths mean files
+	 * under /proc/PID/root. */
+	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
+	snprintf(ns, sizeof(ns), "/proc/%u/ns/mnt", p->pid);
+	ssize_t a = readlink("/proc/self/ns/mnt", our_ns, sizeof(our_ns) - 1);
+	ssize_t b = readlink(ns, their_ns, sizeof(their_ns) - 1);
+	bool other_ns = a > 0 && b > 0 && strcmp(our_ns, their_ns) != 0;
+	bool other_root = stat("/", &ours) == 0 && stat(root, &theirs) == 0 &&
+			  (ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino);
+	if (other_ns || other_root)
+		snprintf(out, n, "%s%s", root, logical);
+	else
+		snprintf(out, n, "%s", logical);
+}
+
 void bin_scan_process(struct proctab *t, struct proc *p)
 {
 	struct maps m = { 0 };
-	char open_path[128];
+	char open_path[128], path[PATH_MAX + 64];
 
 	if (maps_read_pid(&m, p->pid) < 0)
 		return;
@@ -167,8 +190,9 @@ void bin_scan_process(struct proctab *t, struct proc *p)
 			continue;
 		snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
 			 (unsigned long long)e->start, (unsigned long long)e->end);
-		if (!bin_register(t, e->path, open_path))
-			bin_register(t, e->path, e->path);
+		proc_file_path(p, e->path, path, sizeof(path));
+		if (!bin_register(t, path, open_path))
+			bin_register(t, path, path);
 	}
 	maps_free(&m);
 }

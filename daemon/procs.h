@@ -52,6 +52,9 @@ void proctab_free(struct proctab *t);
 struct binary *bin_register(struct proctab *t, const char *path, const char *open_path);
 /* Binary whose build-id, zero padded to 20 bytes, equals raw (as the kernel reports it). */
 struct binary *bin_by_raw(struct proctab *t, const unsigned char raw[20]);
+/* Where we can open a file the process names `logical`: through /proc/PID/root when the
+ * process lives in another mount namespace (a container), else the path itself. */
+void proc_file_path(const struct proc *p, const char *logical, char *out, size_t n);
 /* Registers every file mapped by the live process (via /proc/PID/map_files). */
 void bin_scan_process(struct proctab *t, struct proc *p);
 /* Path to open for the binary with this build-id (hex), or NULL if none is known. */
