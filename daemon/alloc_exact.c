@@ -355,28 +355,12 @@ int exact_poll(struct recorder *r, int timeout_ms)
 int exact_reap(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns, uint32_t cpu)
 {
 	int fd = bpf_map__fd(r->skel->maps.live);
-	struct live_key k, next, *keys = NULL;
-	size_t n = 0, cap = 0;
-	bool first = true;
+	struct live_key *keys;
+	size_t n;
+	int err = events_live_keys(fd, tgid, &keys, &n);
 
-	/* Collect first, delete after: deleting while walking restarts get_next_key. */
-	while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0) {
-		first = false;
-		k = next;
-		if (tgid && next.tgid != tgid)
-			continue;
-		if (n == cap) {
-			size_t c = cap ? cap * 2 : 1024;
-			struct live_key *v = realloc(keys, c * sizeof(*v));
-			if (!v) {
-				free(keys);
-				return -ENOMEM;
-			}
-			keys = v;
-			cap = c;
-		}
-		keys[n++] = next;
-	}
+	if (err)
+		return err;
 	for (size_t i = 0; i < n; i++) {
 		struct live_val v;
 		if (bpf_map_lookup_elem(fd, &keys[i], &v))

@@ -377,27 +377,12 @@ static void add_sample(struct sampled *s, struct proc *p, uint64_t key, uint64_t
 int sampled_reap(struct sampled *s, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns, uint32_t cpu)
 {
 	int fd = bpf_map__fd(s->skel->maps.live);
-	struct live_key k, next, *keys = NULL;
-	size_t n = 0, cap = 0;
-	bool first = true;
+	struct live_key *keys;
+	size_t n;
+	int err = events_live_keys(fd, tgid, &keys, &n);
 
-	while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0) {
-		first = false;
-		k = next;
-		if (tgid && next.tgid != tgid)
-			continue;
-		if (n == cap) {
-			size_t c = cap ? cap * 2 : 1024;
-			struct live_key *v = realloc(keys, c * sizeof(*v));
-			if (!v) {
-				free(keys);
-				return -ENOMEM;
-			}
-			keys = v;
-			cap = c;
-		}
-		keys[n++] = next;
-	}
+	if (err)
+		return err;
 	for (size_t i = 0; i < n; i++) {
 		struct slive_val v;
 		if (bpf_map_lookup_elem(fd, &keys[i], &v))

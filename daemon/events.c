@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include "daemon/events.h"
 
 static void to_hex(const unsigned char *b, size_t n, char *out)
@@ -166,4 +168,33 @@ bool events_common(struct recorder *r, const void *data, size_t len, events_reap
 	}
 	}
 	return false;
+}
+
+int events_live_keys(int fd, uint32_t tgid, struct live_key **out, size_t *nout)
+{
+	struct live_key k, next, *keys = NULL;
+	size_t n = 0, cap = 0;
+	bool first = true;
+
+	/* Collect first, delete after: deleting while walking restarts get_next_key. */
+	while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0) {
+		first = false;
+		k = next;
+		if (tgid && next.tgid != tgid)
+			continue;
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 1024;
+			struct live_key *v = realloc(keys, c * sizeof(*v));
+			if (!v) {
+				free(keys);
+				return -ENOMEM;
+			}
+			keys = v;
+			cap = c;
+		}
+		keys[n++] = next;
+	}
+	*out = keys;
+	*nout = n;
+	return 0;
 }

@@ -11,3 +11,8 @@ typedef void (*events_reap_fn)(struct recorder *r, uint32_t tgid, uint64_t start
 
 /* Handles EV_STACK, EV_FORK, EV_EXEC and EV_EXIT; false for any other record type. */
 bool events_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap);
+
+/* Keys of a live map (struct live_key) of process tgid (0: all), collected before the
+ * caller deletes any: deleting while walking would restart the walk. *out is malloc'd
+ * (NULL when empty). 0 or -ENOMEM. */
+int events_live_keys(int fd, uint32_t tgid, struct live_key **out, size_t *n);
