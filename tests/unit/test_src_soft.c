@@ -136,7 +136,11 @@ static void test_live(void **state)
 		      (unsigned long long)st.code_unavailable, (unsigned long long)st.no_mapping);
 	assert_true(st.nevents_open >= 1);
 	assert_true(st.bpf[SOFTCNT_USER] >= 100);
-	assert_true(st.events == st.bpf[SOFTCNT_USER]);
+	/* Every record sent was read, but for the few the still-armed events send between
+	 * the last poll and the stats read (the polling thread is a target too). */
+	assert_true(st.events <= st.bpf[SOFTCNT_USER]);
+	assert_true(st.bpf[SOFTCNT_USER] - st.events <= 8);
+	assert_int_equal(st.bpf[SOFTCNT_DROP_RINGBUF], 0);
 	assert_true(seen.in_hot >= 50);
 	assert_true(src_soft_watermark(ss) > 0);
 	src_soft_close(ss);
