@@ -46,29 +46,6 @@ static const struct { const char *name; enum probe_prog prog; } probes[] = {
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
 
-static int add_link(struct recorder *r, struct bpf_link *l)
-{
-	if (r->nlinks == r->links_cap) {
-		size_t cap = r->links_cap ? r->links_cap * 2 : 64;
-		struct bpf_link **v = realloc(r->links, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		r->links = v;
-		r->links_cap = cap;
-	}
-	r->links[r->nlinks++] = l;
-	return 0;
-}
-
-static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_WARN && getenv("MEMPROFD_DEBUG_BPF"))
-		return vfprintf(stderr, fmt, ap);
-	if (level == LIBBPF_DEBUG && getenv("MEMPROFD_DEBUG_BPF"))
-		return vfprintf(stderr, fmt, ap);
-	return 0;
-}
-
 static int on_event(void *ctx, void *data, size_t len);
 
 /* Multi-uprobe links (Linux >= 6.6) register all of a binary's probes in one go: each
@@ -140,7 +117,7 @@ static int classic_attach(struct recorder *r, struct bpf_program *prog, const ch
 		struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, -1, path, offs[i], &o);
 		if (!l)
 			return -errno;
-		int err = add_link(r, l);
+		int err = events_link_push(&r->links, &r->nlinks, &r->links_cap, l);
 		if (err)
 			return err;
 	}
@@ -149,17 +126,10 @@ static int classic_attach(struct recorder *r, struct bpf_program *prog, const ch
 
 int exact_open(struct recorder *r)
 {
-	struct timespec rt, mt;
 	int err;
 
-	libbpf_set_print(libbpf_quiet);
-	r->procs.in = &r->in;
-	r->unknown_stack = intern_stack(&r->in, NULL, 0);
-	if (!r->unknown_stack)
-		return log_error_errno(-ENOMEM, "record: out of memory");
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mt);
-	r->mono_to_real_ns = (rt.tv_sec - mt.tv_sec) * 1000000000LL + (rt.tv_nsec - mt.tv_nsec);
+	if ((err = events_recorder_init(r)))
+		return err;
 
 	r->skel = alloc_bpf__open();
 	if (!r->skel)
@@ -175,16 +145,10 @@ int exact_open(struct recorder *r)
 	if (err)
 		return log_error_errno(err, "record: loading BPF programs: %s%s", strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
-	struct bpf_program *tps[] = { r->skel->progs.on_fork, r->skel->progs.on_exec,
-				      r->skel->progs.on_exit };
-	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
-		struct bpf_link *l = bpf_program__attach(tps[i]);
-		if (!l)
-			return log_error_errno(-errno, "record: attaching %s: %s",
-					       bpf_program__name(tps[i]), strerror(errno));
-		if ((err = add_link(r, l)))
-			return err;
-	}
+	err = events_attach_lifecycle(r->skel->progs.on_fork, r->skel->progs.on_exec,
+				      r->skel->progs.on_exit, &r->links, &r->nlinks, &r->links_cap);
+	if (err)
+		return err;
 	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), on_event, r, NULL);
 	if (!r->rb)
 		return log_error_errno(-errno, "record: ring buffer: %s", strerror(errno));

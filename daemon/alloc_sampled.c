@@ -51,51 +51,26 @@ struct sampled {
 	double est_objects;       /* sum of their weights */
 };
 
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level != LIBBPF_INFO && getenv("MEMPROFD_DEBUG_BPF"))
-		return vfprintf(stderr, fmt, ap);
-	return 0;
-}
-
 static int on_event(void *ctx, void *data, size_t len);
 
 static int add_link(struct sampled *s, struct bpf_link *l)
 {
-	if (s->nlinks == s->links_cap) {
-		size_t cap = s->links_cap ? s->links_cap * 2 : 16;
-		struct bpf_link **v = realloc(s->links, cap * sizeof(*v));
-		if (!v) {
-			bpf_link__destroy(l);
-			return -ENOMEM;
-		}
-		s->links = v;
-		s->links_cap = cap;
-	}
-	s->links[s->nlinks++] = l;
-	return 0;
+	return events_link_push(&s->links, &s->nlinks, &s->links_cap, l);
 }
 
 int sampled_open(struct sampled **out, struct recorder *r)
 {
 	struct sampled *s = calloc(1, sizeof(*s));
-	struct timespec rt, mt;
 	int err;
 
 	*out = NULL;
 	if (!s)
 		return log_error_errno(-ENOMEM, "record: out of memory");
 	s->r = r;
-	libbpf_set_print(libbpf_print);
-	r->procs.in = &r->in;
-	r->unknown_stack = intern_stack(&r->in, NULL, 0);
-	if (!r->unknown_stack) {
+	if ((err = events_recorder_init(r))) {
 		free(s);
-		return log_error_errno(-ENOMEM, "record: out of memory");
+		return err;
 	}
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mt);
-	r->mono_to_real_ns = (rt.tv_sec - mt.tv_sec) * 1000000000LL + (rt.tv_nsec - mt.tv_nsec);
 	*out = s;
 
 	s->skel = sampled_bpf__open();
@@ -105,16 +80,10 @@ int sampled_open(struct sampled **out, struct recorder *r)
 	if (err)
 		return log_error_errno(err, "record: loading BPF programs: %s%s", strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
-	struct bpf_program *tps[] = { s->skel->progs.on_fork, s->skel->progs.on_exec,
-				      s->skel->progs.on_exit };
-	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
-		struct bpf_link *l = bpf_program__attach(tps[i]);
-		if (!l)
-			return log_error_errno(-errno, "record: attaching %s: %s",
-					       bpf_program__name(tps[i]), strerror(errno));
-		if ((err = add_link(s, l)))
-			return err;
-	}
+	err = events_attach_lifecycle(s->skel->progs.on_fork, s->skel->progs.on_exec,
+				      s->skel->progs.on_exit, &s->links, &s->nlinks, &s->links_cap);
+	if (err)
+		return err;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
 	if (!s->rb)
 		return log_error_errno(-errno, "record: ring buffer: %s", strerror(errno));

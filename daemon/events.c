@@ -8,6 +8,10 @@
 #include <errno.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <stdarg.h>
+#include <time.h>
+#include "daemon/log.h"
 #include "daemon/events.h"
 
 static void to_hex(const unsigned char *b, size_t n, char *out)
@@ -196,5 +200,63 @@ int events_live_keys(int fd, uint32_t tgid, struct live_key **out, size_t *nout)
 	}
 	*out = keys;
 	*nout = n;
+	return 0;
+}
+
+/* libbpf says nothing unless MEMPROFD_DEBUG_BPF is set (its errors become ours). */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level != LIBBPF_INFO && getenv("MEMPROFD_DEBUG_BPF"))
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+int events_recorder_init(struct recorder *r)
+{
+	struct timespec rt, mt;
+
+	libbpf_set_print(libbpf_print);
+	r->procs.in = &r->in;
+	r->unknown_stack = intern_stack(&r->in, NULL, 0);
+	if (!r->unknown_stack)
+		return log_error_errno(-ENOMEM, "record: out of memory");
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	r->mono_to_real_ns = (rt.tv_sec - mt.tv_sec) * 1000000000LL + (rt.tv_nsec - mt.tv_nsec);
+	return 0;
+}
+
+int events_link_push(struct bpf_link ***v, size_t *n, size_t *cap, struct bpf_link *l)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		struct bpf_link **nv = realloc(*v, c * sizeof(*nv));
+		if (!nv) {
+			bpf_link__destroy(l);
+			return -ENOMEM;
+		}
+		*v = nv;
+		*cap = c;
+	}
+	(*v)[(*n)++] = l;
+	return 0;
+}
+
+int events_attach_lifecycle(struct bpf_program *on_fork, struct bpf_program *on_exec,
+			    struct bpf_program *on_exit, struct bpf_link ***v, size_t *n,
+			    size_t *cap)
+{
+	struct bpf_program *tps[] = { on_fork, on_exec, on_exit };
+
+	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
+		struct bpf_link *l = bpf_program__attach(tps[i]);
+		int err;
+
+		if (!l)
+			return log_error_errno(-errno, "record: attaching %s: %s",
+					       bpf_program__name(tps[i]), strerror(errno));
+		if ((err = events_link_push(v, n, cap, l)))
+			return err;
+	}
 	return 0;
 }
