@@ -13,17 +13,7 @@
 #include <time.h>
 #include "daemon/log.h"
 #include "daemon/events.h"
-
-static void to_hex(const unsigned char *b, size_t n, char *out)
-{
-	static const char d[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = d[b[i] >> 4];
-		out[2 * i + 1] = d[b[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
+#include "symbolizer/elfsym.h"
 
 /* An IP the kernel could not turn into (build-id, offset): try the process's maps. */
 static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
@@ -78,7 +68,7 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 				f[n].build_id = b->build_id;
 			} else {
 				char hex[41];
-				to_hex(ef->build_id, 20, hex);
+				elf_hex(ef->build_id, 20, hex, sizeof(hex));
 				f[n].build_id = intern_str(&r->in, hex);
 			}
 			f[n].offset = ef->offset;

@@ -61,20 +61,6 @@ static void scopes_freep(Dwarf_Die **s) { free(*s); }
 #define _cleanup_dwsym_ __attribute__((cleanup(dwsym_closep)))
 #define _cleanup_scopes_ __attribute__((cleanup(scopes_freep)))
 
-static int hex_of(const uint8_t *id, size_t len, char *hex, size_t hexsz)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	if (!hex || hexsz < 2 * len + 1)
-		return -ERANGE;
-	for (size_t i = 0; i < len; i++) {
-		hex[2 * i] = digits[id[i] >> 4];
-		hex[2 * i + 1] = digits[id[i] & 15];
-	}
-	hex[2 * len] = '\0';
-	return 0;
-}
-
 /* Sum of the DWARF sections' sizes: what libdw holds in memory for this file. */
 static size_t debug_bytes(Elf *elf)
 {
@@ -162,7 +148,7 @@ int dwsym_open(struct dwsym **out, const char *path, const char *debug_path)
 
 			n = dwelf_elf_gnu_build_id(elf, &id);
 			if (n <= 0 || n > ELFSYM_BUILD_ID_MAX ||
-			    hex_of(id, (size_t)n, got, sizeof(got)) < 0 || strcmp(got, want))
+			    elf_hex(id, (size_t)n, got, sizeof(got)) < 0 || strcmp(got, want))
 				return -ESTALE;
 		}
 	} else {

@@ -176,7 +176,7 @@ static int find_build_id(Elf *elf, uint64_t fsize, size_t phnum, uint8_t *id, si
 	return best;
 }
 
-static int to_hex(const uint8_t *id, size_t len, char *hex, size_t hexsz)
+int elf_hex(const uint8_t *id, size_t len, char *hex, size_t hexsz)
 {
 	static const char digits[] = "0123456789abcdef";
 
@@ -630,7 +630,7 @@ int elfsym_build_id(const struct elfsym *e, char *hex, size_t hexsz)
 		return -EINVAL;
 	if (e->build_id_err)
 		return e->build_id_err;
-	return to_hex(e->build_id, e->build_id_len, hex, hexsz);
+	return elf_hex(e->build_id, e->build_id_len, hex, hexsz);
 }
 
 int elf_build_id_of(const char *path, char *hex, size_t hexsz)
@@ -648,7 +648,7 @@ int elf_build_id_of(const char *path, char *hex, size_t hexsz)
 		return r;
 	if ((r = find_build_id(elf, fsize, phnum, id, &len)) < 0)
 		return r;
-	return to_hex(id, len, hex, hexsz);
+	return elf_hex(id, len, hex, hexsz);
 }
 
 /* Compares symbol name s with the first qlen bytes of the query. */

@@ -26,6 +26,8 @@ void elfsym_close(struct elfsym *e);
 
 /* Build-id from the ELF notes (NT_GNU_BUILD_ID) as lowercase hex; -ENOENT if none. */
 int elfsym_build_id(const struct elfsym *e, char *hex, size_t hexsz);
+/* Lowercase hex of len bytes into hex (needs 2 * len + 1); -ERANGE if it is too small. */
+int elf_hex(const uint8_t *id, size_t len, char *hex, size_t hexsz);
 /* Build-id of a file without loading its symbols. */
 int elf_build_id_of(const char *path, char *hex, size_t hexsz);
 
