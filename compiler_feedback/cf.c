@@ -44,6 +44,8 @@ static int load_cb(const struct store_ctx_row *r, void *arg)
 	if (!x->frames)
 		return -ENOMEM;
 	c->n++;
+	if (r->hist.len && mib_hist_merge(&x->hist, r->hist.v, r->hist.len) < 0)
+		return -ENOMEM;
 	x->nframes = r->nframes;
 	for (unsigned i = 0; i < r->nframes; i++) {
 		const struct store_frame *sf = &r->frames[i];
@@ -76,7 +78,7 @@ static int load_cb(const struct store_ctx_row *r, void *arg)
 
 int cf_load_contexts(struct store *s, const struct export_opts *o, struct cf_ctxs *out)
 {
-	struct store_ctx_filter f = { .binary = o->binary, .sort = STORE_SORT_BYTES };
+	struct store_ctx_filter f = { .binary = o->binary, .sort = STORE_SORT_BYTES, .hist = true };
 	int r;
 
 	memset(out, 0, sizeof(*out));
@@ -107,6 +109,7 @@ void cf_free_contexts(struct cf_ctxs *c)
 			free(f->mangled);
 		}
 		free(x->frames);
+		mib_hist_free(&x->hist);
 	}
 	free(c->v);
 	memset(c, 0, sizeof(*c));

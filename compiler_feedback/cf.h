@@ -32,6 +32,7 @@ struct cf_frame {
 struct cf_ctx {
 	int64_t id;
 	struct mib mib;
+	struct mib_hist hist;     /* AccessHistogram, combined over the context's rows */
 	struct cf_frame *frames;  /* leaf first */
 	unsigned nframes;
 };

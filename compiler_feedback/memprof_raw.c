@@ -14,6 +14,7 @@
 #include "compiler_feedback/cf.h"
 #include "compiler_feedback/memprof_raw.h"
 #include "reporter/classify.h"
+#include "store/mib.h"
 #include "symbolizer/elfsym.h"
 
 struct buf {
@@ -123,7 +124,7 @@ const struct memprof_mib_field memprof_mib_fields_def[MEMPROF_MIB_NFIELDS] = {
 };
 
 void memprof_raw_mib(uint8_t out[MEMPROF_RAW_MIB_SIZE], const struct mib *m,
-		     uint64_t ts_base_ns)
+		     uint32_t hist_len, uint64_t ts_base_ns)
 {
 	uint64_t v[MEMPROF_MIB_NFIELDS];
 	uint8_t *p = out;
@@ -131,8 +132,26 @@ void memprof_raw_mib(uint8_t out[MEMPROF_RAW_MIB_SIZE], const struct mib *m,
 	memprof_mib_fields(m, ts_base_ns, v);
 	for (int i = 0; i < MEMPROF_MIB_NFIELDS; i++)
 		p = memprof_mib_fields_def[i].width == 4 ? w32(p, v[i]) : w64(p, v[i]);
-	p = w32(p, 0);   /* AccessHistogramSize: memprofd has no per-granule counts */
-	w64(p, 0);       /* AccessHistogram: a pointer in the runtime, 0 in the file */
+	p = w32(p, hist_len);   /* AccessHistogramSize */
+	w64(p, 0);              /* AccessHistogram: a pointer in the runtime, 0 in the file */
+}
+
+size_t memprof_raw_mib_record_size(const struct mib_hist *h)
+{
+	return 8 + MEMPROF_RAW_MIB_SIZE + (h ? (size_t)h->len * 8 : 0);
+}
+
+size_t memprof_raw_mib_record(uint8_t *out, uint64_t stack_id, const struct mib *m,
+			      const struct mib_hist *h, uint64_t ts_base_ns)
+{
+	uint32_t n = h ? h->len : 0;
+	uint8_t *p = w64(out, stack_id);
+
+	memprof_raw_mib(p, m, n, ts_base_ns);
+	p += MEMPROF_RAW_MIB_SIZE;
+	for (uint32_t i = 0; i < n; i++)
+		p = w64(p, h->v[i]);
+	return (size_t)(p - out);
 }
 
 static int hexval(int c)
@@ -271,7 +290,7 @@ int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 	for (size_t i = 0; i < c.n; i++) {
 		const struct cf_ctx *x = &c.v[i];
 		uint64_t pcs[STORE_MAX_FRAMES], npc = 0;
-		uint8_t mib[MEMPROF_RAW_MIB_SIZE];
+		uint8_t *rec;
 
 		/* Frames of other objects (libc, libstdc++) would not symbolize against the
 		 * profiled binary; the reader drops them, so they are left out here. */
@@ -286,9 +305,14 @@ int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 		}
 		if (!npc)
 			continue;
-		memprof_raw_mib(mib, &x->mib, ts_base == UINT64_MAX ? 0 : ts_base);
-		put64(&mibs, (uint64_t)x->id);
-		put(&mibs, mib, sizeof(mib));
+		rec = malloc(memprof_raw_mib_record_size(&x->hist));
+		if (!rec) {
+			mibs.oom = true;
+			break;
+		}
+		put(&mibs, rec, memprof_raw_mib_record(rec, (uint64_t)x->id, &x->mib, &x->hist,
+						      ts_base == UINT64_MAX ? 0 : ts_base));
+		free(rec);
 		put64(&stacks, (uint64_t)x->id);
 		put64(&stacks, npc);
 		for (uint64_t k = 0; k < npc; k++)
@@ -297,6 +321,10 @@ int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 	}
 	cf_free_contexts(&c);
 	elfsym_close(es);
+	if (mibs.oom || stacks.oom) {
+		r = -ENOMEM;
+		goto out;
+	}
 	if (!nstacks) {
 		fprintf(stderr, "memprofd: export memprof-raw: no context of %s has a frame in "
 			"its executable segment\n", bin);

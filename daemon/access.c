@@ -83,7 +83,7 @@ static void op_object(void *arg, const struct attrib_object *o)
 	mib_from_object(&m, o->size, o->alloc_ns, o->free_ns, o->alloc_cpu, o->free_cpu,
 			o->est_accesses);
 	m.access_samples = o->samples;
-	recorder_add_mib(r, p, o->ctx, o->free_ns, &m);
+	recorder_add_mib_hist(r, p, o->ctx, o->free_ns, &m, o->hist, o->hist_len);
 }
 
 int access_setup(struct recorder *r, const char *mode, uint64_t freq, uint64_t period)

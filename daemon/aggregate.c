@@ -1,5 +1,6 @@
-/* The aggregation table behind every flush: MemProf MIB semantics come from store/mib.c;
- * this file only keys entries and tracks which ones a flush still owes the store. */
+/* The aggregation table behind every flush: MemProf MIB semantics (AccessHistograms
+ * included) come from store/mib.c; this file only keys entries and tracks which ones a
+ * flush still owes the store. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,6 +32,19 @@ struct agg *agg_find(const struct aggtab *t, const struct istack *s, const struc
 int agg_add(struct aggtab *t, struct istack *s, struct proc *p, int64_t bucket,
 	    const struct mib *obj)
 {
+	return agg_add_hist(t, s, p, bucket, obj, NULL, 0);
+}
+
+static void agg_entry_free(struct aggtab *t, struct agg *a)
+{
+	t->hist_bytes -= (size_t)a->hist.len * sizeof(*a->hist.v);
+	mib_hist_free(&a->hist);
+	free(a);
+}
+
+int agg_add_hist(struct aggtab *t, struct istack *s, struct proc *p, int64_t bucket,
+		 const struct mib *obj, const uint64_t *hist, uint32_t hist_len)
+{
 	if (bucket < t->watermark)
 		bucket = t->watermark;
 	struct aggkey k = { s, p, bucket };
@@ -48,6 +62,14 @@ int agg_add(struct aggtab *t, struct istack *s, struct proc *p, int64_t bucket,
 			free(a);
 			return -ENOMEM;
 		}
+	}
+	if (hist_len) {
+		uint32_t before = a->hist.len;
+		int r = mib_hist_merge(&a->hist, hist, hist_len);
+
+		if (r)
+			return r;   /* a new entry stays, empty: mib_combine() ignores it */
+		t->hist_bytes += (size_t)(a->hist.len - before) * sizeof(*a->hist.v);
 	}
 	mib_merge(&a->mib, obj);
 	if (!a->dirty) {
@@ -96,7 +118,7 @@ void agg_evict(struct aggtab *t, int64_t before)
 	for (size_t i = 0; i < n; i++) {
 		struct aggkey k = { v[i]->stack, v[i]->proc, v[i]->bucket };
 		hmap_remove(&t->map, key_hash(&k), v[i]);
-		free(v[i]);
+		agg_entry_free(t, v[i]);
 	}
 	free(v);
 }
@@ -122,7 +144,7 @@ static size_t remove_where(struct aggtab *t, bool (*pick)(const struct agg *a, c
 		if (objects)
 			*objects += v[i]->mib.alloc_count;
 		hmap_remove(&t->map, key_hash(&k), v[i]);
-		free(v[i]);
+		agg_entry_free(t, v[i]);
 	}
 	free(v);
 	return n;
@@ -164,7 +186,8 @@ size_t agg_forget(struct aggtab *t, bool (*gone)(const struct proc *p))
 size_t agg_bytes(const struct aggtab *t)
 {
 	/* Slots per entry: at most 4/3 at full load, twice that just after growing. */
-	return t->map.n * (sizeof(struct agg) + 2 * (sizeof(uint64_t) + sizeof(void *)));
+	return t->map.n * (sizeof(struct agg) + 2 * (sizeof(uint64_t) + sizeof(void *))) +
+	       t->hist_bytes;
 }
 
 size_t agg_count(const struct aggtab *t)
@@ -175,7 +198,7 @@ size_t agg_count(const struct aggtab *t)
 void agg_free(struct aggtab *t)
 {
 	hmap_foreach(&t->map, i)
-		free(t->map.vals[i]);
+		agg_entry_free(t, t->map.vals[i]);
 	hmap_free(&t->map);
 	t->ndirty = 0;
 }

@@ -19,6 +19,7 @@ struct agg {
 	struct proc *proc;
 	int64_t bucket;            /* bucket start, unix seconds */
 	struct mib mib;
+	struct mib_hist hist;      /* AccessHistogram of the objects merged in (mib_hist_merge) */
 	bool dirty;
 };
 
@@ -26,6 +27,7 @@ struct aggtab {
 	struct hmap map;
 	size_t ndirty;
 	int64_t watermark;         /* buckets below this were evicted */
+	size_t hist_bytes;         /* heap bytes of the entries' histograms */
 };
 
 static inline int64_t agg_bucket_of(int64_t realtime_ns)
@@ -37,6 +39,10 @@ static inline int64_t agg_bucket_of(int64_t realtime_ns)
 /* Folds one object's MIB into its entry (creating it). 0 or -ENOMEM. */
 int agg_add(struct aggtab *t, struct istack *s, struct proc *p, int64_t bucket,
 	    const struct mib *obj);
+/* The same with the object's AccessHistogram (hist_len counts, NULL/0 for none), merged
+ * as MemInfoBlock::Merge merges histograms. 0, -E2BIG or -ENOMEM (nothing changed). */
+int agg_add_hist(struct aggtab *t, struct istack *s, struct proc *p, int64_t bucket,
+		 const struct mib *obj, const uint64_t *hist, uint32_t hist_len);
 struct agg *agg_find(const struct aggtab *t, const struct istack *s, const struct proc *p,
 		     int64_t bucket);
 

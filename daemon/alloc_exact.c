@@ -247,7 +247,15 @@ size_t exact_count_targets(struct recorder *r)
 void recorder_add_mib(struct recorder *r, struct proc *p, struct istack *s, uint64_t dead_ns,
 		      const struct mib *m)
 {
-	if (agg_add(&r->aggs, s, p, agg_bucket_of((int64_t)dead_ns + r->mono_to_real_ns), m) == 0)
+	recorder_add_mib_hist(r, p, s, dead_ns, m, NULL, 0);
+}
+
+void recorder_add_mib_hist(struct recorder *r, struct proc *p, struct istack *s,
+			   uint64_t dead_ns, const struct mib *m, const uint64_t *hist,
+			   uint32_t hist_len)
+{
+	if (agg_add_hist(&r->aggs, s, p, agg_bucket_of((int64_t)dead_ns + r->mono_to_real_ns), m,
+			 hist, hist_len) == 0)
 		r->objects++;
 }
 

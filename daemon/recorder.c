@@ -94,8 +94,8 @@ static int write_agg(struct agg *a, void *arg)
 		};
 	fill_proc(r, a->proc, &sp);
 	/* The store keys buckets by their start in CLOCK_REALTIME ns. */
-	return store_put_mib(r->store, &sp, s->hash, f, s->nframes, a->bucket * 1000000000LL,
-			     &a->mib);
+	return store_put_mib_hist(r->store, &sp, s->hash, f, s->nframes,
+				  a->bucket * 1000000000LL, &a->mib, &a->hist);
 }
 
 static int write_exits(struct recorder *r)

@@ -84,6 +84,10 @@ void recorder_bound_memory(struct recorder *r, uint64_t limit);
 /* Folds one object's MIB into its context's aggregate (bucket from dead_ns, monotonic). */
 void recorder_add_mib(struct recorder *r, struct proc *p, struct istack *s, uint64_t dead_ns,
 		      const struct mib *m);
+/* The same with the object's AccessHistogram (daemon/attrib.h: per ATTRIB_GRANULE bytes). */
+void recorder_add_mib_hist(struct recorder *r, struct proc *p, struct istack *s,
+			   uint64_t dead_ns, const struct mib *m, const uint64_t *hist,
+			   uint32_t hist_len);
 
 /* --access (daemon/access.c). access_setup picks and opens the source (after exact_open:
  * it shares the targets map) and prints which one it uses and why others did not open. */

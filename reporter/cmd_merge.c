@@ -3,7 +3,8 @@
  * temp tables mapping input ids to output ids. A process whose (pid, start_ns) already
  * exists in the output came from another host (or an earlier input): it gets start_ns
  * + 1 (repeatedly), which keeps the two processes apart and is invisible at ns scale;
- * its run, copied with "merged_from" in its settings, names the input it came from. */
+ * its run, copied with "merged_from" in its settings, names the input it came from.
+ * MIB rows are copied as they are (AccessHistograms included), never combined here. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -110,14 +111,35 @@ static const char *const copy_sql2[] = {
 
 #define COL(f, agg) ", " #f
 #define SRC_COL(f, agg) ", m." #f
-/* Rows never collide: every process is new in the output. */
+/* Rows never collide: every process is new in the output. %s is the row's histogram
+ * (m.access_hist, or NULL for an input older than schema 6). */
 static const char copy_mib_sql[] =
-	"INSERT INTO main.mib(context_id, process_id, run_id, bucket_start" STORE__MIB_FIELDS(COL) ")"
-	" SELECT mc.dst, mp.dst,"
+	"INSERT INTO main.mib(context_id, process_id, run_id, bucket_start" STORE__MIB_FIELDS(COL)
+	", access_hist) SELECT mc.dst, mp.dst,"
 	" coalesce((SELECT mr.dst FROM temp.map_run mr WHERE mr.src = m.run_id), 0),"
-	" m.bucket_start" STORE__MIB_FIELDS(SRC_COL)
+	" m.bucket_start" STORE__MIB_FIELDS(SRC_COL) ", %s"
 	" FROM src.mib m JOIN temp.map_ctx mc ON mc.src = m.context_id"
 	" JOIN temp.map_proc mp ON mp.src = m.process_id";
+
+/* The input's MIB rows, with their AccessHistograms when its schema has them. */
+static int copy_mibs(struct merger *m, const char *in)
+{
+	sqlite3_stmt *st;
+	char sql[sizeof(copy_mib_sql) + 32];
+	bool hist = false;
+	int rc = sqlite3_prepare_v2(m->db, "SELECT 1 FROM pragma_table_info('mib', 'src')"
+				    " WHERE name = 'access_hist'", -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return fail(m, rc, in);
+	rc = sqlite3_step(st);
+	hist = rc == SQLITE_ROW;
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return fail(m, rc, in);
+	snprintf(sql, sizeof(sql), copy_mib_sql, hist ? "m.access_hist" : "NULL");
+	return exec(m, sql, in);
+}
 
 static int exec_bound(struct merger *m, const char *sql, const char *text, const char *what)
 {
@@ -322,7 +344,7 @@ static int merge_one(struct merger *m, const char *in)
 	if (!r)
 		r = copy_processes(m);
 	if (!r)
-		r = exec(m, copy_mib_sql, in);
+		r = copy_mibs(m, in);
 	if (!r)
 		r = exec(m, "COMMIT", in);
 	else

@@ -1,7 +1,12 @@
 /* MemInfoBlock arithmetic shared by the daemon (aggregation), the store (merging
  * buckets) and `memprofd merge`. mib_merge() keeps MemProf's MemInfoBlock::Merge()
  * semantics bit for bit; mib_combine() is its order-free counterpart for disjoint
- * aggregates, and is what the store's SQL GROUP BY reproduces (store/query.c). */
+ * aggregates, and is what the store's SQL GROUP BY reproduces (store/query.c).
+ * mib_hist_merge() is MemInfoBlock::Merge()'s AccessHistogram rule, order-free by nature,
+ * used for both (and by the store's SQL aggregate mib_hist_merge()). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include "store/mib.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -93,4 +98,82 @@ void mib_combine(struct mib *a, const struct mib *b)
 	a->num_same_dealloc_cpu += b->num_same_dealloc_cpu;
 	if (later)
 		take_last(a, b);
+}
+
+/* ---- AccessHistogram ---- */
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static uint64_t le64_at(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int k = 7; k >= 0; k--)
+		v = v << 8 | p[k];
+	return v;
+}
+
+/* Grows h to n entries (new ones 0); 0 or -ENOMEM. */
+static int hist_grow(struct mib_hist *h, uint32_t n)
+{
+	if (n <= h->len)
+		return 0;
+	uint64_t *v = realloc(h->v, (size_t)n * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	memset(v + h->len, 0, (size_t)(n - h->len) * sizeof(*v));
+	h->v = v;
+	h->len = n;
+	return 0;
+}
+
+int mib_hist_merge(struct mib_hist *h, const uint64_t *v, uint32_t n)
+{
+	if (n > MIB_HIST_MAX_LEN)
+		return -E2BIG;
+	int r = hist_grow(h, n);
+
+	if (r)
+		return r;
+	for (uint32_t i = 0; i < n; i++)
+		h->v[i] = sat_add(h->v[i], v[i]);
+	return 0;
+}
+
+int mib_hist_merge_blob(struct mib_hist *h, const void *blob, size_t bytes)
+{
+	const unsigned char *p = blob;
+
+	if (bytes % 8)
+		return -EINVAL;
+	if (bytes / 8 > MIB_HIST_MAX_LEN)
+		return -E2BIG;
+	uint32_t n = (uint32_t)(bytes / 8);
+	int r = hist_grow(h, n);
+
+	if (r)
+		return r;
+	for (uint32_t i = 0; i < n; i++)
+		h->v[i] = sat_add(h->v[i], le64_at(p + 8 * (size_t)i));
+	return 0;
+}
+
+void mib_hist_to_blob(const struct mib_hist *h, void *out)
+{
+	unsigned char *p = out;
+
+	for (uint32_t i = 0; i < h->len; i++)
+		for (int k = 0; k < 8; k++)
+			*p++ = (unsigned char)(h->v[i] >> (8 * k));
+}
+
+void mib_hist_free(struct mib_hist *h)
+{
+	free(h->v);
+	h->v = NULL;
+	h->len = 0;
 }

@@ -3,6 +3,7 @@
  * in nanoseconds here; exports convert to MemProf's milliseconds. mib_merge() folds
  * objects in deallocation order, exactly as MemInfoBlock::Merge does. */
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
 
@@ -38,3 +39,25 @@ void mib_merge(struct mib *into, const struct mib *obj);
  * CPUs break ties; full ties take `b`'s), so the result does not depend on the order.
  * An aggregate with alloc_count == 0 is empty: combining it changes nothing. */
 void mib_combine(struct mib *a, const struct mib *b);
+
+/* The v4 AccessHistogram of a MIB: estimated accesses per granule of the objects
+ * (daemon/attrib.h's ATTRIB_GRANULE bytes; index 0 at the object's first byte). It lives
+ * beside struct mib, not in it, so that struct mib stays a plain value; len 0 (v NULL)
+ * means none. Stored as a blob of little-endian uint64 (mib.access_hist, schema >= 6). */
+struct mib_hist {
+	uint64_t *v;
+	uint32_t len;
+};
+#define MIB_HIST_MAX_LEN 65536     /* entries; a longer histogram (a corrupt blob) is refused */
+
+/* Folds n counts into h as MemInfoBlock::Merge does (MemProfData.inc, v4): the longer
+ * histogram is kept and the shorter one's counts are added to it elementwise, so the
+ * result is the elementwise sum with the shorter one zero-extended, whatever the order
+ * (sums saturate at UINT64_MAX). n == 0 changes nothing. 0, -E2BIG (n over
+ * MIB_HIST_MAX_LEN) or -ENOMEM; h is unchanged on failure. */
+int mib_hist_merge(struct mib_hist *h, const uint64_t *v, uint32_t n);
+/* The same with counts given as a little-endian uint64 blob; -EINVAL if bytes % 8. */
+int mib_hist_merge_blob(struct mib_hist *h, const void *blob, size_t bytes);
+/* Writes h as len little-endian uint64 into out (8 * len bytes). */
+void mib_hist_to_blob(const struct mib_hist *h, void *out);
+void mib_hist_free(struct mib_hist *h);

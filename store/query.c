@@ -83,6 +83,10 @@ static const char last_sql[] =
 	" WHERE m.context_id = ?6 AND " ROWS_WHERE
 	" ORDER BY dealloc_ts_ns DESC, alloc_ts_ns DESC, alloc_cpu DESC, dealloc_cpu DESC LIMIT 1";
 
+/* The context's AccessHistogram over the same rows (schema >= 6). */
+static const char hist_sql[] =
+	"SELECT mib_hist_merge(m.access_hist) FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
+
 static const char frame_sql[] =
 	"SELECT f.offset, f.function, f.mangled, b.build_id, b.path"
 	" FROM frames f JOIN binaries b ON b.id = f.binary_id WHERE f.id = ?1";
@@ -242,6 +246,31 @@ static int load_last(struct store *s, const struct store_ctx_filter *f, int64_t 
 	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "reading a context's last object");
 }
 
+static int load_hist(struct store *s, const struct store_ctx_filter *f, int64_t ctx,
+		     struct mib_hist *h)
+{
+	if (!f->hist || store_schema_version(s) < 6)
+		return 0;
+	sqlite3_stmt *st = store__stmt(s, hist_sql);
+
+	if (!st)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+	int rc, r;
+
+	bind_filter(st, f);
+	sqlite3_bind_int64(st, 6, ctx);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW)
+		return store__fail(s, rc, "reading a context's access histogram");
+	r = mib_hist_merge_blob(h, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0));
+	if (r)
+		return store__error(s, r, "reading a context's access histogram: %s",
+				    r == -ENOMEM ? "out of memory" : "corrupt histogram");
+	return 0;
+}
+
 /* Reads one aggregated row of st (CTX_SELECT's columns) and hands it to cb. */
 static int emit_ctx(struct store *s, const struct store_ctx_filter *f, sqlite3_stmt *st,
 		    store_ctx_cb cb, void *arg)
@@ -264,11 +293,14 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, sqlite3_s
 	r = load_frames(s, sqlite3_column_blob(st, 3), sqlite3_column_bytes(st, 3), &fb);
 	if (r == 0)
 		r = load_last(s, f, row.context_id, &row.mib);
+	if (r == 0)
+		r = load_hist(s, f, row.context_id, &row.hist);
 	if (r == 0) {
 		row.frames = fb.v;
 		row.nframes = fb.n;
 		r = cb(&row, arg);
 	}
+	mib_hist_free(&row.hist);
 	frames_free(&fb);
 	return r;
 }

@@ -1,7 +1,8 @@
 /* Retention, compaction and the size bound, in SQL over the mib table. Compaction
  * reproduces mib_combine(): SUM of counts, MIN/MAX of extremes over non-empty rows, and
  * the "last object" fields of the row whose last object died last (ranked by a window
- * function, same order as store/query.c). Invariant: every step runs in one IMMEDIATE
+ * function, same order as store/query.c), and AccessHistograms by the SQL aggregate
+ * mib_hist_merge() (store.c). Invariant: every step runs in one IMMEDIATE
  * transaction through store_begin()/store_commit(), and after rows are deleted the
  * writer's id caches are forgotten, so no later flush can write a dangling id. */
 #include <errno.h>
@@ -237,6 +238,7 @@ static const char compact_sql[] =
 	"   alloc_cpu DESC, dealloc_cpu DESC) AS rn FROM src)"
 	" SELECT m.context_id, m.process_id, m.nb AS bucket_start"
 	STORE__MIB_FIELDS(C_COL)
+	", mib_hist_merge(CASE WHEN " NONEMPTY " THEN m.access_hist END) AS access_hist"
 	", count(*) AS nrows FROM m GROUP BY m.context_id, m.process_id, m.nb"
 	" HAVING count(*) > 1 OR max(m.bucket_start <> m.nb)";
 
@@ -246,9 +248,9 @@ static const char compact_delete_sql[] =
 	" (SELECT context_id, process_id, bucket_start FROM temp.compacted)";
 
 static const char compact_insert_sql[] =
-	"INSERT INTO main.mib(context_id, process_id, bucket_start" STORE__MIB_FIELDS(COLS) ")"
-	" SELECT context_id, process_id, bucket_start" STORE__MIB_FIELDS(COLS)
-	" FROM temp.compacted WHERE alloc_count > 0";
+	"INSERT INTO main.mib(context_id, process_id, bucket_start" STORE__MIB_FIELDS(COLS)
+	", access_hist) SELECT context_id, process_id, bucket_start" STORE__MIB_FIELDS(COLS)
+	", access_hist FROM temp.compacted WHERE alloc_count > 0";
 
 static int compact_locked(struct store *s, int64_t cutoff, int64_t width,
 			  struct store_maint_stats *st)

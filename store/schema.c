@@ -202,6 +202,10 @@ static const char *const migrations[] = {
 	"CREATE INDEX mib_process ON mib(process_id);"
 	"CREATE INDEX mib_bucket ON mib(bucket_start);"
 	MIB_TOTALS_TRIGGERS,
+	/* 5 -> 6: the MemProf v4 AccessHistogram of each MIB row: little-endian uint64 counts
+	 * per ATTRIB_GRANULE bytes (store/mib.h struct mib_hist), NULL when the row has none
+	 * (no access source, objects too large, rows of older schemas). */
+	"ALTER TABLE mib ADD COLUMN access_hist BLOB;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

@@ -184,9 +184,11 @@ static const char *const write_sql[ST__COUNT] = {
 	/* DO UPDATE rewrites every mib column. alloc_count is named twice: SQLite keeps
 	 * the rightmost assignment, and it spares a no-op write of a key column. */
 	[ST_MIB_PUT] = "INSERT INTO mib(context_id, process_id, run_id, bucket_start"
-		STORE__MIB_FIELDS(MIB_COL) ") VALUES (?, ?, ?, ?" STORE__MIB_FIELDS(MIB_QMARK) ") "
+		STORE__MIB_FIELDS(MIB_COL) ", access_hist) VALUES (?, ?, ?, ?"
+		STORE__MIB_FIELDS(MIB_QMARK) ", ?) "
 		"ON CONFLICT(context_id, process_id, run_id, bucket_start) DO UPDATE SET "
-		"alloc_count = excluded.alloc_count" STORE__MIB_FIELDS(MIB_SET),
+		"alloc_count = excluded.alloc_count" STORE__MIB_FIELDS(MIB_SET)
+		", access_hist = excluded.access_hist",
 	[ST_RUN_INS] = "INSERT INTO runs(command, alloc_mode, access_mode, settings, started_ns) "
 		"VALUES (?1, ?2, ?3, ?4, ?5)",
 	/* Lines are facts of (binary, offset): the first writer's stay. */
@@ -331,6 +333,50 @@ void store_close(struct store *s)
 
 static inline void store_closep(struct store **s) { store_close(*s); }
 
+/* ---- SQL aggregate mib_hist_merge(blob): MIB histograms combined by mib_hist_merge()
+ * (NULLs skipped; NULL when nothing is left), for GROUP BYs over mib rows. */
+
+static void hist_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	struct mib_hist *h = sqlite3_aggregate_context(ctx, sizeof(*h));
+	int r;
+
+	(void)argc;
+	if (!h) {
+		sqlite3_result_error_nomem(ctx);
+		return;
+	}
+	if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
+		return;
+	r = mib_hist_merge_blob(h, sqlite3_value_blob(argv[0]),
+				(size_t)sqlite3_value_bytes(argv[0]));
+	if (r == -ENOMEM)
+		sqlite3_result_error_nomem(ctx);
+	else if (r)
+		sqlite3_result_error(ctx, "mib_hist_merge: not a histogram blob", -1);
+}
+
+static void hist_final(sqlite3_context *ctx)
+{
+	struct mib_hist *h = sqlite3_aggregate_context(ctx, 0);
+	void *blob;
+
+	if (!h || !h->len) {
+		sqlite3_result_null(ctx);
+		if (h)
+			mib_hist_free(h);
+		return;
+	}
+	blob = sqlite3_malloc64((sqlite3_uint64)h->len * 8);
+	if (blob) {
+		mib_hist_to_blob(h, blob);
+		sqlite3_result_blob64(ctx, blob, (sqlite3_uint64)h->len * 8, sqlite3_free);
+	} else {
+		sqlite3_result_error_nomem(ctx);
+	}
+	mib_hist_free(h);
+}
+
 int store_open(struct store **out, const char *path, unsigned flags, char *err, size_t errsz)
 {
 	char ignored[1], why[400];
@@ -381,6 +427,14 @@ int store_open(struct store **out, const char *path, unsigned flags, char *err, 
 	}
 	sqlite3_extended_result_codes(s->db, 1);
 	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+	rc = sqlite3_create_function_v2(s->db, "mib_hist_merge", 1,
+					SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY,
+					NULL, NULL, hist_step, hist_final, NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errsz, "%s: registering mib_hist_merge: %s", path,
+			 sqlite3_errmsg(s->db));
+		return store__errno(rc);
+	}
 	r = store__schema_open(s->db, rdwr, why, sizeof(why));
 	if (r < 0) {
 		snprintf(err, errsz, "%s: %s", path, why);
@@ -749,6 +803,13 @@ int store_put_mib(struct store *s, const struct store_proc *p, uint64_t stack_ha
 		  const struct store_frame *frames, unsigned nframes, int64_t bucket_start,
 		  const struct mib *m)
 {
+	return store_put_mib_hist(s, p, stack_hash, frames, nframes, bucket_start, m, NULL);
+}
+
+int store_put_mib_hist(struct store *s, const struct store_proc *p, uint64_t stack_hash,
+		       const struct store_frame *frames, unsigned nframes, int64_t bucket_start,
+		       const struct mib *m, const struct mib_hist *h)
+{
 	int64_t proc = 0, bin = 0, stack = 0, ctx = 0;
 	int r = need_writer(s);
 
@@ -776,6 +837,20 @@ int store_put_mib(struct store *s, const struct store_proc *p, uint64_t stack_ha
 #define MIB_BIND(f, agg) sqlite3_bind_int64(st, col++, (int64_t)m->f);
 	STORE__MIB_FIELDS(MIB_BIND)
 #undef MIB_BIND
+	if (!h || !h->len) {
+		sqlite3_bind_null(st, col);   /* hot statements keep their last bindings */
+		return step_done(s, st, "writing a MIB");
+	}
+	if (h->len > MIB_HIST_MAX_LEN)
+		return store__error(s, -E2BIG, "histogram of %u entries (at most %d)", h->len,
+				    MIB_HIST_MAX_LEN);
+
+	_cleanup_free_ void *blob = malloc((size_t)h->len * 8);
+
+	if (!blob)
+		return store__error(s, -ENOMEM, "out of memory");
+	mib_hist_to_blob(h, blob);
+	sqlite3_bind_blob(st, col, blob, (int)(h->len * 8), SQLITE_STATIC);
 	return step_done(s, st, "writing a MIB");
 }
 

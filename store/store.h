@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -102,6 +102,11 @@ struct store_proc {
 int store_put_mib(struct store *s, const struct store_proc *p, uint64_t stack_hash,
 		  const struct store_frame *frames, unsigned nframes, int64_t bucket_start,
 		  const struct mib *m);
+/* The same, with the row's AccessHistogram (NULL or len 0: none), which replaces the one
+ * an earlier flush wrote, like the rest of the row. */
+int store_put_mib_hist(struct store *s, const struct store_proc *p, uint64_t stack_hash,
+		       const struct store_frame *frames, unsigned nframes, int64_t bucket_start,
+		       const struct mib *m, const struct mib_hist *h);
 
 /* Marks a process as exited (exit time in CLOCK_REALTIME ns). */
 int store_proc_exit(struct store *s, const struct store_proc *p, int64_t exit_ns);
@@ -120,6 +125,7 @@ struct store_ctx_filter {
 	int64_t since_ns, until_ns; /* bucket_start range, 0 for open */
 	enum store_sort sort;
 	unsigned limit;          /* 0 = no limit */
+	bool hist;               /* also combine each context's AccessHistogram (schema >= 6) */
 };
 
 struct store_ctx_row {
@@ -128,6 +134,8 @@ struct store_ctx_row {
 	struct store_frame *frames;     /* leaf first */
 	unsigned nframes;
 	struct mib mib;                 /* combined over buckets and processes */
+	struct mib_hist hist;           /* with filter.hist: combined by mib_hist_merge(); else
+	                                 * or when no row has one, len 0 */
 };
 
 /* Calls cb once per context, in the requested order; stops early if cb returns non-zero
@@ -213,6 +221,8 @@ int store__error(struct store *s, int err, const char *fmt, ...)
 struct sqlite3_stmt *store__stmt(struct store *s, const char *sql);
 /* Maps a SQLite result code to a negative errno. */
 int store__errno(int rc);
+/* Every connection store_open() makes has the SQL aggregate mib_hist_merge(blob): the
+ * access_hist blobs of a group combined by mib_hist_merge() (NULL if none). */
 /* Reads user_version (this is what detects "file is not a database"), sets the
  * pragmas, and for a writer applies the migrations up to STORE_SCHEMA_VERSION. */
 int store__schema_open(struct sqlite3 *db, bool rdwr, char *err, size_t errsz);

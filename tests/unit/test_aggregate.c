@@ -1,5 +1,6 @@
-/* Aggregation into MemInfoBlocks: per-key MemProf merging in deallocation order, dirty
- * tracking across flushes, eviction of closed buckets, and stack interning identity. */
+/* Aggregation into MemInfoBlocks: per-key MemProf merging in deallocation order (with
+ * AccessHistograms), dirty tracking across flushes, eviction of closed buckets, and stack
+ * interning identity. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,6 +57,47 @@ static void merges_like_memprof(void **state)
 	assert_int_equal(a->mib.alloc_cpu, 1);
 	assert_int_equal(a->mib.dealloc_ts_ns, 9600);
 	agg_free(&t);
+	interner_free(&in);
+}
+
+static void histograms_merge_and_are_counted(void **state)
+{
+	struct interner in = { 0 };
+	struct aggtab t = { 0 };
+	struct proc p;
+	struct istack *s = mkstack(&in, "abcd", 0x10, 0x20);
+	const uint64_t h1[] = { 9, 1 }, h2[] = { 1, 0, 0, 4 };
+	struct mib m;
+	size_t plain;
+
+	mib_from_object(&m, 128, 10, 20, 0, 0, 10);
+	assert_int_equal(agg_add_hist(&t, s, &p, 0, &m, h1, 2), 0);
+	plain = agg_bytes(&t) - 2 * sizeof(uint64_t);
+	mib_from_object(&m, 256, 15, 30, 0, 0, 5);
+	assert_int_equal(agg_add_hist(&t, s, &p, 0, &m, h2, 4), 0);
+	mib_from_object(&m, 64, 40, 50, 0, 0, 0);
+	assert_int_equal(agg_add(&t, s, &p, 0, &m), 0);       /* an object without one */
+
+	struct agg *a = agg_find(&t, s, &p, 0);
+
+	assert_int_equal(a->mib.alloc_count, 3);
+	assert_int_equal(a->hist.len, 4);                     /* the longer one kept */
+	assert_int_equal(a->hist.v[0], 10);
+	assert_int_equal(a->hist.v[1], 1);
+	assert_int_equal(a->hist.v[2], 0);
+	assert_int_equal(a->hist.v[3], 4);
+	/* The memory bound sees the histogram's bytes. */
+	assert_int_equal(agg_bytes(&t), plain + 4 * sizeof(uint64_t));
+	/* Another bucket's entry has its own; evicting frees it and its bytes. */
+	assert_int_equal(agg_add_hist(&t, s, &p, 60, &m, h1, 2), 0);
+	assert_int_equal(agg_bytes(&t), 2 * plain + 6 * sizeof(uint64_t));
+	agg_mark_clean(&t);
+	agg_evict(&t, 60);
+	assert_int_equal(agg_count(&t), 1);
+	assert_int_equal(agg_bytes(&t), plain + 2 * sizeof(uint64_t));
+	assert_int_equal(agg_find(&t, s, &p, 60)->hist.v[0], 9);
+	agg_free(&t);
+	assert_int_equal(t.hist_bytes, 0);
 	interner_free(&in);
 }
 
@@ -184,6 +226,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(merges_like_memprof),
+		cmocka_unit_test(histograms_merge_and_are_counted),
 		cmocka_unit_test(keys_are_context_process_bucket),
 		cmocka_unit_test(dirty_until_marked_clean_and_evicts_closed),
 		cmocka_unit_test(late_object_of_evicted_bucket_joins_oldest_held),

@@ -1,6 +1,7 @@
 /* compiler_feedback/memprof_raw.c: the v4 MemInfoBlock layout (offsets as MIBEntryDef.inc
  * packs them, checked against a raw profile written by clang-19's runtime) and the binary
- * requirement checks with their one-line reasons. */
+ * requirement checks with their one-line reasons; MIB-section entries with their
+ * AccessHistogram counts. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -34,7 +35,7 @@ static void test_mib_layout(void **state)
 	for (int i = 0; i < MEMPROF_MIB_NFIELDS; i++)
 		widths += memprof_mib_fields_def[i].width;
 	assert_int_equal(widths + 4 + 8, MEMPROF_RAW_MIB_SIZE);
-	memprof_raw_mib(b, &m, 1000000000ull);
+	memprof_raw_mib(b, &m, 0, 1000000000ull);
 	assert_int_equal(rd(b + 0, 4), 2);           /* AllocCount */
 	assert_int_equal(rd(b + 4, 8), 400);         /* TotalAccessCount */
 	assert_int_equal(rd(b + 28, 8), 200);        /* TotalSize */
@@ -49,6 +50,45 @@ static void test_mib_layout(void **state)
 	assert_int_equal(rd(b + 116, 8), 200);       /* TotalLifetimeAccessDensity */
 	assert_int_equal(rd(b + 132, 4), 0);         /* AccessHistogramSize */
 	assert_int_equal(rd(b + 136, 8), 0);         /* AccessHistogram */
+}
+
+/* Two MIB-section entries back to back, read as RawMemProfReader's readMemInfoBlocksV4
+ * reads them: u64 id, sizeof(MemInfoBlock) bytes, then AccessHistogramSize u64 counts. */
+static void test_mib_record_with_histogram(void **state)
+{
+	struct mib m = { .alloc_count = 1, .total_size = 256, .min_size = 256, .max_size = 256,
+			 .total_access_count = 42 };
+	uint64_t v[] = { 40, 0, 0, 2 };
+	struct mib_hist h = { v, 4 };
+	uint8_t buf[2 * (8 + MEMPROF_RAW_MIB_SIZE) + 4 * 8];
+	size_t n = 0;
+
+	assert_int_equal(memprof_raw_mib_record_size(&h), 8 + 144 + 32);
+	assert_int_equal(memprof_raw_mib_record_size(NULL), 8 + 144);
+	n += memprof_raw_mib_record(buf + n, 0x1111, &m, &h, 0);
+	n += memprof_raw_mib_record(buf + n, 0x2222, &m, NULL, 0);
+	assert_int_equal(n, sizeof(buf));
+	assert_int_equal(n % 8, 0);                        /* sections stay 8-aligned */
+
+	const uint8_t *p = buf;
+	uint64_t ids[2], sizes[2];
+
+	for (int i = 0; i < 2; i++) {
+		ids[i] = rd(p, 8);
+		p += 8;
+		sizes[i] = rd(p + 132, 4);                 /* AccessHistogramSize */
+		assert_int_equal(rd(p + 136, 8), 0);       /* AccessHistogram: no pointer */
+		assert_int_equal(rd(p, 4), 1);             /* AllocCount */
+		assert_int_equal(rd(p + 4, 8), 42);        /* TotalAccessCount */
+		p += MEMPROF_RAW_MIB_SIZE;
+		for (uint64_t k = 0; k < sizes[i]; k++, p += 8)
+			assert_int_equal(rd(p, 8), v[k]);
+	}
+	assert_ptr_equal(p, buf + sizeof(buf));
+	assert_int_equal(ids[0], 0x1111);
+	assert_int_equal(ids[1], 0x2222);
+	assert_int_equal(sizes[0], 4);
+	assert_int_equal(sizes[1], 0);
 }
 
 static void test_check_binary(void **state)
@@ -75,6 +115,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mib_layout),
+		cmocka_unit_test(test_mib_record_with_histogram),
 		cmocka_unit_test(test_check_binary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

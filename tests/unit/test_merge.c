@@ -3,7 +3,8 @@
  * database's contexts equal mib_combine() of the inputs, processes stay distinct,
  * binaries/frames/stacks are deduplicated, runs name their source; a newer schema, a
  * non-database and a repeated input are refused without creating the output; the
- * output may be an input; integrity_check is ok and no temp file is left behind. */
+ * output may be an input; integrity_check is ok and no temp file is left behind;
+ * AccessHistograms are copied (none from an input older than schema 6). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -204,6 +205,66 @@ static void test_merge_two_hosts(void **state)
 	no_leftovers();
 }
 
+static int collect_hist(const struct store_ctx_row *r, void *arg)
+{
+	return mib_hist_merge(arg, r->hist.v, r->hist.len);
+}
+
+/* One host's context 1 with an AccessHistogram (NULL: none). */
+static void host_hist(const char *path, int32_t pid, const uint64_t *v, uint32_t n)
+{
+	struct ctx_rec c = { "5a5a", 1, obj(1000, 10, 500, 1) };
+	struct store *s;
+	struct mib_hist h = { (uint64_t *)v, n };
+	struct store_proc p = { .pid = pid, .start_ns = 1, .exe = "/bin/app", .build_id = "abcd" };
+	struct store_frame fr = { .build_id = "abcd", .path = "/bin/app", .offset = 0x10 };
+	char err[256];
+
+	host(path, pid, 1, &c, 0, NULL);       /* schema and run only */
+	assert_int_equal(store_open(&s, path, STORE_RDWR, err, sizeof(err)), 0);
+	assert_int_equal(store_begin(s), 0);
+	assert_int_equal(store_put_mib_hist(s, &p, 1, &fr, 1, 0, &c.m, &h), 0);
+	assert_int_equal(store_commit(s), 0);
+	store_close(s);
+}
+
+/* Histograms travel with their rows, and combine in the merged database as
+ * MemInfoBlock::Merge combines them; an input older than schema 6 has none. */
+static void test_merge_histograms(void **state)
+{
+	const uint64_t va[] = { 1, 2 }, vb[] = { 3, 0, 5 };
+	struct mib_hist got = {0};
+	struct store_ctx_filter f = { .hist = true };
+	struct store *s;
+	char err[512], c[140];
+
+	host_hist(a, 1, va, 2);
+	host_hist(b, 2, vb, 3);
+	snprintf(c, sizeof(c), "%s/c.db", dir);
+	host_hist(c, 3, vb, 3);
+	sqlite3 *h;       /* c as schema 5 left it: no access_hist column */
+	assert_int_equal(sqlite3_open(c, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "ALTER TABLE mib DROP COLUMN access_hist;"
+				      "PRAGMA user_version = 5", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	const char *in[] = { a, b, c };
+	int r = merge_dbs(out, in, 3, err, sizeof(err));
+
+	if (r)
+		fprintf(stderr, "%s\n", err);
+	assert_int_equal(r, 0);
+	assert_int_equal(q(out, "SELECT count(*) FROM mib"), 3);
+	assert_int_equal(q(out, "SELECT count(*) FROM mib WHERE access_hist IS NULL"), 1);
+	assert_int_equal(store_open(&s, out, STORE_RDONLY, err, sizeof(err)), 0);
+	assert_int_equal(store_query_contexts(s, &f, collect_hist, &got), 0);
+	store_close(s);
+	assert_int_equal(got.len, 3);
+	assert_int_equal(got.v[0], 4);
+	assert_int_equal(got.v[1], 2);
+	assert_int_equal(got.v[2], 5);
+	mib_hist_free(&got);
+}
+
 static void test_refusals(void **state)
 {
 	struct ctx_rec ca[1] = { { "5a5a", 1, obj(1000, 10, 500, 1) } };
@@ -252,6 +313,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_merge_two_hosts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_histograms, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

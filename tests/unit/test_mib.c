@@ -1,6 +1,8 @@
 /* mib_merge() against a transliteration of LLVM's MemInfoBlock::Merge (MemProfData.inc),
  * on hand-checked sequences and on random ones; mib_combine() for disjoint aggregates:
- * counts add, min/max, last-object fields from the later one, order independence. */
+ * counts add, min/max, last-object fields from the later one, order independence;
+ * mib_hist_merge() against Merge's v4 AccessHistogram rule, and its blob form. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -200,6 +202,110 @@ static void test_merge_matches_llvm_random(void **state)
 	}
 }
 
+/* MemInfoBlock::Merge's histogram part (LLVM 19, MemProfData.inc v4): keep the longer
+ * histogram (the current one on a tie), add the shorter one's counts to it. */
+struct ref_hist {
+	uint64_t *h;
+	uint32_t size;
+};
+
+static void ref_hist_merge(struct ref_hist *cur, struct ref_hist nw)
+{
+	struct ref_hist shorter;
+
+	if (nw.size > cur->size) {
+		shorter = *cur;
+		*cur = nw;
+	} else {
+		shorter = nw;
+	}
+	for (uint32_t i = 0; i < shorter.size; i++)
+		cur->h[i] += shorter.h[i];
+}
+
+static void test_hist_merge_matches_llvm(void **state)
+{
+	uint64_t seed = 0x51ed2701ull;
+	static uint64_t pool[64][40];
+
+	for (int round = 0; round < 300; round++) {
+		int n = 1 + (int)(rnd(&seed) % 12);
+		struct mib_hist fwd = {0}, rev = {0};
+		struct ref_hist ref = {0};
+		uint32_t len[64];
+
+		for (int i = 0; i < n; i++) {
+			len[i] = (uint32_t)(rnd(&seed) % 40);   /* 0: an object without one */
+			for (uint32_t k = 0; k < len[i]; k++)
+				pool[i][k] = rnd(&seed) % 1000;
+		}
+		for (int i = 0; i < n; i++)
+			assert_int_equal(mib_hist_merge(&fwd, pool[i], len[i]), 0);
+		for (int i = n - 1; i >= 0; i--)
+			assert_int_equal(mib_hist_merge(&rev, pool[i], len[i]), 0);
+		/* The reference adds into the kept array in place: give it copies. */
+		static uint64_t copies[64][40];
+		for (int i = 0; i < n; i++) {
+			memcpy(copies[i], pool[i], sizeof(pool[i]));
+			if (i == 0)
+				ref = (struct ref_hist){ copies[0], len[0] };
+			else
+				ref_hist_merge(&ref, (struct ref_hist){ copies[i], len[i] });
+		}
+		assert_int_equal(fwd.len, ref.size);
+		assert_int_equal(rev.len, ref.size);
+		for (uint32_t k = 0; k < ref.size; k++) {
+			assert_int_equal(fwd.v[k], ref.h[k]);
+			assert_int_equal(rev.v[k], ref.h[k]);   /* order-free: combine == merge */
+		}
+		mib_hist_free(&fwd);
+		mib_hist_free(&rev);
+	}
+}
+
+static void test_hist_by_hand_and_blob(void **state)
+{
+	const uint64_t a[] = { 5, 0, 1 }, b[] = { 1, 2, 3, 4, 5 };
+	struct mib_hist h = {0}, back = {0};
+	unsigned char blob[5 * 8], odd[12] = {0};
+
+	assert_int_equal(mib_hist_merge(&h, NULL, 0), 0);     /* none: nothing */
+	assert_int_equal(h.len, 0);
+	assert_int_equal(mib_hist_merge(&h, a, 3), 0);
+	assert_int_equal(mib_hist_merge(&h, b, 5), 0);        /* the longer one is kept */
+	assert_int_equal(h.len, 5);
+	assert_int_equal(h.v[0], 6);
+	assert_int_equal(h.v[1], 2);
+	assert_int_equal(h.v[2], 4);
+	assert_int_equal(h.v[3], 4);
+	assert_int_equal(h.v[4], 5);
+	assert_int_equal(mib_hist_merge(&h, a, 3), 0);        /* shorter added in place */
+	assert_int_equal(h.len, 5);
+	assert_int_equal(h.v[0], 11);
+	assert_int_equal(h.v[4], 5);
+
+	mib_hist_to_blob(&h, blob);
+	assert_int_equal(blob[0], 11);                        /* little-endian uint64 */
+	assert_int_equal(blob[1], 0);
+	assert_int_equal(blob[8], 2);
+	assert_int_equal(mib_hist_merge_blob(&back, blob, sizeof(blob)), 0);
+	assert_int_equal(back.len, 5);
+	assert_memory_equal(back.v, h.v, 5 * sizeof(uint64_t));
+	/* A blob that is not whole uint64s, or too long, changes nothing. */
+	assert_int_equal(mib_hist_merge_blob(&back, odd, sizeof(odd)), -EINVAL);
+	assert_int_equal(mib_hist_merge(&back, b, MIB_HIST_MAX_LEN + 1), -E2BIG);
+	assert_int_equal(back.len, 5);
+	assert_int_equal(back.v[0], 11);
+	/* Sums saturate instead of wrapping. */
+	const uint64_t big[] = { UINT64_MAX - 1 };
+	assert_int_equal(mib_hist_merge(&back, big, 1), 0);
+	assert_true(back.v[0] == UINT64_MAX);
+	mib_hist_free(&h);
+	mib_hist_free(&back);
+	assert_null(back.v);
+	assert_int_equal(back.len, 0);
+}
+
 static void test_combine(void **state)
 {
 	struct mib a = {0}, b = {0}, o, ab, ba, empty = {0};
@@ -284,6 +390,8 @@ int main(void)
 		cmocka_unit_test(test_merge_matches_llvm_random),
 		cmocka_unit_test(test_combine),
 		cmocka_unit_test(test_combine_ties),
+		cmocka_unit_test(test_hist_merge_matches_llvm),
+		cmocka_unit_test(test_hist_by_hand_and_blob),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

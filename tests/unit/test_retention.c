@@ -316,6 +316,48 @@ static void test_compaction_preserves(void **state)
 	store_close(s);
 }
 
+static int collect_hist(const struct store_ctx_row *r, void *arg)
+{
+	struct mib_hist *h = arg;
+
+	return mib_hist_merge(h, r->hist.v, r->hist.len);
+}
+
+/* Compaction folds AccessHistograms as MemInfoBlock::Merge does (store.c's SQL aggregate
+ * mib_hist_merge), skipping empty rows like the other columns. */
+static void test_compaction_merges_histograms(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_proc p = { .pid = 7, .start_ns = 8, .exe = "/bin/app", .build_id = "ee00" };
+	struct store_frame fr = { .build_id = "ee00", .path = "/bin/app", .offset = 0x10 };
+	uint64_t v1[] = { 1, 2 }, v2[] = { 10, 0, 30 }, v3[] = { 500 };
+	struct mib_hist h1 = { v1, 2 }, h2 = { v2, 3 }, h3 = { v3, 1 }, before = {0}, after = {0};
+	struct mib m = rnd_mib(T0), empty = {0};
+	struct store_ctx_filter f = { .hist = true };
+	struct store_maint_stats ms = {0};
+
+	assert_int_equal(store_begin(s), 0);
+	assert_int_equal(store_put_mib_hist(s, &p, 77, &fr, 1, T0, &m, &h1), 0);
+	assert_int_equal(store_put_mib_hist(s, &p, 77, &fr, 1, T0 + BUCKET, &m, &h2), 0);
+	assert_int_equal(store_put_mib_hist(s, &p, 77, &fr, 1, T0 + 2 * BUCKET, &empty, &h3), 0);
+	assert_int_equal(store_commit(s), 0);
+	assert_int_equal(store_query_contexts(s, &f, collect_hist, &before), 0);
+	assert_int_equal(store_compact(s, T0 + 10 * BUCKET, 60 * BUCKET, &ms), 0);
+	assert_int_equal(ms.mib_created, 1);
+	assert_int_equal(store_query_contexts(s, &f, collect_hist, &after), 0);
+	assert_int_equal(before.len, 3);
+	assert_int_equal(after.len, 3);
+	assert_memory_equal(before.v, after.v, 3 * sizeof(uint64_t));
+	assert_int_equal(after.v[0], 11);       /* h3 was on an empty row: not counted */
+	assert_int_equal(after.v[1], 2);
+	assert_int_equal(after.v[2], 30);
+	mib_hist_free(&before);
+	mib_hist_free(&after);
+	assert_clean(s, fx->db);
+	store_close(s);
+}
+
 static void test_retention_and_gc(void **state)
 {
 	struct fixture *f = *state;
@@ -422,6 +464,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_compaction_preserves, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_compaction_merges_histograms, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retention_and_gc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_size_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checkpoint, setup, teardown),

@@ -262,6 +262,83 @@ static void test_frame_lines_round_trip(void **state)
 	store_close(s);
 }
 
+/* ---- AccessHistograms (schema >= 6) ---- */
+
+static int count_rows(const char *db, const char *sql);
+static void assert_integrity(const char *db);
+
+struct hist_got {
+	unsigned n;
+	int64_t ctx[4];
+	uint32_t len[4];
+	uint64_t v[4][8];
+};
+
+static int collect_hist(const struct store_ctx_row *r, void *arg)
+{
+	struct hist_got *g = arg;
+
+	assert_true(g->n < 4);
+	g->ctx[g->n] = r->context_id;
+	g->len[g->n] = r->hist.len;
+	for (uint32_t i = 0; i < r->hist.len && i < 8; i++)
+		g->v[g->n][i] = r->hist.v[i];
+	g->n++;
+	return 0;
+}
+
+static void test_hist_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_proc p1 = proc(100, 1, "/usr/bin/app", "aaaa");
+	struct store_proc p2 = proc(200, 2, "/usr/bin/app", "aaaa");
+	struct mib m = mib_n(1);
+	uint64_t v1[] = { 7, 0, 1 }, v2[] = { 1, 1, 1, 1, 9 }, v3[] = { 100 };
+	struct mib_hist h1 = { v1, 3 }, h2 = { v2, 5 }, h3 = { v3, 1 };
+
+	OK(store_begin(s));
+	OK(store_put_mib_hist(s, &p1, 0xa, frames_a, 3, 0, &m, &h3));
+	OK(store_put_mib_hist(s, &p1, 0xa, frames_a, 3, 0, &m, &h1));   /* replaces h3 */
+	OK(store_put_mib_hist(s, &p2, 0xa, frames_a, 3, 0, &m, &h2));
+	OK(store_put_mib_hist(s, &p2, 0xa, frames_a, 3, 60, &m, NULL));
+	/* A put without one after a put with one: that row has none (statements are reused). */
+	OK(store_put_mib(s, &p1, 0xb, frames_b, 2, 0, &m));
+	OK(store_commit(s));
+	store_close(s);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM mib WHERE access_hist IS NULL"), 2);
+	assert_int_equal(count_rows(fx->db, "SELECT length(access_hist) FROM mib m JOIN processes p"
+				    " ON p.id = m.process_id WHERE p.pid = 100 AND access_hist IS NOT NULL"),
+			 3 * 8);
+
+	s = open_ro(fx->db);
+	struct hist_got g = {0};
+	struct store_ctx_filter f = { .hist = true };
+
+	OK(store_query_contexts(s, &f, collect_hist, &g));
+	assert_int_equal(g.n, 2);
+	/* Context a: h1 + h2 as MemInfoBlock::Merge adds them (the longer one kept). */
+	unsigned a = g.len[0] == 5 ? 0 : 1;
+
+	assert_int_equal(g.len[a], 5);
+	assert_int_equal(g.v[a][0], 8);
+	assert_int_equal(g.v[a][1], 1);
+	assert_int_equal(g.v[a][2], 2);
+	assert_int_equal(g.v[a][3], 1);
+	assert_int_equal(g.v[a][4], 9);
+	assert_int_equal(g.len[1 - a], 0);             /* context b: none */
+	/* Filters apply: pid 100 alone has h1. */
+	g = (struct hist_got){0};
+	f.pid = 100;
+	OK(store_query_contexts(s, &f, collect_hist, &g));
+	assert_int_equal(g.len[g.len[0] == 3 ? 0 : 1], 3);
+	/* Without .hist nothing is read. */
+	g = (struct hist_got){0};
+	OK(store_query_contexts(s, NULL, collect_hist, &g));
+	assert_int_equal(g.len[0] + g.len[1], 0);
+	store_close(s);
+}
+
 static int count_rows(const char *db, const char *sql);
 
 /* Schema 5: a second recording of the same process (record --pid twice, a daemon
@@ -331,6 +408,43 @@ static void test_combine_across_processes(void **state)
 	assert_mib_equal(&g.c[0].row.mib, &want);
 	assert_int_equal(g.c[0].row.mib.dealloc_ts_ns, 9000);   /* b's object died last */
 	store_close(s);
+}
+
+/* A schema-5 file with one MIB row: a reader of it gets no histograms; a writer adds the
+ * column (v6) and keeps the row. */
+static void test_migrate_v5_hist(void **state)
+{
+	struct fixture *fx = *state;
+	sqlite3 *h;
+
+	assert_int_equal(sqlite3_open(fx->db, &h), SQLITE_OK);
+	for (int v = 0; v < 5; v++)
+		if (sqlite3_exec(h, store__migration_sql(v), NULL, NULL, NULL) != SQLITE_OK)
+			fail_msg("step %d: %s", v, sqlite3_errmsg(h));
+	assert_int_equal(sqlite3_exec(h, "PRAGMA user_version = 5;"
+		"INSERT INTO binaries(build_id, path) VALUES ('aaaa', '/usr/bin/app');"
+		"INSERT INTO frames(binary_id, offset, function) VALUES (1, 16, 'f');"
+		"INSERT INTO stacks(hash, nframes, frames) VALUES (9, 1, x'0100000000000000');"
+		"INSERT INTO contexts(stack_id, binary_id) VALUES (1, 1);"
+		"INSERT INTO processes(pid, start_ns, binary_id) VALUES (5, 6, 1);"
+		"INSERT INTO mib VALUES (1, 1, 0, 0, 2, 64, 32, 32, 10, 5, 5, 1, 2, 0, 0, 0, 0,"
+		" 0, 0, 1, 10, 5, 5);", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+
+	struct store *s = open_ro(fx->db);
+	struct hist_got g = {0};
+	struct store_ctx_filter f = { .hist = true };
+
+	OK(store_query_contexts(s, &f, collect_hist, &g));
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.len[0], 0);
+	store_close(s);
+	s = open_rw(fx->db);
+	store_close(s);
+	assert_int_equal(count_rows(fx->db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM mib WHERE alloc_count = 2"
+				    " AND total_access_count = 10 AND access_hist IS NULL"), 1);
+	assert_integrity(fx->db);
 }
 
 static int count_rows(const char *db, const char *sql)
@@ -1240,6 +1354,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_data_absolute_and_running, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_rollback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v3, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hist_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_v5_hist, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
