@@ -11,6 +11,7 @@ PKGS=(
   libsystemd-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   libinih-dev libjemalloc-dev valgrind systemtap-sdt-dev
   binutils elfutils
+  python3-yaml
   systemd
   chromium
   libssl-dev libstdc++6-12-dbg libc6-dbg

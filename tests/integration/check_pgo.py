@@ -4,11 +4,15 @@
 Builds tests/workloads/pgo_workload.cc with the seed's flags, records it with
 `memprofd record --alloc exact --access soft`, exports memprof-raw, indexes it with
 llvm-profdata-19, rebuilds with -fmemory-profile-use (cold context matched as cold, hot as
-hot/notcold), then with ThinLTO + lld-19 + context disambiguation + hot/cold new against
-libmemprofd_hotcold: the cold clone of alloc_buf calls an __hot_cold_t operator new with
+hot/notcold), checks the memprof-yaml export of the same recording against LLVM 20's
+schema (check_memprof_yaml.py), then with ThinLTO + lld-19 + context disambiguation +
+hot/cold new against libmemprofd_hotcold: the cold clone of alloc_buf calls an __hot_cold_t operator new with
 hint 1, the output matches, and the cold bytes sit in the cold jemalloc arena.
 Exits 77 (skip) without root/BPF or without the clang-19 toolchain."""
 import argparse, os, re, shutil, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_memprof_yaml  # noqa: E402
 
 FLAGS = ['-fno-omit-frame-pointer', '-mno-omit-leaf-frame-pointer',
          '-fno-optimize-sibling-calls', '-fdebug-info-for-profiling', '-gmlt', '-O2',
@@ -53,6 +57,12 @@ def main():
         if fn not in show:
             sys.exit('FAIL: llvm-profdata show lacks %s:\n%s' % (fn, show))
     run(['llvm-profdata-19', 'merge', '--profiled-binary=' + exe, raw, '-o', prof])
+    # The YAML export of the same recording (real DWARF lines) against LLVM 20's schema:
+    # LLVM 19 cannot read it, check_memprof_yaml.py's validator can.
+    yml = run([a.memprofd, 'export', 'memprof-yaml', '--db', db, '--binary', exe]).stdout
+    errs = check_memprof_yaml.validate(yml)
+    if errs or '_Z9make_coldv' not in yml:
+        sys.exit('FAIL: memprof-yaml of the recording: %s\n%s' % (errs[:5], yml[:2000]))
 
     use = ['-fmemory-profile-use=' + prof, '-mllvm', '-memprof-ave-lifetime-cold-threshold=1']
     p = run(['clang++-19'] + FLAGS + use + ['-mllvm', '-memprof-print-match-info', a.source,
