@@ -1,23 +1,9 @@
 /* `memprofd export hints [--format text|json]`: allocation hints per context, trimmed
- * as MemProf's call-stack trie trims them (llvm/lib/Analysis/MemoryProfileInfo.cpp):
- *
- * Contexts are grouped by static allocation site (their leaf frame, a return address).
- * A site whose contexts all have one class gets one line with just the site frame. A
- * site with conflicting classes gets an "ambiguous" line (hint 222) for the site, and
- * every context is cut to its minimal distinguishing prefix: the shortest leaf-first
- * frame prefix whose contexts (in that site) all share its class. Contexts cut to the
- * same prefix and class are merged. A context that no prefix distinguishes (a full stack
- * that is a prefix of a context with another class) stays "ambiguous" at full length.
- *
- * Text format, one line per trimmed context, tab-separated:
- *   CLASS  HINT  BYTES  ALLOCS  FRAMES
- * CLASS is cold|notcold|hot|ambiguous, HINT the byte clang passes to the __hot_cold_t
- * operator new (1, 128, 254, 222), BYTES/ALLOCS the summed total_size/alloc_count,
- * FRAMES leaf first, joined by " <- ", each "function file:line" (inline frames of one
- * return address appear in order, marked "[inlined]"; "binary+0xOFF" when unknown).
- * Lines starting with '#' are the header: format version, build-id, binary, thresholds
- * (reporter/classify.h, MemProf's defaults) and the hint bytes. Order: by site, then by
- * frames (byte-wise), so the file is stable for a given database. */
+ * as MemProf's call-stack trie trims them (llvm/lib/Analysis/MemoryProfileInfo.cpp).
+ * The format, the classes and hint bytes and the trimming rules are specified in
+ * compiler_feedback/hints.md (the one description; tests/integration/check_hints_doc.py
+ * holds this file to it). Invariant: the output depends only on the database (lines are
+ * sorted by site, then frames text, then class). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
