@@ -23,10 +23,11 @@ Reported per workload:
   (b) per-context access counts: Spearman rank correlation of accesses per allocation and
       of lifetime access density over the matched contexts, and the ratio memprofd/clang
       of accesses per allocation (geometric mean and range, over contexts holding >= 1% of
-      clang's accesses), against clang's mean and against its MinAccessCount: LLVM 19's
-      runtime carries the counts of an object's last, uncleared shadow granule into the
-      next object at the same address, so its mean grows with reuse while its minimum is
-      the exact count where every object of a context does the same work (as here);
+      clang's accesses), against clang's mean and against its MinAccessCount: with LLVM
+      19's runtime an object allocated again at the same address starts with part of its
+      predecessors' counts (observed with print_text: the mean grows linearly with reuse,
+      the minimum is the exact count), so the minimum is the reference where every object
+      of a context does the same work (as in both workloads);
       plus the class of each context under both sources.
 Usage: bench/accuracy.py --memprofd build/daemon/memprofd [--json FILE] [--check]
   --check exits 1 unless every workload meets the bounds in CHECK (the meson test
