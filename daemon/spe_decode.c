@@ -6,6 +6,7 @@
  *   001000ii + an address/counter header: extended header, index ii:iii
  *   001000ii + 0x00: alignment padding to a 2 << ii byte boundary
  * A record is a run of packets closed by an end or a timestamp packet. */
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 #include "daemon/spe_decode.h"
@@ -37,11 +38,16 @@ static int take_payload(const uint8_t *buf, size_t len, unsigned hdr_len, uint8_
 {
 	unsigned n = payload_bytes(sz_hdr);
 
+	const uint8_t *q = buf + hdr_len;
+
 	if (len < hdr_len + n)
 		return 0;
-	p->payload = 0;
-	for (unsigned i = 0; i < n; i++)          /* little-endian, any alignment */
-		p->payload |= (uint64_t)buf[hdr_len + i] << (8 * i);
+	switch (n) {                              /* little-endian, any alignment */
+	case 1: p->payload = q[0]; break;
+	case 2: { uint16_t v; memcpy(&v, q, 2); p->payload = le16toh(v); break; }
+	case 4: { uint32_t v; memcpy(&v, q, 4); p->payload = le32toh(v); break; }
+	default: { uint64_t v; memcpy(&v, q, 8); p->payload = le64toh(v); break; }
+	}
 	p->payload_len = (uint8_t)n;
 	p->len = (uint8_t)(hdr_len + n);
 	return p->len;

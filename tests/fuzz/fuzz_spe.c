@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	decode_all(data, size, 0);
 	if (size < sizeof(v))
 		return 0;
-	if (!mem && !(mem = aligned_alloc(psz, psz + FUZZ_DATA)))
+	if (!mem && !(mem = aligned_alloc(psz, (psz + FUZZ_DATA + psz - 1) / psz * psz)))
 		return 0;
 	/* data_head, data_tail, aux_head, aux_tail from the input; then the data ring
 	 * and the AUX area. */

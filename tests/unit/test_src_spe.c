@@ -81,9 +81,11 @@ static void fake_init(struct fake *f, uint32_t cpu)
 	size_t psz = (size_t)sysconf(_SC_PAGESIZE);
 
 	memset(f, 0, sizeof(*f));
-	f->mem = aligned_alloc(psz, psz + DSZ);
+	size_t len = (psz + DSZ + psz - 1) / psz * psz;   /* a multiple of the alignment */
+
+	f->mem = aligned_alloc(psz, len);
 	assert_non_null(f->mem);
-	memset(f->mem, 0, psz + DSZ);
+	memset(f->mem, 0, len);
 	f->pg = (struct perf_event_mmap_page *)f->mem;
 	f->pg->data_offset = psz;
 	f->pg->data_size = DSZ;
