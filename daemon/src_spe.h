@@ -5,9 +5,11 @@
  * kernels with CONFIG_PID_IN_CONTEXTIDR and emitted only for privileged events), else
  * from the CPU's context-switch records (attr.context_switch; PERF_RECORD_ITRACE_START
  * names the task running when the event first started); tid -> tgid from the pid/tid
- * of those records, then /proc. When: the record's generic-timer timestamp through the
- * mmap page's time_zero/time_mult/time_shift to perf's clock, then perf_clock.h's
- * measured offset to CLOCK_MONOTONIC (the allocation events' clock).
+ * of those records, then /proc. When: the record's generic-timer timestamp (the virtual
+ * counter, pct_enable off: what arm64's sched_clock reads in a guest, and the physical
+ * count on a host) through the mmap page's time_zero/time_mult/time_shift to perf's
+ * clock, then perf_clock.h's measured offset to CLOCK_MONOTONIC (the allocation events'
+ * clock); a record without a usable timestamp gets its AUX record's time.
  * Estimator (spe): the hardware picks one operation every `period` (attr.sample_period,
  * jittered around it) and the load filter keeps the picked ones that are loads, so one
  * load record stands for `period` operations' worth of loads: weight = period, the same
