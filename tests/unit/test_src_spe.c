@@ -309,30 +309,45 @@ static void test_glue(void **state)
 	assert_true(src_spe_drain(s, true) > 0);
 	assert_int_equal(got.n, 5);
 
+	/* CPU 4: its first record is 100/105 switching out at 2000: before it, 100/105 ran. */
+	struct fake h4;
+	struct spe c4 = { .n = 0 };
+	fake_init(&h4, 4);
+	add_fake(s, &h4);
+	switch_to(&h4, 100, 105, 0, 0, 2000);
+	spe_rec(&c4, 1, 0x00, 0xb000, 0, 1500);
+	aux_chunk(&h4, c4.b, c4.n, 0, 2500);
+	assert_true(src_spe_drain(s, false) > 0);
+	assert_int_equal(got.n, 6);
+	check(&got.s[5], 100, 105, 1500, 0xb000, 1);
+	assert_int_equal(got.target_calls, 5);   /* 100 asked again after src_spe_forget */
+	assert_int_equal(got.s[5].cpu, 4);
+
 	src_spe_stats(s, &st);
-	assert_int_equal(st.ncpus, 2);
-	assert_int_equal(st.accesses, 5);
+	assert_int_equal(st.ncpus, 3);
+	assert_int_equal(st.accesses, 6);
 	assert_int_equal(st.kernel, 1);
 	assert_int_equal(st.not_memory, 1);
 	assert_int_equal(st.not_target, 2);      /* 0x6000 at 9000 and 0x7000 at 9500: 300's */
 	assert_int_equal(st.from_context, 1);
 	assert_int_equal(st.ts_from_aux, 1);
 	assert_int_equal(st.no_task, 1);
-	assert_int_equal(st.dec.records, 10);
+	assert_int_equal(st.dec.records, 11);
 	assert_int_equal(st.dec.bad_packets, 1);
 	assert_int_equal(st.dec.dropped_records, 1);
-	assert_int_equal(st.ring.aux_records, 3);
+	assert_int_equal(st.ring.aux_records, 4);
 	assert_int_equal(st.ring.aux_collision, 1);
 	assert_int_equal(st.ring.aux_truncated, 1);
-	assert_int_equal(st.ring.aux_bytes, c1.n + c2.n + c3.n);
+	assert_int_equal(st.ring.aux_bytes, c1.n + c2.n + c3.n + c4.n);
 	char line[512];
 	src_spe_summary(s, line, sizeof(line));
-	assert_non_null(strstr(line, "spe: 5 access samples from 10 records on 2 CPUs"));
+	assert_non_null(strstr(line, "spe: 6 access samples from 11 records on 3 CPUs"));
 	assert_non_null(strstr(line, "1 truncated AUX chunks, 1 collisions"));
 	assert_null(strchr(line, '\n'));
 	src_spe_close(s);
 	free(f.mem);
 	free(g.mem);
+	free(h4.mem);
 }
 
 /* Without the time_zero capability, or without a target filter. */
