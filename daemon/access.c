@@ -6,11 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "alloc.skel.h"
 #include "daemon/log.h"
 #include "daemon/recorder.h"
 #include "daemon/src_soft.h"
+#include "daemon/src_spe.h"
 #include "symbolizer/datasym.h"
 
 #define ACCESS_MAPS_RETRY_NS 20000000ULL   /* a miss rereads a process's maps at most this often */
@@ -86,6 +88,24 @@ static void op_object(void *arg, const struct attrib_object *o)
 	recorder_add_mib_hist(r, p, o->ctx, o->free_ns, &m, o->hist, o->hist_len);
 }
 
+/* spe samples every process on a CPU: is tgid one of ours, and since when. Targets added
+ * from user space carry start 0 in the BPF map; the process table knows their start. */
+static int op_spe_target(void *arg, uint32_t tgid, uint64_t *start_ns)
+{
+	struct recorder *r = arg;
+	uint64_t v = 0;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.targets), &tgid, &v))
+		return 0;
+	hmap_foreach(&r->procs.procs, i) {
+		struct proc *p = r->procs.procs.vals[i];
+		if (!v && p->pid == tgid && !p->exited)
+			v = p->start_ns;
+	}
+	*start_ns = v;
+	return 1;
+}
+
 int access_setup(struct recorder *r, const char *mode, uint64_t freq, uint64_t period)
 {
 	enum access_src req;
@@ -108,6 +128,13 @@ int access_setup(struct recorder *r, const char *mode, uint64_t freq, uint64_t p
 				  .object = op_object, .arg = r };
 	if ((e = attrib_open(&r->attrib, &ops)) < 0)
 		return log_error_errno(e, "record: access attribution: %s", strerror(-e));
+	if (r->access.src == ACCESS_SPE) {
+		struct src_spe_opts sp = { .events = &r->access.events, .target = op_spe_target,
+					   .target_arg = r };
+		if ((e = src_spe_open(&r->spe, &sp, on_sample, r, err, sizeof(err))) < 0)
+			return log_error_errno(e, "record: access source spe: %s", err);
+		return 0;
+	}
 	struct src_soft_opts so = { .events = &r->access.events, .freq = freq, .period = period,
 				    .targets_fd = bpf_map__fd(r->skel->maps.targets) };
 	if ((e = src_soft_open(&r->soft, &so, on_sample, r, err, sizeof(err))) < 0)
@@ -118,6 +145,12 @@ int access_setup(struct recorder *r, const char *mode, uint64_t freq, uint64_t p
 
 int access_poll(struct recorder *r)
 {
+	if (r->spe) {
+		int n = src_spe_poll(r->spe);
+		if (n >= 0)
+			attrib_advance(r->attrib, src_spe_watermark(r->spe));
+		return n;
+	}
 	if (!r->soft)
 		return 0;
 	int n = src_soft_poll(r->soft, 0);
@@ -131,6 +164,8 @@ void access_forget(struct recorder *r, uint32_t tgid)
 {
 	if (r->soft)
 		src_soft_forget(r->soft, tgid);
+	if (r->spe)
+		src_spe_forget(r->spe, tgid);
 }
 
 void access_finish(struct recorder *r, uint64_t end_ns)
@@ -139,6 +174,12 @@ void access_finish(struct recorder *r, uint64_t end_ns)
 		return;
 	if (r->soft)
 		src_soft_poll(r->soft, 0);
+	if (r->spe) {
+		char line[512];
+		src_spe_finish(r->spe);
+		src_spe_summary(r->spe, line, sizeof(line));
+		fprintf(stderr, "memprofd: access: %s\n", line);
+	}
 	attrib_finish(r->attrib, end_ns);
 }
 
@@ -146,6 +187,8 @@ void access_close(struct recorder *r)
 {
 	if (r->soft)
 		src_soft_close(r->soft);
+	src_spe_close(r->spe);
+	r->spe = NULL;
 	if (r->attrib)
 		attrib_close(r->attrib);
 	r->soft = NULL;

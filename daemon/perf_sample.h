@@ -59,3 +59,15 @@ int perf_sample_parse(const void *rec, size_t len, const struct perf_sample_layo
 uint64_t perf_sample_chain(const struct perf_sample *s, uint64_t i);
 /* PERF_MEM_OP_LOAD/STORE of a data_src as INSN-style bits: 1 read, 2 write, 0 unknown. */
 unsigned perf_data_src_rw(uint64_t data_src);
+
+/* The sample_id trailer attr.sample_id_all appends to every non-sample record: of the
+ * TID, TIME, ID, STREAM_ID, CPU and IDENTIFIER bits of sample_type, in that order, as
+ * the record's last bytes. */
+struct perf_sample_id {
+	uint32_t pid, tid, cpu;
+	uint64_t time, id, stream_id;
+};
+/* 0, -EINVAL (rec shorter than its header.size says, or than len), -EBADMSG (header.size
+ * cannot hold the trailer). */
+int perf_sample_id_parse(const void *rec, size_t len, uint64_t sample_type,
+			 struct perf_sample_id *out);

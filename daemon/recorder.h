@@ -41,6 +41,7 @@ struct recorder {
 	/* --access: the source that opened, its samples, and attribution (NULL when off). */
 	struct access_choice access;
 	struct src_soft *soft;
+	struct src_spe *spe;             /* --access spe: its own AUX-area reader instead of soft */
 	struct attrib *attrib;
 	struct sampled *sampled;         /* --alloc sampled: its state (alloc_sampled.c), else NULL */
 	/* The daemon's view of the process lifecycle (NULL in record mode): called after

@@ -1,7 +1,8 @@
 /* Access-source attrs and selection. PEBS events come from libpfm4 (the one source of
  * truth for Intel event codes per model); IBS and SPE attrs are assembled from the
  * PMU's own sysfs description, so a kernel that moves a bit is followed, not fought.
- * Nothing here reads samples: see src_soft.c (BPF consumer) and perf_sample.c. */
+ * Nothing here reads samples: see src_soft.c (BPF consumer of pebs/ibs/soft),
+ * src_spe.c (SPE's AUX-area records) and perf_sample.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -172,6 +173,26 @@ int pmu_find_spe(const char *root, char *name, size_t namesz)
 	return 0;
 }
 
+int pmu_sysfs_first_cpu(const char *root, const char *pmu, int *cpu)
+{
+	char path[512], buf[4096], *end;
+	unsigned long v;
+	int r;
+
+	*cpu = 0;
+	snprintf(path, sizeof(path), "%s/" SYSFS_PMU_DIR "/%s/cpumask", root, pmu);
+	if ((r = read_small(path, buf, sizeof(buf))) < 0)
+		return r;
+	/* A cpulist ("0-3,8-11"); its first number is the lowest CPU. */
+	if (buf[0] < '0' || buf[0] > '9')
+		return -EINVAL;
+	v = strtoul(buf, &end, 10);
+	if (v > INT32_MAX || (*end && !strchr("-,\n", *end)))
+		return -EINVAL;
+	*cpu = (int)v;
+	return 0;
+}
+
 /* Optional format bit: set it if the PMU has it; -ENOENT quietly means "not supported". */
 static int set_fmt(const char *root, const char *pmu, const char *fmt,
 		   struct perf_event_attr *a, uint64_t v)
@@ -322,6 +343,17 @@ int src_pmu_spe(const struct src_pmu_opts *o, struct src_events *out, char *why,
 	}
 	base_attr(a, period);
 	a->type = type;
+	/* Opened disabled: arm_spe starts only once its AUX buffer is mapped (src_spe.c
+	 * enables it then). sample_id_all + context_switch: the data ring says who ran
+	 * when, for records without a context packet. */
+	a->disabled = 1;
+	a->sample_id_all = 1;
+	a->context_switch = 1;
+	/* An SPE instance may cover only some CPUs (big.LITTLE): probe on one it covers. */
+	if ((r = pmu_sysfs_first_cpu(root, pmu, &out->ev[0].probe_cpu)) < 0 && r != -ENOENT) {
+		snprintf(why, whysz, "%s/cpumask unreadable: %s", pmu, strerror(-r));
+		return r;
+	}
 	/* load_filter is the point of SPE here: without it most records are not loads. */
 	if ((r = set_fmt(root, pmu, "load_filter", a, 1)) < 0) {
 		snprintf(why, whysz, "%s has no load filter (format/load_filter: %s)", pmu,
@@ -403,20 +435,13 @@ static int probe(enum access_src s, const struct src_pmu_opts *o, src_open_fn op
 		return r;
 	for (unsigned i = 0; i < ev->n; i++) {
 		struct perf_event_attr a = ev->ev[i].attr;
-		int fd = open_fn(&a, 0, arg);
+		int fd = open_fn(&a, ev->ev[i].probe_cpu, arg);
 		if (fd < 0) {
 			snprintf(why, whysz, "perf_event_open(%s): %s%s%s", ev->ev[i].name,
 				 strerror(-fd), *open_hint(fd) ? ": " : "", open_hint(fd));
 			return fd;
 		}
 		close(fd);
-	}
-	if (s == ACCESS_SPE) {
-		/* SPE records come through the AUX area, not as sample addresses a BPF
-		 * perf_event program can read; no reader consumes them yet. */
-		snprintf(why, whysz, "%s opened, but SPE's AUX-area records have no reader in "
-			 "memprofd yet", ev->ev[0].name);
-		return -EOPNOTSUPP;
 	}
 	return 0;
 }

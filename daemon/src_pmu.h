@@ -8,7 +8,7 @@
  *   ibs:  ibs_op tags one op every `period` dispatched ops (cnt_ctl=1); a tagged load or
  *         store therefore stands for `period` memory ops of its kind.
  *   spe:  one operation every `period` (the sampling interval); a load stands for
- *         `period` operations' worth of loads.
+ *         `period` operations' worth of loads (records read by src_spe.h).
  *   soft: see daemon/src_soft.h (period in ns times an assumed instruction rate). */
 #pragma once
 #include <stddef.h>
@@ -17,7 +17,9 @@
 
 #define PEBS_DEFAULT_PERIOD 10007ULL   /* loads per sample; prime, to avoid loop aliasing */
 #define IBS_DEFAULT_PERIOD 65536ULL    /* dispatched ops per sample (multiple of 16) */
-#define SPE_DEFAULT_PERIOD 4096ULL     /* operations per sample */
+#define SPE_DEFAULT_PERIOD 65536ULL    /* operations per sample: ~15k load records/s per
+                                        * busy CPU (~0.8 MB/s of AUX data, read in user
+                                        * space at ~1.4k instructions each: spe_bench) */
 #define SOFT_DEFAULT_FREQ 1000ULL      /* cpu-clock samples per second per CPU */
 #define SRC_PMU_WHY_MAX 200            /* bytes of one reason line */
 #define SRC_PMU_SYSFS_DEFAULT "/sys"
@@ -59,12 +61,15 @@ int pmu_sysfs_type(const char *root, const char *pmu, uint32_t *type);
 int pmu_sysfs_format(const char *root, const char *pmu, const char *name, struct pmu_format *f);
 /* First arm_spe_N PMU under root (lowest N), its name in name. -ENOENT if none. */
 int pmu_find_spe(const char *root, char *name, size_t namesz);
+/* Lowest CPU in <pmu>/cpumask (0 when the PMU has none: it covers every CPU). */
+int pmu_sysfs_first_cpu(const char *root, const char *pmu, int *cpu);
 
 /* One event a source opens, with its estimator. */
 struct src_event {
 	struct perf_event_attr attr;
 	char name[96];            /* e.g. "skl::MEM_INST_RETIRED:ALL_LOADS" */
 	uint64_t est_per_sample;  /* accesses one sample stands for (fixed-period sources) */
+	int probe_cpu;            /* CPU access_select opens it on (one the PMU covers) */
 };
 
 #define SRC_MAX_EVENTS 2

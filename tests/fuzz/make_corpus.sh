@@ -1,10 +1,11 @@
 #!/bin/sh
 # Seed corpora for the fuzzers from real files of this host, copied at build/run time (no
 # binaries are committed): small system executables and libraries, the DWARF fixtures,
-# and real /proc/PID/maps texts. Usage: make_corpus.sh OUTDIR [FIXTURE_DIR]
+# real /proc/PID/maps texts, and SPE records (the one Linux's perf published with its SPE
+# support, commit ffd3d18c20b8; and a user-space load with a context packet). Usage: make_corpus.sh OUTDIR [FIXTURE_DIR]
 set -eu
 out=$1; fixtures=${2:-}
-mkdir -p "$out/elf" "$out/dwarf" "$out/maps"
+mkdir -p "$out/elf" "$out/dwarf" "$out/maps" "$out/spe"
 for f in /bin/true /bin/ls /usr/bin/env /lib/x86_64-linux-gnu/libz.so.1 \
          /lib/x86_64-linux-gnu/libdl.so.2 /lib/x86_64-linux-gnu/libpthread.so.0; do
   [ -r "$f" ] || continue
@@ -22,3 +23,9 @@ for p in self 1; do
   cat /proc/$p/maps > "$out/maps/maps_$p" 2>/dev/null || true
 done
 printf '00400000-00401000 r-xp 00000000 08:01 1234 /bin/x (deleted)\n' > "$out/maps/deleted"
+# SPE: raw AUX bytes, and the same behind 32 bytes of ring heads/tails (fuzz_spe's layout).
+pub='\111\000\262\300\073\051\017\000\000\377\377\263\300\353\044\373\000\000\000\200\232\000\000\102\026\260\000\304\025\010\000\000\377\377\230\000\000\161\066\154\041\054\011\000\000\000'
+usr='\145\222\020\000\000\111\000\260\064\022\100\000\000\000\000\200\262\170\126\064\022\377\177\000\052\230\170\000\102\006\001'
+printf "$pub" > "$out/spe/published"
+printf "$usr$pub" > "$out/spe/user_then_published"
+printf '\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\060\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' > "$out/spe/ring_head"

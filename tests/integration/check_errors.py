@@ -5,7 +5,8 @@ Usage errors must not create the --db file; --help exits 0 with text on stdout.
 Runtime cases: a command that does not exist, --pid of a dead process, an --db that
 cannot be created (/proc, /sys, below a regular file), an --db that is not SQLite (record
 and query; the file must stay byte-identical), a missing --db for query (not created),
-and record without CAP_BPF (the message names CAP_BPF); query needs no capabilities.
+record --access spe on a host without arm_spe (the message says so), and record
+without CAP_BPF (the message names CAP_BPF); query needs no capabilities.
 After each failed record on an existing DB: PRAGMA integrity_check is ok and every
 context recorded before is still there with the same numbers.
 Usage: check_errors.py --memprofd PATH --short-lived PATH"""
@@ -209,6 +210,13 @@ def writer_cases(ck, tmp, garbage, short_lived):
                         ("record --db in /sys", "/sys/kernel/nope-memprofd.db"),
                         ("record --db below a file", os.path.join(regular, "x.db"))):
         ck.expect_error(label, rec + [path, "--", wl], 1)
+
+    # An absent PMU source asked for by name: one line that says why (here: no arm_spe).
+    pmus = "/sys/bus/event_source/devices"
+    if not any(d.startswith("arm_spe_") for d in os.listdir(pmus)):
+        ck.expect_error("record --access spe (no arm_spe)", rec + [good, "--access", "spe",
+                        "--", wl], 1, must_mention="no arm_spe PMU")
+        verify_db(ck, "after record --access spe", good, baseline)
 
     before = sha(garbage)
     ck.expect_error("record --db not SQLite", rec + [garbage, "--", wl], 1)

@@ -176,6 +176,10 @@ static void test_ibs_spe_attr(void **state)
 	assert_int_equal(ev.ev[0].attr.config, (1ULL << 33) | (1ULL << 0) | (1ULL << 16));
 	assert_int_equal(ev.ev[0].attr.sample_period, SPE_DEFAULT_PERIOD);
 	assert_string_equal(ev.ev[0].name, "arm_spe_1/load_filter=1/");
+	/* Opened disabled (AUX area first); switch records say who ran for src_spe. */
+	assert_int_equal(ev.ev[0].attr.disabled, 1);
+	assert_int_equal(ev.ev[0].attr.sample_id_all, 1);
+	assert_int_equal(ev.ev[0].attr.context_switch, 1);
 
 	assert_int_equal(src_pmu_soft(&o, &ev, why, sizeof(why)), 0);
 	assert_int_equal(ev.ev[0].attr.type, PERF_TYPE_SOFTWARE);
@@ -189,13 +193,15 @@ static void test_ibs_spe_attr(void **state)
 }
 
 /* Fake perf_event_open: fails every type in the mask (bit = attr.type, 4 = RAW). */
-struct fake { uint64_t fail_types; int err; unsigned calls; uint32_t types[16]; };
+struct fake { uint64_t fail_types; int err; unsigned calls; uint32_t types[16]; int cpus[16]; };
 static int fake_open(struct perf_event_attr *a, int cpu, void *arg)
 {
 	struct fake *f = arg;
 
-	if (f->calls < 16)
+	if (f->calls < 16) {
 		f->types[f->calls] = a->type;
+		f->cpus[f->calls] = cpu;
+	}
 	f->calls++;
 	if (a->type < 64 && (f->fail_types & (1ULL << a->type)))
 		return f->err;
@@ -224,16 +230,38 @@ static void test_auto(void **state)
 	assert_int_equal(f.types[1], 11);
 	no_newlines(&c);
 
-	/* ibs fails too -> spe opens, but has no reader -> soft */
+	/* ibs fails too -> spe opens (src_spe.c reads its AUX records) and is chosen */
 	f = (struct fake){ .fail_types = (1ULL << PERF_TYPE_RAW) | (1ULL << 11), .err = -EINVAL };
 	assert_int_equal(access_select(ACCESS_AUTO, &o, fake_open, &f, &c, err, sizeof(err)), 0);
-	assert_int_equal(c.src, ACCESS_SOFT);
-	assert_int_equal(c.nreasons, 3);
+	assert_int_equal(c.src, ACCESS_SPE);
+	assert_int_equal(c.nreasons, 2);
 	assert_true(!strncmp(c.reasons[0], "pebs: ", 6));
 	assert_true(!strncmp(c.reasons[1], "ibs: ", 5));
 	assert_non_null(strstr(c.reasons[1], "attr rejected"));
-	assert_true(!strncmp(c.reasons[2], "spe: arm_spe_1/load_filter=1/ opened", 36));
+	assert_int_equal(c.events.ev[0].attr.type, 8);
+	assert_int_equal(f.cpus[2], 0);          /* arm_spe_1 has no cpumask: every CPU */
+	no_newlines(&c);
+
+	/* spe present but refused (e.g. perf already holds it: it is exclusive) -> soft */
+	f = (struct fake){ .fail_types = (1ULL << PERF_TYPE_RAW) | (1ULL << 11) | (1ULL << 8),
+			   .err = -EBUSY };
+	assert_int_equal(access_select(ACCESS_AUTO, &o, fake_open, &f, &c, err, sizeof(err)), 0);
+	assert_int_equal(c.src, ACCESS_SOFT);
+	assert_int_equal(c.nreasons, 3);
+	assert_string_equal(c.reasons[2], "spe: perf_event_open(arm_spe_1/load_filter=1/): Device or "
+			    "resource busy: PMU busy (another user holds it)");
 	assert_int_equal(c.events.ev[0].attr.type, PERF_TYPE_SOFTWARE);
+	/* an SPE instance that covers only some CPUs is probed on one of them */
+	mkfile("arm_spe_1/cpumask", "4-7\n");
+	f = (struct fake){ .fail_types = (1ULL << PERF_TYPE_RAW) | (1ULL << 11), .err = -EINVAL };
+	assert_int_equal(access_select(ACCESS_AUTO, &o, fake_open, &f, &c, err, sizeof(err)), 0);
+	assert_int_equal(c.src, ACCESS_SPE);
+	assert_int_equal(f.cpus[2], 4);
+	assert_int_equal(c.events.ev[0].probe_cpu, 4);
+	mkfile("arm_spe_1/cpumask", "x\n");
+	assert_int_equal(access_select(ACCESS_SPE, &o, fake_open, &f, &c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "access source spe: arm_spe_1/cpumask unreadable: Invalid argument");
+	mkfile("arm_spe_1/cpumask", "0-7\n");
 	no_newlines(&c);
 
 	/* an empty tree: reasons say which PMU is missing */
