@@ -321,6 +321,8 @@ static void reload(struct daemon *d)
 		log_warn("daemon: [store] db changed to %s: takes effect on restart", nc.db);
 	if (nc.alloc != d->cfg.alloc || nc.access != d->cfg.access)
 		log_warn("daemon: [sampling] alloc/access changes take effect on restart");
+	if (nc.cache_bytes != d->cfg.cache_bytes && store_set_cache(d->r.store, nc.cache_bytes))
+		log_warn("daemon: %s", store_errmsg(d->r.store));
 	free(nc.db);
 	nc.db = d->cfg.db;       /* keep the open store's path */
 	d->cfg.db = NULL;
@@ -385,6 +387,8 @@ static int run(struct daemon *d)
 	err = store_open(&d->r.store, d->cfg.db, STORE_RDWR, errbuf, sizeof(errbuf));
 	if (err)
 		return log_error_errno(1, "daemon: %s", errbuf);
+	if (store_set_cache(d->r.store, d->cfg.cache_bytes))
+		log_warn("daemon: %s", store_errmsg(d->r.store));
 	d->r.watch_all_exec = true;
 	d->r.lifecycle = on_lifecycle;
 	d->r.lifecycle_arg = d;

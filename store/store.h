@@ -24,6 +24,10 @@ int store_open(struct store **out, const char *path, unsigned flags, char *err, 
 void store_close(struct store *s);
 const char *store_errmsg(const struct store *s);
 int store_schema_version(struct store *s);     /* PRAGMA user_version of the open DB */
+/* Bounds the connection's page cache (SQLite's default is 2 MiB); it fills as pages are
+ * read or written and then stays at the bound. store_cache_used(): bytes it holds now. */
+int store_set_cache(struct store *s, uint64_t bytes);
+uint64_t store_cache_used(struct store *s);
 
 /* Writer: one transaction per flush. store_rollback() also drops the id caches
  * filled since store_begin(), so a failed flush can be retried from scratch. */
