@@ -301,7 +301,7 @@ static void old_host(const char *path, int version, const struct mib *m)
 	sqlite3_finalize(st);
 	if (version >= 3)
 		exec_ok(h, "INSERT INTO frame_lines(frame_id, depth, function, file, line, col)"
-			   " VALUES (1, 0, 'leaf', 'app.c', 42, 7)");
+			   " VALUES (1, 0, 'inl', 'app.h', 3, 1), (1, 1, 'leaf', 'app.c', 42, 7)");
 	if (version >= 4) {
 		snprintf(sql, sizeof(sql), "UPDATE runs SET access_source = 'soft',"
 			 " access_reasons = 'pebs: no PMU';"
@@ -394,9 +394,9 @@ static void test_merge_every_version(void **state)
 	assert_int_equal(q(out, "SELECT count(*) FROM data_access"), NOLD - 3);
 	assert_int_equal(q(out, "SELECT sum(access_samples) FROM data_access"), 4 + 5);
 	assert_int_equal(q(out, "SELECT count(*) FROM access_classes"), NOLD - 3);
-	assert_int_equal(q(out, "SELECT count(*) FROM frame_lines"), 1);   /* one frame's, once */
+	assert_int_equal(q(out, "SELECT count(*) FROM frame_lines"), 2);   /* one frame's, once */
 	assert_int_equal(q(out, "SELECT line FROM frame_lines f JOIN frames r ON r.id = f.frame_id"
-			      " WHERE r.function = 'leaf'"), 42);
+			      " WHERE r.function = 'leaf' AND f.depth = 1"), 42);
 	assert_int_equal(q(out, "SELECT count(*) FROM governor g JOIN runs r ON r.id = g.run_id"
 			      " WHERE r.command = 'daemon' AND g.ticks = 3"), 1);
 	assert_int_equal(q(out, "SELECT count(*) FROM governor_sources s JOIN governor g"
