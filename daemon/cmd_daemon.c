@@ -281,6 +281,9 @@ static uint64_t self_rss_bytes(void)
 static void governor_store(struct daemon *d, enum gov_action act)
 {
 	char hist[GOV_HISTORY * (GOV_TEXT + 1)];
+
+	if (d->r.flush_error_logged)
+		return;
 	struct store_governor g = {
 		.at_ns = real_ns(), .budget = d->gov.cfg.budget, .cpu = d->gov.last_usage,
 		.min_scale = d->gov.cfg.min_scale, .ticks = d->gov.ticks,
@@ -291,8 +294,6 @@ static void governor_store(struct daemon *d, enum gov_action act)
 		.procs_held = d->r.procs.procs.n, .aggs_held = agg_count(&d->r.aggs),
 	};
 
-	if (d->r.flush_error_logged)
-		return;
 	governor_history(&d->gov, hist, sizeof(hist));
 	for (unsigned i = 0; i < d->gov.nsrc && i < STORE_GOV_MAX_SOURCES; i++)
 		g.src[g.nsrc++] = (struct store_gov_source){
