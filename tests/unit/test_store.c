@@ -1362,7 +1362,7 @@ static void test_cache_bound(void **state)
 {
 	struct fixture *fx = *state;
 	struct store *s = open_rw(fx->db);
-	uint64_t big, small;
+	uint64_t big = 0, small = 0;
 	struct mib m;
 
 	mib_from_object(&m, 64, 1, 2, 0, 0, 0);
