@@ -57,7 +57,7 @@ struct daemon {
 	struct config cfg;
 	struct recorder r;
 	struct governor gov;
-	int gov_alloc;                   /* governor source index */
+	int64_t gov_changed_ns;          /* CLOCK_REALTIME of the governor's last rate change */
 	int sfd;
 	struct attached att[DAEMON_ATTACHED_MAX];
 	size_t natt;
@@ -65,7 +65,7 @@ struct daemon {
 	uint64_t skipped_full;           /* matching processes not traced: max_processes */
 	int64_t next_flush, next_gov, next_maint, next_ckpt, next_rescan, next_wd;
 	uint64_t wd_usec;
-	uint64_t gov_cpu_ns, gov_events; /* at the previous governor tick */
+	uint64_t gov_cpu_ns;             /* at the previous governor tick */
 	int64_t gov_at;
 	bool stop;
 	char stop_reason[96];
@@ -262,17 +262,70 @@ static void rescan(struct daemon *d)
 
 /* ---- periodic jobs ---- */
 
+static uint64_t self_rss_bytes(void)
+{
+	unsigned long long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (f) {
+		if (fscanf(f, "%llu %llu", &size, &resident) != 2)
+			resident = 0;
+		fclose(f);
+	}
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* The governor's record for `memprofd query status`, in its own small transaction. Not
+ * while flushes fail: the store is unwritable then (the flush logs it), and the next
+ * tick writes the record again anyway. */
+static void governor_store(struct daemon *d, enum gov_action act)
+{
+	char hist[GOV_HISTORY * (GOV_TEXT + 1)];
+
+	if (d->r.flush_error_logged)
+		return;
+	struct store_governor g = {
+		.at_ns = real_ns(), .budget = d->gov.cfg.budget, .cpu = d->gov.last_usage,
+		.min_scale = d->gov.cfg.min_scale, .ticks = d->gov.ticks,
+		.lowered = d->gov.lowered, .raised = d->gov.raised,
+		.action = governor_action_name(act), .changed_ns = d->gov_changed_ns,
+		.decision = d->gov.last, .history = hist,
+		.rss_bytes = self_rss_bytes(), .cache_bytes = store_cache_used(d->r.store),
+		.procs_held = d->r.procs.procs.n, .aggs_held = agg_count(&d->r.aggs),
+	};
+
+	governor_history(&d->gov, hist, sizeof(hist));
+	for (unsigned i = 0; i < d->gov.nsrc && i < STORE_GOV_MAX_SOURCES; i++)
+		g.src[g.nsrc++] = (struct store_gov_source){
+			.name = d->gov.src[i].name, .scale = d->gov.src[i].scale, .rate = -1,
+			.events = d->gov.src[i].events,
+		};
+	int err = store_begin(d->r.store);
+
+	if (!err)
+		err = store_put_governor(d->r.store, d->r.run_id, &g);
+	if (!err)
+		err = store_commit(d->r.store);
+	if (err) {
+		store_rollback(d->r.store);
+		log_warn("governor: %s (recorded at the next tick)", store_errmsg(d->r.store));
+	}
+}
+
 static void governor_job(struct daemon *d, int64_t now)
 {
-	uint64_t cpu = self_cpu_ns(), ev = d->r.events;
-	uint64_t events[GOV_MAX_SOURCES] = { ev - d->gov_events };
+	uint64_t cpu = self_cpu_ns();
 
-	governor_tick(&d->gov, (uint64_t)(now - d->gov_at) * 1000000ULL, cpu - d->gov_cpu_ns, events);
+	/* Exact allocation tracking has no rate to lower, so no source is registered and
+	 * the governor measures and reports only. A sampled recorder registers its source
+	 * in run() and applies governor_scale() here. */
+	enum gov_action act = governor_tick(&d->gov, (uint64_t)(now - d->gov_at) * 1000000ULL,
+					    cpu - d->gov_cpu_ns, NULL);
 	d->gov_cpu_ns = cpu;
-	d->gov_events = ev;
 	d->gov_at = now;
-	/* Exact mode has no rate to lower: the governor still measures and reports. A
-	 * sampled recorder applies governor_scale(&d->gov, d->gov_alloc) here. */
+	if (act == GOV_LOWER || act == GOV_RAISE)
+		d->gov_changed_ns = real_ns();
+	governor_store(d, act);
 	if (d->r.mem_dropped_aggs)
 		notify_status("%zu processes, %llu events, %s; %llu aggregates dropped over "
 			      "memory_limit", d->ntargets, (unsigned long long)d->r.events,
@@ -321,6 +374,8 @@ static void reload(struct daemon *d)
 		log_warn("daemon: [store] db changed to %s: takes effect on restart", nc.db);
 	if (nc.alloc != d->cfg.alloc || nc.access != d->cfg.access)
 		log_warn("daemon: [sampling] alloc/access changes take effect on restart");
+	if (nc.cache_bytes != d->cfg.cache_bytes && store_set_cache(d->r.store, nc.cache_bytes))
+		log_warn("daemon: %s", store_errmsg(d->r.store));
 	free(nc.db);
 	nc.db = d->cfg.db;       /* keep the open store's path */
 	d->cfg.db = NULL;
@@ -385,6 +440,8 @@ static int run(struct daemon *d)
 	err = store_open(&d->r.store, d->cfg.db, STORE_RDWR, errbuf, sizeof(errbuf));
 	if (err)
 		return log_error_errno(1, "daemon: %s", errbuf);
+	if (store_set_cache(d->r.store, d->cfg.cache_bytes))
+		log_warn("daemon: %s", store_errmsg(d->r.store));
 	d->r.watch_all_exec = true;
 	d->r.lifecycle = on_lifecycle;
 	d->r.lifecycle_arg = d;
@@ -409,7 +466,6 @@ static int run(struct daemon *d)
 
 	struct governor_cfg gc = { .budget = d->cfg.cpu_budget, .min_scale = d->cfg.min_scale };
 	governor_init(&d->gov, &gc);
-	d->gov_alloc = governor_add_source(&d->gov, "alloc");
 	int64_t now = mono_ms();
 	d->gov_at = now;
 	d->gov_cpu_ns = self_cpu_ns();

@@ -10,6 +10,7 @@
 #define CONFIG_DEFAULT_PATH "/etc/memprofd/memprofd.conf"
 #define CONFIG_DEFAULT_DB "/var/lib/memprofd/memprofd.db"
 #define CONFIG_MAX_TIERS 8          /* compaction tiers ([store] compact) */
+#define CONFIG_DEFAULT_CACHE (2ULL << 20)  /* [store] cache_size: SQLite's own default */
 #define CONFIG_MAX_LINE 199         /* libinih's line buffer is 200 bytes */
 
 /* A list of strings (glob patterns, build-ids), in the order given. */
@@ -52,6 +53,7 @@ struct config {
 	uint64_t maintenance_interval_s; /* retention/compaction/size checks */
 	uint64_t checkpoint_interval_s;  /* PRAGMA wal_checkpoint(TRUNCATE) */
 	uint64_t memory_limit_bytes;     /* aggregates held in memory while the DB is unwritable */
+	uint64_t cache_bytes;            /* the writer's SQLite page cache (PRAGMA cache_size) */
 	/* [sampling] */
 	enum cfg_alloc alloc;
 	uint64_t sample_bytes;         /* sampled mode: mean bytes between sampled allocations */

@@ -94,7 +94,8 @@ enum gov_action governor_tick(struct governor *g, uint64_t interval_ns, uint64_t
 			n += snprintf(g->last + n, sizeof(g->last) - n, ": over budget, lowering");
 		} else {
 			act = GOV_AT_FLOOR;
-			n += snprintf(g->last + n, sizeof(g->last) - n, any_active ?
+			n += snprintf(g->last + n, sizeof(g->last) - n, !g->nsrc ?
+				      ": over budget, but no source has a rate to lower" : any_active ?
 				      ": over budget with every rate at the floor (min_scale %.4g)" :
 				      ": over budget, but no source had events (fixed cost)", floor);
 		}
@@ -147,5 +148,26 @@ int governor_status(const struct governor *g, char *buf, size_t sz)
 	for (unsigned k = 0; k < g->hcount; k++)
 		PUT("  change: %s\n", g->history[(g->hpos + GOV_HISTORY - 1 - k) % GOV_HISTORY]);
 #undef PUT
+	return (int)n;
+}
+
+const char *governor_action_name(enum gov_action a)
+{
+	static const char *const names[] = { "hold", "lower", "raise", "at_floor" };
+
+	return (unsigned)a < sizeof(names) / sizeof(names[0]) ? names[a] : "?";
+}
+
+int governor_history(const struct governor *g, char *buf, size_t sz)
+{
+	size_t n = 0;
+
+	if (sz)
+		buf[0] = '\0';
+	for (unsigned k = 0; k < g->hcount; k++) {
+		int w = snprintf(buf + (n < sz ? n : sz), n < sz ? sz - n : 0, "%s%s", k ? "\n" : "",
+				 g->history[(g->hpos + GOV_HISTORY - 1 - k) % GOV_HISTORY]);
+		n += w > 0 ? (size_t)w : 0;
+	}
 	return (int)n;
 }

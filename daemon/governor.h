@@ -61,3 +61,7 @@ static inline double governor_scale(const struct governor *g, unsigned i)
 /* Multi-line text for `memprofd query status`: budget, usage, scales and the recent
  * decisions, newest first. Writes at most sz bytes; returns the length it wanted. */
 int governor_status(const struct governor *g, char *buf, size_t sz);
+/* The recent rate changes, newest first, one a line (no trailing newline); same
+ * truncation rule. For the store's governor record. */
+int governor_history(const struct governor *g, char *buf, size_t sz);
+const char *governor_action_name(enum gov_action a);   /* "hold", "lower", ... */

@@ -4,6 +4,11 @@
  * exists in the output came from another host (or an earlier input): it gets start_ns
  * + 1 (repeatedly), which keeps the two processes apart and is invisible at ns scale;
  * its run, copied with "merged_from" in its settings, names the input it came from.
+ * An input may be of any schema version up to this one (never migrated: it is only read,
+ * and may be a read-only file); what each table holds is taken from the columns and
+ * tables the input has (struct src_schema), what it lacks is left empty or derived the
+ * way the store's migrations derive it. A newer input is refused before anything is
+ * written.
  * MIB rows are copied as they are (AccessHistograms included), never combined here. */
 #include <errno.h>
 #include <fcntl.h>
@@ -96,50 +101,126 @@ static const char *const copy_sql2[] = {
 	"INSERT INTO temp.map_ctx SELECT c.id, d.id FROM src.contexts c"
 	" JOIN temp.map_stack ms ON ms.src = c.stack_id JOIN temp.map_bin mb ON mb.src = c.binary_id"
 	" JOIN main.contexts d ON d.stack_id = ms.dst AND d.binary_id = mb.dst;",
-	/* runs: new ids after the output's, provenance in the settings. */
+};
+
+/* What an input's schema holds, found by its tables and columns (not its version
+ * number, so a renumbered migration needs nothing here). */
+struct src_schema {
+	bool frame_lines;       /* v3: DWARF lines of frames */
+	bool access;            /* v4: runs.access_source/_reasons, data_access, access_classes */
+	bool mib_run;           /* v5: mib.run_id (before: the run of the row's process) */
+	bool mib_hist;          /* v6: mib.access_hist */
+	bool governor;          /* v7: governor, governor_sources */
+};
+
+/* Whether the input has table (column NULL) or table.column. */
+static int src_has(struct merger *m, const char *table, const char *column, bool *out)
+{
+	sqlite3_stmt *st;
+	int rc = column ?
+		sqlite3_prepare_v2(m->db, "SELECT 1 FROM pragma_table_info(?1, 'src') WHERE name = ?2",
+				   -1, &st, NULL) :
+		sqlite3_prepare_v2(m->db, "SELECT 1 FROM src.sqlite_master WHERE type = 'table'"
+				   " AND name = ?1", -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return fail(m, rc, "reading the input's schema");
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	if (column)
+		sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	*out = rc == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : fail(m, rc, "reading the input's schema");
+}
+
+static int src_schema_read(struct merger *m, struct src_schema *sch)
+{
+	int r = src_has(m, "frame_lines", NULL, &sch->frame_lines);
+
+	if (!r)
+		r = src_has(m, "runs", "access_source", &sch->access);
+	if (!r)
+		r = src_has(m, "mib", "run_id", &sch->mib_run);
+	if (!r)
+		r = src_has(m, "mib", "access_hist", &sch->mib_hist);
+	if (!r)
+		r = src_has(m, "governor", NULL, &sch->governor);
+	return r;
+}
+
+/* Lines of the frames the output has none for (the same binary and offset has the same
+ * lines on every host). */
+static const char copy_lines_sql[] =
+	"INSERT INTO main.frame_lines(frame_id, depth, function, mangled, file, line, col,"
+	" decl_line, inlined) SELECT mf.dst, l.depth, l.function, l.mangled, l.file, l.line, l.col,"
+	" l.decl_line, l.inlined FROM src.frame_lines l JOIN temp.map_frame mf ON mf.src = l.frame_id"
+	" WHERE NOT EXISTS (SELECT 1 FROM main.frame_lines d WHERE d.frame_id = mf.dst)";
+
+/* Runs: new ids after the output's, provenance in the settings; %s: the access source
+ * and reasons, or NULLs for an input older than them. */
+static const char copy_runs_sql[] =
 	"INSERT INTO temp.map_run SELECT s.id, s.id + (SELECT coalesce(max(id), 0) FROM main.runs)"
 	" FROM src.runs s;"
 	"INSERT INTO main.runs(id, command, alloc_mode, access_mode, settings, started_ns, ended_ns,"
 	" events, drops_ringbuf, drops_live_full, drops_state_full, drops_stack, unmatched_frees,"
-	" overwritten, unresolved_frames, status)"
+	" overwritten, unresolved_frames, status, access_source, access_reasons)"
 	" SELECT mr.dst, s.command, s.alloc_mode, s.access_mode,"
 	" json_set(CASE WHEN json_valid(s.settings) THEN s.settings ELSE '{}' END,"
 	"  '$.merged_from', ?1), s.started_ns, s.ended_ns, s.events, s.drops_ringbuf,"
 	" s.drops_live_full, s.drops_state_full, s.drops_stack, s.unmatched_frees, s.overwritten,"
-	" s.unresolved_frames, s.status FROM src.runs s JOIN temp.map_run mr ON mr.src = s.id;",
-};
+	" s.unresolved_frames, s.status, %s FROM src.runs s JOIN temp.map_run mr ON mr.src = s.id;";
+
+static int exec_bound(struct merger *m, const char *sql, const char *text, const char *what);
+
+static int copy_runs(struct merger *m, const struct src_schema *sch, const char *in)
+{
+	char sql[sizeof(copy_runs_sql) + 64];
+
+	snprintf(sql, sizeof(sql), copy_runs_sql,
+		 sch->access ? "s.access_source, s.access_reasons" : "NULL, NULL");
+	return exec_bound(m, sql, in, in);
+}
 
 #define COL(f, agg) ", " #f
 #define SRC_COL(f, agg) ", m." #f
-/* Rows never collide: every process is new in the output. %s is the row's histogram
- * (m.access_hist, or NULL for an input older than schema 6). */
+/* Rows never collide: every process is new in the output. First %s: the input's run of
+ * the row (mib.run_id, or before schema 5 the run of the row's process, as the v5
+ * migration derived it); second: its histogram (m.access_hist, NULL before schema 6). */
 static const char copy_mib_sql[] =
 	"INSERT INTO main.mib(context_id, process_id, run_id, bucket_start" STORE__MIB_FIELDS(COL)
 	", access_hist) SELECT mc.dst, mp.dst,"
-	" coalesce((SELECT mr.dst FROM temp.map_run mr WHERE mr.src = m.run_id), 0),"
+	" coalesce((SELECT mr.dst FROM temp.map_run mr WHERE mr.src = %s), 0),"
 	" m.bucket_start" STORE__MIB_FIELDS(SRC_COL) ", %s"
 	" FROM src.mib m JOIN temp.map_ctx mc ON mc.src = m.context_id"
 	" JOIN temp.map_proc mp ON mp.src = m.process_id";
 
-/* The input's MIB rows, with their AccessHistograms when its schema has them. */
-static int copy_mibs(struct merger *m, const char *in)
+static int copy_mibs(struct merger *m, const struct src_schema *sch, const char *in)
 {
-	sqlite3_stmt *st;
-	char sql[sizeof(copy_mib_sql) + 32];
-	bool hist = false;
-	int rc = sqlite3_prepare_v2(m->db, "SELECT 1 FROM pragma_table_info('mib', 'src')"
-				    " WHERE name = 'access_hist'", -1, &st, NULL);
+	char sql[sizeof(copy_mib_sql) + 128];
 
-	if (rc != SQLITE_OK)
-		return fail(m, rc, in);
-	rc = sqlite3_step(st);
-	hist = rc == SQLITE_ROW;
-	sqlite3_finalize(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return fail(m, rc, in);
-	snprintf(sql, sizeof(sql), copy_mib_sql, hist ? "m.access_hist" : "NULL");
+	snprintf(sql, sizeof(sql), copy_mib_sql, sch->mib_run ? "m.run_id" :
+		 "(SELECT p.run_id FROM src.processes p WHERE p.id = m.process_id)",
+		 sch->mib_hist ? "m.access_hist" : "NULL");
 	return exec(m, sql, in);
 }
+
+/* Per-run tables: keyed by run, and every run is new in the output. */
+static const char copy_access_sql[] =
+	"INSERT INTO main.data_access(run_id, binary_id, symbol, address, section, size,"
+	" access_samples, est_accesses) SELECT mr.dst, mb.dst, d.symbol, d.address, d.section,"
+	" d.size, d.access_samples, d.est_accesses FROM src.data_access d"
+	" JOIN temp.map_run mr ON mr.src = d.run_id JOIN temp.map_bin mb ON mb.src = d.binary_id;"
+	"INSERT INTO main.access_classes(run_id, class, samples, est_accesses)"
+	" SELECT mr.dst, c.class, c.samples, c.est_accesses FROM src.access_classes c"
+	" JOIN temp.map_run mr ON mr.src = c.run_id;";
+static const char copy_governor_sql[] =
+	"INSERT INTO main.governor SELECT mr.dst, g.at_ns, g.budget, g.cpu, g.min_scale, g.ticks,"
+	" g.lowered, g.raised, g.action, g.changed_ns, g.decision, g.history, g.rss_bytes,"
+	" g.cache_bytes, g.procs_held, g.aggs_held FROM src.governor g"
+	" JOIN temp.map_run mr ON mr.src = g.run_id;"
+	"INSERT INTO main.governor_sources SELECT mr.dst, g.source, g.scale, g.rate, g.unit, g.events"
+	" FROM src.governor_sources g JOIN temp.map_run mr ON mr.src = g.run_id;";
 
 static int exec_bound(struct merger *m, const char *sql, const char *text, const char *what)
 {
@@ -321,6 +402,7 @@ out:
 static int merge_one(struct merger *m, const char *in)
 {
 	char uri[PATH_MAX + 32];
+	struct src_schema sch = { 0 };
 	sqlite3_stmt *st;
 	int r, rc;
 
@@ -335,16 +417,26 @@ static int merge_one(struct merger *m, const char *in)
 	if (rc != SQLITE_DONE)
 		return fail(m, rc, in);
 	r = exec(m, "BEGIN IMMEDIATE", in);
+	if (!r)
+		r = src_schema_read(m, &sch);
 	for (size_t i = 0; !r && i < sizeof(copy_sql) / sizeof(copy_sql[0]); i++)
 		r = exec_bound(m, copy_sql[i], NULL, in);
+	if (!r && sch.frame_lines)
+		r = exec(m, copy_lines_sql, in);
 	if (!r)
 		r = copy_stacks(m);
 	for (size_t i = 0; !r && i < sizeof(copy_sql2) / sizeof(copy_sql2[0]); i++)
 		r = exec_bound(m, copy_sql2[i], in, in);
 	if (!r)
+		r = copy_runs(m, &sch, in);
+	if (!r)
 		r = copy_processes(m);
 	if (!r)
-		r = copy_mibs(m, in);
+		r = copy_mibs(m, &sch, in);
+	if (!r && sch.access)
+		r = exec(m, copy_access_sql, in);
+	if (!r && sch.governor)
+		r = exec(m, copy_governor_sql, in);
 	if (!r)
 		r = exec(m, "COMMIT", in);
 	else
@@ -393,7 +485,8 @@ int merge_dbs(const char *out, const char *const *inputs, size_t n, char *err, s
 		snprintf(err, errsz, "no input databases");
 		return -EINVAL;
 	}
-	/* Validate every input first: readable, memprofd, this schema (newer is refused). */
+	/* Validate every input first: readable, a memprofd database of this schema version
+	 * or an older one (a newer one is refused; an older one is read as it is). */
 	for (size_t i = 0; i < n; i++) {
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(inputs[i], inputs[j])) {

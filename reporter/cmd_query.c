@@ -14,6 +14,7 @@
 
 #include "reporter/classify.h"
 #include "reporter/format.h"
+#include "reporter/status_governor.h"
 #include "reporter/query.h"
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -752,6 +753,8 @@ static int run_cb(const struct store_run_row *r, void *arg)
 		json_opt_i64(o->out, "ended_ns", st->ended_ns);
 		fputs(", \"status\": ", o->out);
 		fmt_json_str(o->out, st->status);
+		if (o->s && (rc = status_governor_json(o->out, o->s, r->id)) < 0)
+			return rc;
 		fprintf(o->out, ", \"events\": %" PRIu64 ", \"drops_ringbuf\": %" PRIu64
 			", \"drops_live_full\": %" PRIu64 ", \"drops_state_full\": %" PRIu64
 			", \"drops_stack\": %" PRIu64 ", \"unmatched_frees\": %" PRIu64
@@ -808,6 +811,8 @@ static int run_cb(const struct store_run_row *r, void *arg)
 			W_NUM, fmt_count(ndrops, drops),
 			W_NUM, fmt_count(nunm, st->unmatched_frees), cmd);
 		print_run_access_table(o->out, r, &cls);
+		if (o->s && (rc = status_governor_table(o->out, o->s, r->id, W_INDENT)) < 0)
+			return rc;
 	}
 	}
 	o->n++;

@@ -206,6 +206,29 @@ static const char *const migrations[] = {
 	 * per ATTRIB_GRANULE bytes (store/mib.h struct mib_hist), NULL when the row has none
 	 * (no access source, objects too large, rows of older schemas). */
 	"ALTER TABLE mib ADD COLUMN access_hist BLOB;",
+	/* 6 -> 7: the overhead governor of a daemon run, rewritten at each of its ticks
+	 * (store/governor.c), for `memprofd query status`. governor_sources: what it scales;
+	 * rate is NULL for a source whose rate the run cannot change. */
+	"CREATE TABLE governor ("
+	"  run_id INTEGER PRIMARY KEY REFERENCES runs(id),"
+	"  at_ns INTEGER NOT NULL,"              /* CLOCK_REALTIME of the last tick */
+	"  budget REAL NOT NULL,"                /* CPU allowed, fraction of one CPU */
+	"  cpu REAL NOT NULL,"                   /* CPU used in the last tick, same unit */
+	"  min_scale REAL NOT NULL,"
+	"  ticks INTEGER NOT NULL, lowered INTEGER NOT NULL, raised INTEGER NOT NULL,"
+	"  action TEXT NOT NULL,"                /* hold|lower|raise|at_floor (last tick) */
+	"  changed_ns INTEGER NOT NULL DEFAULT 0," /* last rate change, 0: none yet */
+	"  decision TEXT NOT NULL,"              /* the last tick's decision in words */
+	"  history TEXT,"                        /* recent rate changes, newest first, one a line */
+	"  rss_bytes INTEGER NOT NULL DEFAULT 0, cache_bytes INTEGER NOT NULL DEFAULT 0,"
+	"  procs_held INTEGER NOT NULL DEFAULT 0, aggs_held INTEGER NOT NULL DEFAULT 0);"
+	"CREATE TABLE governor_sources ("
+	"  run_id INTEGER NOT NULL REFERENCES runs(id),"
+	"  source TEXT NOT NULL,"
+	"  scale REAL NOT NULL,"                 /* multiplier of the configured rate */
+	"  rate REAL, unit TEXT,"                /* the rate in force now */
+	"  events INTEGER NOT NULL,"             /* in the last tick */
+	"  PRIMARY KEY (run_id, source)) WITHOUT ROWID;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

@@ -473,6 +473,26 @@ int store_schema_version(struct store *s)
 	return v;
 }
 
+int store_set_cache(struct store *s, uint64_t bytes)
+{
+	char sql[64];
+	int rc;
+
+	/* A negative cache_size is in KiB: a byte bound whatever the page size. */
+	snprintf(sql, sizeof(sql), "PRAGMA cache_size = -%llu",
+		 (unsigned long long)(bytes + 1023) / 1024);
+	rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+	return rc == SQLITE_OK ? 0 : store__fail(s, rc, "setting the page cache size");
+}
+
+uint64_t store_cache_used(struct store *s)
+{
+	int cur = 0, hi = 0;
+
+	sqlite3_db_status(s->db, SQLITE_DBSTATUS_CACHE_USED, &cur, &hi, 0);
+	return cur > 0 ? (uint64_t)cur : 0;
+}
+
 static int need_writer(struct store *s)
 {
 	return s->rdwr ? 0 : store__error(s, -EROFS, "the store is open read-only");

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -24,6 +24,10 @@ int store_open(struct store **out, const char *path, unsigned flags, char *err, 
 void store_close(struct store *s);
 const char *store_errmsg(const struct store *s);
 int store_schema_version(struct store *s);     /* PRAGMA user_version of the open DB */
+/* Bounds the connection's page cache (SQLite's default is 2 MiB); it fills as pages are
+ * read or written and then stays at the bound. store_cache_used(): bytes it holds now. */
+int store_set_cache(struct store *s, uint64_t bytes);
+uint64_t store_cache_used(struct store *s);
 
 /* Writer: one transaction per flush. store_rollback() also drops the id caches
  * filled since store_begin(), so a failed flush can be retried from scratch. */
@@ -313,6 +317,41 @@ typedef int (*store_access_class_cb)(const struct store_access_class_row *row, v
  * class name. An older schema has none (returns 0). */
 int store_query_access_classes(struct store *s, int64_t run_id, store_access_class_cb cb,
 			       void *arg);
+
+/* ---- the overhead governor of a daemon run (store/governor.c) ----
+ * One record per run, rewritten at every governor tick (absolute values), so `memprofd
+ * query status` shows what the governor measured and did. */
+#define STORE_GOV_MAX_SOURCES 8
+struct store_gov_source {
+	const char *name;        /* "alloc", "access" */
+	double scale;            /* multiplier of the configured rate */
+	double rate;             /* rate in force, in unit; < 0 when the run cannot change it */
+	const char *unit;        /* "Hz", ...; NULL without a rate */
+	uint64_t events;         /* events in the last tick */
+};
+struct store_governor {
+	int64_t at_ns;           /* CLOCK_REALTIME of the last tick */
+	double budget;           /* CPU allowed, fraction of one CPU (0.01 = 1%) */
+	double cpu;              /* CPU used in the last tick, same unit */
+	double min_scale;
+	uint64_t ticks, lowered, raised;
+	const char *action;      /* "hold", "lower", "raise", "at_floor" */
+	int64_t changed_ns;      /* CLOCK_REALTIME of the last rate change, 0: none */
+	const char *decision;    /* the last tick's decision in words */
+	const char *history;     /* recent rate changes, newest first, newline separated */
+	uint64_t rss_bytes;      /* the daemon's resident memory at the tick */
+	uint64_t cache_bytes;    /* its SQLite page cache */
+	uint64_t procs_held;     /* processes it holds state for */
+	uint64_t aggs_held;      /* aggregates held in memory */
+	struct store_gov_source src[STORE_GOV_MAX_SOURCES];
+	unsigned nsrc;
+};
+/* Replaces run_id's governor record (inside store_begin/store_commit). */
+int store_put_governor(struct store *s, int64_t run_id, const struct store_governor *g);
+typedef int (*store_governor_cb)(int64_t run_id, const struct store_governor *g, void *arg);
+/* run_id's record (run_id 0: every run's, newest run first); strings are valid during
+ * the callback. A store without the governor tables (an older schema) has none: 0. */
+int store_query_governor(struct store *s, int64_t run_id, store_governor_cb cb, void *arg);
 
 /* ---- retention, compaction, size bound, checkpoints (store/retention.c) ----
  * Writer-side maintenance the daemon runs between flushes, each step one IMMEDIATE

@@ -55,6 +55,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.access, CFG_ACCESS_AUTO);
 	assert_int_equal(c.retention_s, 14 * 86400);
 	assert_int_equal(c.max_db_bytes, 1ULL << 30);
+	assert_int_equal(c.cache_bytes, 2ULL << 20);
 	assert_int_equal(c.ntiers, 3);
 	assert_int_equal(c.ntargets, 0);
 	config_free(&c);
@@ -66,7 +67,7 @@ static void test_values(void **state)
 	char *errs;
 	int r = load(&c,
 		"; comment\n# comment\n"
-		"[store]\ndb = /tmp/x.db\nflush_interval = 2s\nmax_db_size = 64M\n"
+		"[store]\ndb = /tmp/x.db\nflush_interval = 2s\nmax_db_size = 64M\ncache_size = 256K\n"
 		"retention = 30d ; inline comment\ncompact = 1h:5m, 1d:1h\n"
 		"[sampling]\nalloc = exact\naccess = soft\naccess_freq = 99\nsample_bytes = 1M\n"
 		"[governor]\ncpu_budget = 2.5%\nmin_scale = 0.125\n"
@@ -79,6 +80,7 @@ static void test_values(void **state)
 	assert_string_equal(c.db, "/tmp/x.db");
 	assert_int_equal(c.flush_interval_ms, 2000);
 	assert_int_equal(c.max_db_bytes, 64ULL << 20);
+	assert_int_equal(c.cache_bytes, 256 << 10);
 	assert_int_equal(c.retention_s, 30 * 86400);
 	assert_int_equal(c.ntiers, 2);
 	assert_int_equal(c.tiers[0].age_s, 3600);
@@ -146,12 +148,13 @@ static void test_errors(void **state)
 		"exe = relative/path\n"            /* 14 not absolute */
 		"build_id = xyz\n"                 /* 15 not hex */
 		"[store\n"                         /* 16 bad header */
-		"[store]\nflush_interval = 10\n",  /* 17, 18: 10 ms < 50 ms minimum */
+		"[store]\nflush_interval = 10\n"  /* 17, 18: 10 ms < 50 ms minimum */
+		"cache_size = 4K\n",               /* 19: under 64K */
 		&errs);
 	assert_int_equal(r, -EINVAL);
 	assert_non_null(errs);
 	fprintf(stderr, "%s", errs);
-	static const unsigned lines[] = { 2, 3, 5, 7, 8, 10, 12, 14, 15, 16, 18 };
+	static const unsigned lines[] = { 2, 3, 5, 7, 8, 10, 12, 14, 15, 16, 18, 19 };
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
 		snprintf(want, sizeof(want), "%s:%u: ", path, lines[i]);
 		assert_non_null(strstr(errs, want));
@@ -226,6 +229,7 @@ static void test_shipped(void **state)
 	assert_string_equal(c.db, d.db);
 	assert_int_equal(c.flush_interval_ms, d.flush_interval_ms);
 	assert_int_equal(c.max_db_bytes, d.max_db_bytes);
+	assert_int_equal(c.cache_bytes, d.cache_bytes);
 	assert_int_equal(c.retention_s, d.retention_s);
 	assert_int_equal(c.ntiers, d.ntiers);
 	assert_memory_equal(c.tiers, d.tiers, sizeof(d.tiers[0]) * d.ntiers);

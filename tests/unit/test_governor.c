@@ -67,6 +67,13 @@ static void test_idle_source_untouched(void **state)
 	init(&g);
 	assert_int_equal(governor_tick(&g, SEC, 20000000, none), GOV_AT_FLOOR);
 	assert_non_null(strstr(g.last, "no source had events"));
+	/* Nothing registered (exact allocation tracking has no rate): said so. */
+	struct governor_cfg cfg = { .budget = 0.01, .min_scale = 1.0 / 64 };
+	governor_init(&g, &cfg);
+	assert_int_equal(governor_tick(&g, SEC, 20000000, NULL), GOV_AT_FLOOR);
+	assert_non_null(strstr(g.last, "no source has a rate to lower"));
+	assert_string_equal(governor_action_name(GOV_AT_FLOOR), "at_floor");
+	assert_string_equal(governor_action_name(GOV_LOWER), "lower");
 }
 
 static void test_hysteresis(void **state)
@@ -124,7 +131,7 @@ static void test_status_text(void **state)
 {
 	struct governor g;
 	uint64_t ev[2] = { 10, 10 };
-	char buf[4096];
+	char buf[4096], small_hist[8];
 
 	init(&g);
 	governor_tick(&g, SEC, 50000000, ev);
@@ -139,6 +146,14 @@ static void test_status_text(void **state)
 	assert_non_null(a);
 	assert_non_null(b);
 	assert_true(a < b);
+	/* The same changes for the store: newest first, one a line. */
+	char hist[2 * GOV_TEXT];
+	int hn = governor_history(&g, hist, sizeof(hist));
+	assert_true(hn > 0 && (size_t)hn == strlen(hist));
+	assert_true(strncmp(hist, "tick 2:", 7) == 0);
+	assert_non_null(strstr(hist, "\ntick 1:"));
+	assert_null(strchr(strchr(hist, '\n') + 1, '\n'));
+	assert_int_equal(governor_history(&g, small_hist, sizeof(small_hist)), hn);
 	/* Truncation is safe and reports the wanted length. */
 	char small[16];
 	assert_int_equal(governor_status(&g, small, sizeof(small)), n);

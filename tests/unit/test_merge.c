@@ -3,7 +3,8 @@
  * database's contexts equal mib_combine() of the inputs, processes stay distinct,
  * binaries/frames/stacks are deduplicated, runs name their source; a newer schema, a
  * non-database and a repeated input are refused without creating the output; the
- * output may be an input; integrity_check is ok and no temp file is left behind;
+ * output may be an input; integrity_check is ok and no temp file is left behind; inputs
+ * of every older schema version merge without being written, each with what it has;
  * AccessHistograms are copied (none from an input older than schema 6). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sqlite3.h>
 #include <cmocka.h>
 
@@ -308,12 +310,186 @@ static void test_refusals(void **state)
 	assert_int_equal(q(out, "SELECT count(*) FROM mib"), 1);
 }
 
+/* ---- inputs of every older schema version ---- */
+
+static void exec_ok(sqlite3 *h, const char *sql)
+{
+	if (sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(h));
+}
+
+#define MIB_NAME(f, agg) ", " #f
+#define MIB_PARAM(f, agg) ", ?"
+#define MIB_BIND(f, agg) sqlite3_bind_int64(st, i++, (int64_t)m->f);
+
+/* A database exactly as memprofd with schema `version` wrote it: the first `version`
+ * migrations and that version's columns, with one shared context (stack hash 777,
+ * frames "leaf" <- "main" in /bin/app) holding m, in a run and process of its own. */
+static void old_host(const char *path, int version, const struct mib *m)
+{
+	sqlite3 *h;
+	sqlite3_stmt *st;
+	char sql[1024];
+	unsigned char blob[16] = { 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0 };
+
+	unlink(path);
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	for (int v = 0; v < version; v++)
+		exec_ok(h, store__migration_sql(v));
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d;"
+		 "INSERT INTO binaries(id, build_id, path) VALUES (1, 'aaaa', '/bin/app');"
+		 "INSERT INTO frames(id, binary_id, offset, function) VALUES (1, 1, 256, 'leaf'),"
+		 " (2, 1, 512, 'main');"
+		 "INSERT INTO contexts(id, stack_id, binary_id) VALUES (1, 1, 1);"
+		 "INSERT INTO runs(id, command, started_ns, ended_ns, status)"
+		 " VALUES (1, 'v%d', %d, %d, 'ok');"
+		 "INSERT INTO processes(id, pid, start_ns, binary_id, run_id, comm)"
+		 " VALUES (1, %d, 5, 1, 1, 'app');", version, version, version, version + 1,
+		 100 + version);
+	exec_ok(h, sql);
+	assert_int_equal(sqlite3_prepare_v2(h, "INSERT INTO stacks(id, hash, nframes, frames)"
+					    " VALUES (1, 777, 2, ?1)", -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_blob(st, 1, blob, sizeof(blob), SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+	snprintf(sql, sizeof(sql), "INSERT INTO mib(context_id, process_id,%s bucket_start"
+		 STORE__MIB_FIELDS(MIB_NAME) ") VALUES (1, 1,%s 60000000000" STORE__MIB_FIELDS(MIB_PARAM)
+		 ")", version >= 5 ? " run_id," : "", version >= 5 ? " 1," : "");
+	assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+	int i = 1;
+	STORE__MIB_FIELDS(MIB_BIND)
+	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+	if (version >= 3)
+		exec_ok(h, "INSERT INTO frame_lines(frame_id, depth, function, file, line, col)"
+			   " VALUES (1, 0, 'inl', 'app.h', 3, 1), (1, 1, 'leaf', 'app.c', 42, 7)");
+	if (version >= 4) {
+		snprintf(sql, sizeof(sql), "UPDATE runs SET access_source = 'soft',"
+			 " access_reasons = 'pebs: no PMU';"
+			 "INSERT INTO data_access VALUES (1, 1, 'g_var', 16384, '.data', 8, %d, %d);"
+			 "INSERT INTO access_classes VALUES (1, 'static', %d, %d);",
+			 version, 10 * version, version, 10 * version);
+		exec_ok(h, sql);
+	}
+	sqlite3_close(h);
+	assert_int_equal(chmod(path, 0444), 0);
+}
+
+static int find_leaf(const struct store_ctx_row *r, void *arg)
+{
+	if (r->frames[0].function && !strcmp(r->frames[0].function, "leaf"))
+		*(struct mib *)arg = r->mib;
+	return 0;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	*len = (size_t)ftell(f);
+	rewind(f);
+	buf = malloc(*len + 1);
+	assert_int_equal(fread(buf, 1, *len, f), *len);
+	fclose(f);
+	return buf;
+}
+
+static void test_merge_every_version(void **state)
+{
+	enum { NOLD = STORE_SCHEMA_VERSION - 1 };
+	char paths[NOLD][140], err[512];
+	const char *in[NOLD + 1];
+	char *before[NOLD];
+	size_t blen[NOLD];
+	struct mib want = { 0 }, got = { 0 };
+
+	for (int v = 1; v <= NOLD; v++) {
+		struct mib m = obj(100 * (uint64_t)v, 10 * (uint64_t)v, 20 * (uint64_t)v, (uint32_t)v);
+
+		snprintf(paths[v - 1], sizeof(paths[v - 1]), "%s/v%d.db", dir, v);
+		old_host(paths[v - 1], v, &m);
+		mib_combine(&want, &m);
+		in[v - 1] = paths[v - 1];
+		before[v - 1] = slurp(paths[v - 1], &blen[v - 1]);
+	}
+	/* And one of this version, with a governor record. */
+	struct ctx_rec cur[1] = { { "5a5a", 1, obj(4000, 100, 200, 3) } };
+	host(a, 42, 777, cur, 1, "now");
+	{
+		struct store *s;
+		struct store_governor g = { .at_ns = 9, .budget = 0.01, .cpu = 0.5, .min_scale = 0.5,
+					    .ticks = 3, .action = "at_floor", .decision = "over budget",
+					    .src = { { "access", 0.5, 500, "Hz", 7 } }, .nsrc = 1 };
+
+		assert_int_equal(store_open(&s, a, STORE_RDWR, err, sizeof(err)), 0);
+		assert_int_equal(store_begin(s), 0);
+		assert_int_equal(store_put_governor(s, 1, &g), 0);
+		assert_int_equal(store_commit(s), 0);
+		store_close(s);
+	}
+	in[NOLD] = a;
+	int r = merge_dbs(out, in, NOLD + 1, err, sizeof(err));
+	if (r)
+		fail_msg("%s", err);
+
+	/* The shared context: every version's row, combined as one. */
+	struct store *s;
+	struct store_ctx_filter f = { .sort = STORE_SORT_BYTES };
+	assert_int_equal(store_open(&s, out, STORE_RDONLY, err, sizeof(err)), 0);
+	assert_int_equal(store_query_contexts(s, &f, find_leaf, &got), 0);
+	store_close(s);
+	assert_memory_equal(&got, &want, sizeof(want));
+	assert_int_equal(got.alloc_count, NOLD);
+	assert_int_equal(q(out, "SELECT count(*) FROM contexts"), 2);
+	assert_int_equal(q(out, "SELECT count(*) FROM runs"), NOLD + 1);
+	assert_int_equal(q(out, "SELECT count(*) FROM processes"), NOLD + 1);
+	/* Each row in its own input's run (before v5: its process's run). */
+	assert_int_equal(q(out, "SELECT count(*) FROM mib m JOIN processes p ON p.id = m.process_id"
+			      " WHERE m.run_id <> p.run_id OR m.run_id = 0"), 0);
+	/* What older versions lack is absent, what they have is kept. */
+	assert_int_equal(q(out, "SELECT count(*) FROM runs WHERE access_source = 'soft'"
+			      " AND access_reasons = 'pebs: no PMU'"), NOLD - 3);
+	assert_int_equal(q(out, "SELECT count(*) FROM data_access"), NOLD - 3);
+	assert_int_equal(q(out, "SELECT sum(access_samples) FROM data_access"), 4 + 5);
+	assert_int_equal(q(out, "SELECT count(*) FROM access_classes"), NOLD - 3);
+	assert_int_equal(q(out, "SELECT count(*) FROM frame_lines"), 2);   /* one frame's, once */
+	assert_int_equal(q(out, "SELECT line FROM frame_lines f JOIN frames r ON r.id = f.frame_id"
+			      " WHERE r.function = 'leaf' AND f.depth = 1"), 42);
+	assert_int_equal(q(out, "SELECT count(*) FROM governor g JOIN runs r ON r.id = g.run_id"
+			      " WHERE r.command = 'daemon' AND g.ticks = 3"), 1);
+	assert_int_equal(q(out, "SELECT count(*) FROM governor_sources s JOIN governor g"
+			      " ON g.run_id = s.run_id WHERE s.rate = 500"), 1);
+	assert_int_equal(q(out, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+	assert_int_equal(q(out, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"), 1);
+	assert_int_equal(q(out, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+	/* The inputs were only read: same bytes, same version, no journal or WAL beside them. */
+	for (int v = 1; v <= NOLD; v++) {
+		size_t n;
+		char *now = slurp(paths[v - 1], &n), side[sizeof(paths[0]) + 16];
+
+		assert_int_equal(n, blen[v - 1]);
+		assert_memory_equal(now, before[v - 1], n);
+		assert_int_equal(q(paths[v - 1], "PRAGMA user_version"), v);
+		for (const char *sfx = "-wal"; sfx; sfx = strcmp(sfx, "-wal") ? NULL : "-journal") {
+			snprintf(side, sizeof(side), "%.139s%s", paths[v - 1], sfx);
+			assert_int_equal(access(side, F_OK), -1);
+		}
+		free(now);
+		free(before[v - 1]);
+	}
+	no_leftovers();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_merge_two_hosts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_histograms, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_every_version, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

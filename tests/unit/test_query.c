@@ -1011,6 +1011,69 @@ static void test_status_access(void **state)
 	free(out);
 }
 
+/* The governor block: a daemon run's last tick in the table (within the width) and as
+ * the run's "governor" object; runs without one say null. */
+static void test_status_governor(void **state)
+{
+	struct fixture *f = *state;
+	struct store *w;
+	char err[256], *out = NULL;
+	int64_t run;
+
+	build(f);
+	if (store_open(&w, f->db, STORE_RDWR, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+	struct store_run rd = { .command = "daemon", .alloc_mode = "exact", .access_mode = "soft",
+				.started_ns = 1700000100000000000ll };
+	struct store_governor g = {
+		.at_ns = 1700000160000000000ll, .budget = 0.01, .cpu = 0.0523, .min_scale = 0.015625,
+		.ticks = 6, .lowered = 2, .raised = 0, .action = "lower",
+		.changed_ns = 1700000160000000000ll,
+		.decision = "tick 6: cpu 5.230% of one CPU, budget 1.000%: over budget, lowering; "
+			    "access scale 0.5 -> 0.125 (90000 events)",
+		.history = "tick 6: over budget, lowering; access scale 0.5 -> 0.125\n"
+			   "tick 2: over budget, lowering; access scale 1 -> 0.5",
+		.rss_bytes = 52 << 20, .cache_bytes = 256 << 10, .procs_held = 3, .aggs_held = 9,
+		.src = { { "access", 0.125, 125, "Hz", 90000 } }, .nsrc = 1,
+	};
+	OK(store_begin(w));
+	OK(store_run_begin(w, &rd, &run));
+	OK(store_put_governor(w, run, &g));
+	OK(store_commit(w));
+	store_close(w);
+
+	CAPTURE(out, query_print_status(fp, f->s, QUERY_TABLE));
+	assert_width(out, FMT_TABLE_WIDTH);
+	assert_non_null(strstr(out, " daemon\n      governor: budget 1.000% of one CPU, used 5.230% at "
+				    "tick 6 (2023-11-14T22:16:00Z): lower\n"
+				    "        over budget, lowering; access scale 0.5 -> 0.125 (90000 events)\n"
+				    "        rates lowered 2, raised 0 times, last at 2023-11-14T22:16:00Z;"
+				    " floor 0.01562\n"
+				    "        access: scale 0.125 of the configured rate, 125 Hz, 90000 events"
+				    " last tick\n"
+				    "        memory: RSS 52.0 MiB, page cache 256.0 KiB, 3 processes and 9"
+				    " aggregates held\n"
+				    "        change: tick 6: over budget, lowering; access scale 0.5 -> 0.125\n"
+				    "        change: tick 2: over budget"));
+	free(out);
+	CAPTURE(out, query_print_status(fp, f->s, QUERY_JSON));
+	assert_true(json_valid(out));
+	assert_non_null(strstr(out, "\"status\": \"running\", \"governor\": {\"at_ns\": "
+				    "1700000160000000000, \"budget\": 0.01, \"cpu\": 0.0523, "
+				    "\"min_scale\": 0.015625, \"ticks\": 6, \"lowered\": 2, "
+				    "\"raised\": 0, \"action\": \"lower\", \"changed_ns\": "
+				    "1700000160000000000, \"decision\": \"tick 6: cpu 5.230%"));
+	assert_non_null(strstr(out, "\"history\": [\"tick 6: over budget, lowering; access scale "
+				    "0.5 -> 0.125\", \"tick 2: over budget, lowering; access scale 1 ->"
+				    " 0.5\"], \"sources\": [{\"name\": \"access\", \"scale\": 0.125,"
+				    " \"rate\": 125, \"unit\": \"Hz\", \"events\": 90000}], "
+				    "\"memory\": {\"rss_bytes\": 54525952, \"cache_bytes\": 262144, "
+				    "\"processes\": 3, \"aggregates\": 9}}, \"events\": 0"));
+	/* The recording of build() has no governor. */
+	assert_non_null(strstr(out, "\"status\": \"ok\", \"governor\": null, \"events\": 123456"));
+	free(out);
+}
+
 static void test_classify_data(void **state)
 {
 	/* attrib_classify_data()'s rule: est / size / observed s (>= 1 ms), no lifetime floor. */
@@ -1092,6 +1155,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_data_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_csv_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_status_access, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_status_governor, setup, teardown),
 		cmocka_unit_test(test_classify_data),
 		cmocka_unit_test_setup_teardown(test_cmd_query_data, setup, teardown),
 	};

@@ -1330,6 +1330,180 @@ static void test_migrate_v3(void **state)
 	assert_integrity(fx->db);
 }
 
+/* ---- the governor record (schema v7) ---- */
+
+struct gov_got {
+	unsigned n;
+	int64_t run[4];
+	char action[4][16], decision[4][128], history[4][256];
+	double cpu[4];
+	uint64_t ticks[4], procs[4], cache[4];
+	int64_t changed[4];
+	unsigned nsrc[4];
+	char src_name[4][2][16], src_unit[4][2][8];
+	double src_scale[4][2], src_rate[4][2];
+};
+
+static int collect_gov(int64_t run_id, const struct store_governor *g, void *arg)
+{
+	struct gov_got *o = arg;
+	unsigned i = o->n++;
+
+	assert_true(i < 4);
+	o->run[i] = run_id;
+	snprintf(o->action[i], sizeof(o->action[i]), "%s", g->action);
+	snprintf(o->decision[i], sizeof(o->decision[i]), "%s", g->decision);
+	snprintf(o->history[i], sizeof(o->history[i]), "%s", g->history ? g->history : "(null)");
+	o->cpu[i] = g->cpu;
+	o->ticks[i] = g->ticks;
+	o->procs[i] = g->procs_held;
+	o->cache[i] = g->cache_bytes;
+	o->changed[i] = g->changed_ns;
+	o->nsrc[i] = g->nsrc;
+	for (unsigned k = 0; k < g->nsrc && k < 2; k++) {
+		snprintf(o->src_name[i][k], sizeof(o->src_name[i][k]), "%s", g->src[k].name);
+		snprintf(o->src_unit[i][k], sizeof(o->src_unit[i][k]), "%s",
+			 g->src[k].unit ? g->src[k].unit : "(null)");
+		o->src_scale[i][k] = g->src[k].scale;
+		o->src_rate[i][k] = g->src[k].rate;
+	}
+	return 0;
+}
+
+static void test_governor_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	int64_t r1 = new_run(s, 100 * SEC, 0), r2 = new_run(s, 200 * SEC, 0);
+	struct store_governor g = {
+		.at_ns = 150 * SEC, .budget = 0.01, .cpu = 0.0234, .min_scale = 1.0 / 64,
+		.ticks = 7, .lowered = 2, .raised = 1, .action = "lower", .changed_ns = 149 * SEC,
+		.decision = "tick 7: cpu 2.340% of one CPU, budget 1.000%: over budget, lowering",
+		.history = "tick 7: lowered\ntick 3: lowered", .rss_bytes = 50 << 20,
+		.cache_bytes = 300000, .procs_held = 12, .aggs_held = 40,
+		.src = { { "access", 0.25, 250, "Hz", 9000 }, { "alloc", 1, -1, "ignored", 77 } },
+		.nsrc = 2,
+	};
+	struct gov_got got = {0};
+
+	OK(store_begin(s));
+	OK(store_put_governor(s, r1, &g));
+	OK(store_commit(s));
+	/* A later tick replaces the record, sources included; another run has its own. */
+	g.ticks = 8;
+	g.action = "hold";
+	g.nsrc = 1;
+	g.src[0].rate = 500;
+	g.history = NULL;
+	OK(store_begin(s));
+	OK(store_put_governor(s, r1, &g));
+	g.ticks = 1;
+	g.procs_held = 3;
+	OK(store_put_governor(s, r2, &g));
+	OK(store_commit(s));
+	/* A rolled back tick leaves the last committed one. */
+	g.ticks = 99;
+	OK(store_begin(s));
+	OK(store_put_governor(s, r1, &g));
+	OK(store_rollback(s));
+	/* Bad input is refused, one line, and nothing is written. */
+	struct store_governor bad = g;
+	bad.action = NULL;
+	OK(store_begin(s));
+	assert_int_equal(store_put_governor(s, r1, &bad), -EINVAL);
+	assert_int_equal(store_put_governor(s, 0, &g), -EINVAL);
+	OK(store_rollback(s));
+	store_close(s);
+
+	s = open_ro(fx->db);
+	OK(store_query_governor(s, r1, collect_gov, &got));
+	assert_int_equal(got.n, 1);
+	assert_int_equal(got.run[0], r1);
+	assert_int_equal(got.ticks[0], 8);
+	assert_string_equal(got.action[0], "hold");
+	assert_true(got.cpu[0] == 0.0234);
+	assert_int_equal(got.changed[0], 149 * SEC);
+	assert_int_equal(got.cache[0], 300000);
+	assert_string_equal(got.history[0], "(null)");
+	assert_int_equal(got.nsrc[0], 1);
+	assert_string_equal(got.src_name[0][0], "access");
+	assert_true(got.src_scale[0][0] == 0.25);
+	assert_true(got.src_rate[0][0] == 500);
+	assert_string_equal(got.src_unit[0][0], "Hz");
+	/* Every run's, newest first. */
+	got = (struct gov_got){0};
+	OK(store_query_governor(s, 0, collect_gov, &got));
+	assert_int_equal(got.n, 2);
+	assert_int_equal(got.run[0], r2);
+	assert_int_equal(got.procs[0], 3);
+	assert_int_equal(got.run[1], r1);
+	store_close(s);
+
+	/* Both sources' shapes: a rate with its unit, and none (NULL rate and unit). */
+	s = open_rw(fx->db);
+	g.nsrc = 2;
+	g.src[1] = (struct store_gov_source){ "alloc", 1, -1, "ignored", 77 };
+	g.history = "tick 7: lowered\ntick 3: lowered";
+	OK(store_begin(s));
+	OK(store_put_governor(s, r2, &g));
+	OK(store_commit(s));
+	got = (struct gov_got){0};
+	OK(store_query_governor(s, r2, collect_gov, &got));
+	assert_int_equal(got.nsrc[0], 2);
+	assert_string_equal(got.src_name[0][1], "alloc");      /* by name */
+	assert_true(got.src_rate[0][1] < 0);
+	assert_string_equal(got.src_unit[0][1], "(null)");
+	assert_string_equal(got.history[0], "tick 7: lowered\ntick 3: lowered");
+	store_close(s);
+	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM governor_sources WHERE rate IS NULL"), 1);
+	assert_integrity(fx->db);
+
+	/* A store older than the governor tables has no records, and that is no error. */
+	teardown(state);
+	setup(state);
+	fx = *state;
+	make_v3_file(fx->db);
+	s = open_ro(fx->db);
+	got = (struct gov_got){0};
+	OK(store_query_governor(s, 0, collect_gov, &got));
+	assert_int_equal(got.n, 0);
+	store_close(s);
+}
+
+/* store_set_cache bounds the page cache: a 64 KiB cache stays near 64 KiB while many
+ * pages are written, where the default one grows far past it. */
+static void test_cache_bound(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	uint64_t big = 0, small = 0;
+	struct mib m;
+
+	mib_from_object(&m, 64, 1, 2, 0, 0, 0);
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass)
+			OK(store_set_cache(s, 64 << 10));
+		int64_t run = new_run(s, (pass + 1) * SEC, 0);
+		struct store_proc p = { .pid = 100 + pass, .start_ns = 5, .exe = "/bin/app",
+					.build_id = "abcd", .comm = "app", .run_id = run };
+		OK(store_begin(s));
+		for (uint64_t h = 1; h <= 600; h++) {
+			struct store_frame fr = { .build_id = "abcd", .offset = h * 16 + pass };
+			OK(store_put_mib(s, &p, h * 2 + (uint64_t)pass * 100000, &fr, 1, 60 * SEC, &m));
+		}
+		OK(store_commit(s));
+		if (pass)
+			small = store_cache_used(s);
+		else
+			big = store_cache_used(s);
+	}
+	store_close(s);
+	fprintf(stderr, "page cache: default %llu bytes, bounded %llu bytes\n",
+		(unsigned long long)big, (unsigned long long)small);
+	assert_true(big > (128 << 10) && big > 2 * small);
+	assert_true(small <= (64 << 10) + (16 << 10));   /* a page of slack per the bound */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1356,6 +1530,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_v3, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hist_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v5_hist, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_governor_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_bound, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
