@@ -19,6 +19,9 @@ char LICENSE[] SEC("license") = "GPL";
  * `memprofd record` leaves it false. */
 const volatile bool watch_all_exec = false;
 
+/* Per-thread state, in task-local storage: found from the task in a few loads, written
+ * in place, freed by the kernel with the thread (a hash keyed by thread id cost a
+ * lookup plus a copying update on every call). */
 struct tstate {
 	unsigned long long depth;
 	unsigned long long kind;
@@ -27,6 +30,8 @@ struct tstate {
 	unsigned long long memptr;    /* posix_memalign: where the result is written */
 	unsigned long long sp;        /* user SP at the outermost entry */
 	unsigned long long freed;     /* last pointer freed by operator delete (skip its inner free) */
+	unsigned long long stack_lo;  /* the mapping that holds the thread's stack: bounds the */
+	unsigned long long stack_hi;  /* frame-pointer walk (0, 0: not looked up yet) */
 };
 
 struct {
@@ -50,9 +55,9 @@ struct {
 } live SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, ALLOC_THREADS_MAX);
-	__type(key, u64);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct tstate);
 } threads SEC(".maps");
 
@@ -71,7 +76,7 @@ struct {
 } counters SEC(".maps");
 
 struct scratch {
-	u64 ips[ALLOC_MAX_FRAMES];
+	u64 chunk[ALLOC_STACK_CHUNK / 8];   /* user stack copied by the walk */
 	struct ev_stack st;
 };
 
@@ -101,9 +106,19 @@ static __always_inline u64 rb_flags(void)
 
 static __always_inline u64 proc_start_ns(void)
 {
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	return bpf_get_current_task_btf()->group_leader->start_time;
+}
 
-	return BPF_CORE_READ(t, group_leader, start_time);
+/* The calling thread's state; created when `create`. NULL (counted) when the kernel
+ * could not allocate it or its storage was busy (a program nested on this CPU). */
+static __always_inline struct tstate *thread_state(bool create)
+{
+	struct tstate *st = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+						 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+
+	if (!st && create)
+		count(CNT_DROP_STATE_FULL);
+	return st;
 }
 
 static __always_inline bool is_target(u32 tgid)
@@ -125,73 +140,166 @@ static __always_inline u64 mul_sat(u64 n, u64 size)
 
 static __always_inline int on_entry(struct pt_regs *ctx, u64 kind, u64 size, u64 old, u64 memptr)
 {
-	u64 id = bpf_get_current_pid_tgid();
 	u64 sp = PT_REGS_SP(ctx);
 	struct tstate *st;
 
-	if (!is_target(id >> 32))
+	if (!is_target(bpf_get_current_pid_tgid() >> 32) || !(st = thread_state(true)))
 		return 0;
-	st = bpf_map_lookup_elem(&threads, &id);
-	if (st && st->depth > 0 && sp < st->sp) {
+	if (st->depth > 0 && sp < st->sp) {
 		/* Called from inside an allocator call still on the stack. */
 		st->depth++;
 		count(CNT_NESTED);
 		return 0;
 	}
 	/* Outermost call (a stale state whose frame was unwound without a return is reset). */
-	struct tstate n = { .depth = 1, .kind = kind, .size = size, .old = old,
-			    .memptr = memptr, .sp = sp, .freed = st ? st->freed : 0 };
-	if (bpf_map_update_elem(&threads, &id, &n, BPF_ANY))
-		count(CNT_DROP_STATE_FULL);
+	st->depth = 1;
+	st->kind = kind;
+	st->size = size;
+	st->old = old;
+	st->memptr = memptr;
+	st->sp = sp;
 	return 0;
 }
 
-static __always_inline u64 hash_ips(const u64 *ips, u32 n, u64 seed)
-{
-	u64 h = seed ^ 0xcbf29ce484222325ULL;
+/* The stack key hashes the return addresses, one at a time as the walk finds them. */
+#define HASH_SEED 0xcbf29ce484222325ULL
 
-	for (u32 i = 0; i < ALLOC_MAX_FRAMES; i++) {
-		if (i >= n)
-			break;
-		h ^= ips[i];
-		h *= 0x100000001b3ULL;
-		h ^= h >> 29;
+static __always_inline u64 hash_ip(u64 h, u64 ip)
+{
+	h ^= ip;
+	h *= 0x100000001b3ULL;
+	return h ^ (h >> 29);
+}
+
+struct vma_range {
+	u64 lo, hi;
+};
+
+static long vma_bounds(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_range *r = data;
+
+	r->lo = vma->vm_start;
+	r->hi = vma->vm_end;
+	return 0;
+}
+
+struct walk {
+	u64 lo, hi;    /* in and out: the mapping that holds the thread's stack (0, 0: unknown) */
+	u64 seed;      /* in: the hash's seed (the process) */
+	u64 key;       /* out: the stack key, a hash of the return addresses (never 0) */
+};
+
+/* The user stack by frame pointers from the registers at the return probe: the return
+ * address into the allocator's caller, then one return address per frame, as the
+ * kernel's walk (bpf_get_stack) gives them; hashed into w->key. Unlike the kernel's, it
+ * ends without a fault: a frame is read only if it lies above the previous one and
+ * inside the mapping that holds the thread's stack (looked up once per thread and
+ * stack), so the chain's end (a null or garbage frame pointer from code built without
+ * them) is seen before it is dereferenced. And it copies the stack ALLOC_STACK_CHUNK
+ * bytes at a time, not 16 bytes per frame: each copy from user memory has a fixed cost
+ * several times that of the bytes. Returns the number of return addresses (0 if w is
+ * NULL). A global function: the verifier checks it once, not once per path that leads
+ * to it. */
+struct walk_state {
+	u64 sp, fp, hi;        /* the next frame is at fp, inside [sp, hi) */
+	u64 base, len;         /* scratch chunk holds the user bytes [base, base + len) */
+	u64 h;                 /* hash of the return addresses so far */
+	u32 n;                 /* how many */
+};
+
+/* One frame: a bpf_loop callback, which the verifier checks until its states converge
+ * (not once per iteration, as a counted loop's body). */
+static long walk_frame(u64 i, void *data)
+{
+	struct walk_state *ws = data;
+	u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+	u64 fp = ws->fp, off, len;
+
+	if (!s || fp < ws->sp || fp > ws->hi - 16 || (fp & 7))
+		return 1;
+	if (fp < ws->base || fp + 16 > ws->base + ws->len) {
+		/* The frame is not in the copy: copy from it on. A chunk that fails
+		 * (a page in it not present) is retried as the frame alone. */
+		len = ws->hi - fp;
+		if (len > ALLOC_STACK_CHUNK)
+			len = ALLOC_STACK_CHUNK;
+		if (bpf_probe_read_user(s->chunk, len, (void *)fp)) {
+			len = 16;
+			if (bpf_probe_read_user(s->chunk, len, (void *)fp))
+				return 1;
+		}
+		ws->base = fp;
+		ws->len = len;
 	}
-	return h | 1;  /* 0 means "no stack" */
+	off = (fp - ws->base) / 8;
+	ws->h = hash_ip(ws->h, s->chunk[(off + 1) & (ALLOC_STACK_CHUNK / 8 - 1)]);
+	ws->sp = fp + 16;
+	ws->fp = s->chunk[off & (ALLOC_STACK_CHUNK / 8 - 1)];
+	ws->n++;
+	return 0;
+}
+
+__attribute__((noinline)) int walk_user_stack(struct pt_regs *ctx, struct walk *w)
+{
+	struct walk_state ws = { .hi = ~0ULL, .n = 1 };
+
+	if (!w || !ctx)
+		return 0;
+	ws.sp = PT_REGS_SP(ctx);
+	ws.fp = PT_REGS_FP(ctx);
+	if (ws.sp < w->lo || ws.sp >= w->hi) {
+		struct vma_range r = {};
+		/* Fails only if the mm's lock is contended: walk unbounded this time. */
+		if (bpf_find_vma(bpf_get_current_task_btf(), ws.sp, vma_bounds, &r, 0) == 0) {
+			w->lo = r.lo;
+			w->hi = r.hi;
+		}
+	}
+	if (ws.sp >= w->lo && ws.sp < w->hi)
+		ws.hi = w->hi;
+	ws.h = hash_ip(w->seed ^ HASH_SEED, PT_REGS_IP(ctx));
+	bpf_loop(ALLOC_MAX_FRAMES - 1, walk_frame, &ws, 0);
+	w->key = ws.h | 1;
+	return ws.n;
 }
 
 /* Stack key for the current user stack; sends the frames the first time it is seen. */
-static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns)
+static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32 tgid,
+				     u64 start_ns)
 {
 	u32 zero = 0;
+	struct walk w = { .lo = st->stack_lo, .hi = st->stack_hi, .seed = ((u64)tgid << 32) ^ start_ns };
+	int n = walk_user_stack(ctx, &w);
 	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
-	long n;
-	u64 key;
+	long got;
+	u64 key = w.key;
 
-	if (!s)
+	st->stack_lo = w.lo;
+	st->stack_hi = w.hi;
+	if (!s || n <= 0)
 		return 0;
-	n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
-	if (n <= 0) {
-		count(CNT_DROP_STACK);
-		return 0;
-	}
-	key = hash_ips(s->ips, n / sizeof(u64), ((u64)tgid << 32) ^ start_ns);
 	if (bpf_map_lookup_elem(&sent_stacks, &key))
 		return key;
 
-	n = bpf_get_stack(ctx, s->st.frames, sizeof(s->st.frames),
-			  BPF_F_USER_STACK | BPF_F_USER_BUILD_ID);
-	if (n <= 0) {
+	/* First sight: the same frames as (build id, offset), resolved by the kernel's own
+	 * walk, cut where ours ended so the frames are exactly what the key hashed. */
+	got = bpf_get_stack(ctx, s->st.frames, sizeof(s->st.frames),
+			    BPF_F_USER_STACK | BPF_F_USER_BUILD_ID);
+	if (got <= 0) {
 		count(CNT_DROP_STACK);
 		return 0;
 	}
+	if (n < ALLOC_MAX_FRAMES && got > (long)(n * sizeof(struct ev_frame)))
+		got = n * sizeof(struct ev_frame);
 	s->st.h.type = EV_STACK;
 	s->st.h.tgid = tgid;
 	s->st.h.start_ns = start_ns;
 	s->st.key = key;
-	s->st.nframes = n / sizeof(struct ev_frame);
+	s->st.nframes = got / sizeof(struct ev_frame);
 	s->st.pad = 0;
-	u64 sz = offsetof(struct ev_stack, frames) + (u64)n;
+	u64 sz = offsetof(struct ev_stack, frames) + (u64)got;
 	if (sz > sizeof(s->st))
 		sz = sizeof(s->st);
 	if (bpf_ringbuf_output(&events, &s->st, sz, rb_flags())) {
@@ -203,7 +311,8 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 	return key;
 }
 
-static __always_inline void track_alloc(struct pt_regs *ctx, u32 tgid, u64 addr, u64 size)
+static __always_inline void track_alloc(struct pt_regs *ctx, struct tstate *st, u32 tgid,
+					u64 addr, u64 size)
 {
 	u64 start_ns = proc_start_ns();
 	struct live_key k = { .tgid = tgid, .addr = addr };
@@ -214,7 +323,7 @@ static __always_inline void track_alloc(struct pt_regs *ctx, u32 tgid, u64 addr,
 	};
 	long err;
 
-	v.key = stack_key(ctx, tgid, start_ns);
+	v.key = stack_key(ctx, st, tgid, start_ns);
 	v.ts_ns = bpf_ktime_get_ns();
 	err = bpf_map_update_elem(&live, &k, &v, BPF_NOEXIST);
 	if (err == -EEXIST) {
@@ -276,9 +385,8 @@ int BPF_KPROBE(alloc_entry, u64 a1, u64 a2, u64 a3)
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_ret, u64 ret)
 {
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tgid = id >> 32;
-	struct tstate *st = bpf_map_lookup_elem(&threads, &id);
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct tstate *st = thread_state(false);
 	u64 kind, size, old, addr = ret;
 
 	if (!st || st->depth == 0)
@@ -301,7 +409,7 @@ int BPF_KRETPROBE(alloc_ret, u64 ret)
 			count(CNT_UNMATCHED_FREE);
 	}
 	if (addr)
-		track_alloc(ctx, tgid, addr, size);
+		track_alloc(ctx, st, tgid, addr, size);
 	return 0;
 }
 
@@ -310,8 +418,7 @@ int BPF_KRETPROBE(alloc_ret, u64 ret)
 SEC("uprobe")
 int BPF_KPROBE(free_entry, u64 ptr)
 {
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tgid = id >> 32;
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct tstate *st;
 
 	if (!ptr || !is_target(tgid))
@@ -321,18 +428,14 @@ int BPF_KPROBE(free_entry, u64 ptr)
 			count(CNT_UNMATCHED_FREE);
 			return 0;
 		}
-		st = bpf_map_lookup_elem(&threads, &id);
-		if (st) {
+		st = thread_state(true);
+		if (st)
 			st->freed = ptr;
-		} else {
-			struct tstate n = { .freed = ptr };
-			bpf_map_update_elem(&threads, &id, &n, BPF_ANY);
-		}
 		return 0;
 	}
 	if (track_free(tgid, ptr))
 		return 0;
-	st = bpf_map_lookup_elem(&threads, &id);
+	st = thread_state(false);
 	if (st && st->freed == ptr) {
 		st->freed = 0;     /* operator delete's own free: already accounted */
 		return 0;
