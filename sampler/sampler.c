@@ -52,7 +52,11 @@
  * its own (the file is built with frame pointers for the slow paths, which the BPF stack
  * walk goes through, and which get the caller's return address as an argument), so its
  * common path is the countdown and a jump to the allocator. */
+#if defined(__clang__)   /* no per-function optimize attribute: keeps the frame */
+#define ENTRY EXPORT
+#else
 #define ENTRY __attribute__((visibility("default"), optimize("omit-frame-pointer")))
+#endif
 #define RA __builtin_return_address(0)
 
 #define NCLASSES 33            /* free lists for extents of 1..32 pages; [0] for larger ones */
