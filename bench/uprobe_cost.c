@@ -87,7 +87,9 @@ static int tracefs_arm(const char *lib, const uint64_t site[NFUNCS])
 	if (!err)
 		err = write_file(INSTANCE "/events/" GROUP "/enable", "1", false);
 	if (err) {
-		fprintf(stderr, "memprofd: uprobe_cost: tracefs uprobes on %s: %s\n", lib, strerror(-err));
+		fprintf(stderr, "memprofd: uprobe_cost: tracefs uprobes on %s: %s%s\n", lib, strerror(-err),
+			access(TRACEFS "/uprobe_events", F_OK) ? " (tracefs is not mounted: "
+			"mount -t tracefs nodev " TRACEFS ")" : "");
 		tracefs_disarm();
 	}
 	return err;
