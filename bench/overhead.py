@@ -7,7 +7,9 @@ Variants: nothing; the sampler preloaded without a daemon; `memprofd record -- C
 default mode, no flags); memprofd --alloc exact; the same source built with clang-19
 -fmemory-profile; valgrind --tool=dhat; heaptrack. Slow variants run fewer ops
 (--slow-ops) so each run stays a few seconds; throughput is per op, so the ratio is
-unaffected. memprofd's rows also give its own CPU time and peak RSS (medians).
+unaffected. Besides wall-clock throughput, the ratio of the workload's CPU time per op
+(all its threads, as kvcache prints it: what the probes cost it, not other processes'
+load); memprofd's rows also give its own CPU time and peak RSS (medians).
 A second workload, kvcache --work N (default 100), adds per-operation compute so that
 malloc/free are ~7% of its instructions, the share of cycles Google's fleet spends in
 memory allocation (Kanev et al., "Profiling a warehouse-scale computer", ISCA 2015, as
@@ -40,6 +42,7 @@ import sys
 import tempfile
 
 OPS_RE = re.compile(r"kvcache: (\d+) ops in ([0-9.]+) s: (\d+) ops/s")
+CPU_RE = re.compile(r"kvcache: \d+ ops in [0-9.]+ s: \d+ ops/s, cpu ([0-9.]+) s")
 DAEMON_RE = re.compile(r"memprofd cpu (\d+) ms, peak rss (\d+) KiB")
 WORK_ROUNDS = 100       # kvcache --work: malloc/free ~7% of its instructions (see above)
 CG_OPS = 200000         # kvcache ops under callgrind
@@ -95,17 +98,21 @@ def run_once(cmd, env, timeout):
 
 
 def run_measure(cmd, env, timeout):
-    """As run_once, plus memprofd's own CPU ms and peak RSS KiB when it prints them."""
+    """As run_once, plus the workload's CPU seconds per op (all its threads: a uprobe's
+    trap and handlers are charged to it, other processes' load is not) and memprofd's own
+    (CPU ms, peak RSS KiB) when it prints them: (ops/s, cpu/op, own, error)."""
     e = dict(os.environ, **env)
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, None, "timed out"
+        return None, None, None, "timed out"
     m = OPS_RE.search(p.stdout + p.stderr)
     if p.returncode != 0 or not m:
-        return None, None, (p.stderr.strip().splitlines() or ["rc %d" % p.returncode])[-1]
+        return None, None, None, (p.stderr.strip().splitlines() or ["rc %d" % p.returncode])[-1]
+    c = CPU_RE.search(p.stdout)
     d = DAEMON_RE.search(p.stderr)
-    return int(m.group(3)), (int(d.group(1)), int(d.group(2))) if d else None, None
+    return (int(m.group(3)), float(c.group(1)) / int(m.group(1)) if c else None,
+            (int(d.group(1)), int(d.group(2))) if d else None, None)
 
 
 def private_libc(tmp, exe):
@@ -267,18 +274,20 @@ def main():
         if a.work:
             loads.append(("kvcache --work %d" % a.work, ["--work", str(a.work)],
                           [x for x in vs if x[0] in cheap]))
-        results, daemon, errors = {}, {}, {}   # (workload, variant, threads) -> ...
+        results, cpu, daemon, errors = {}, {}, {}, {}   # (workload, variant, threads) -> ...
         for th in a.threads.split(","):
             for i in range(a.runs):
                 for load, extra, lvs in loads:
                     for name, mk, slow in lvs:
                         cmd, env = mk(str(a.slow_ops if slow else a.ops), th)
-                        ops, own, err = run_measure(iso + cmd + extra, env, a.timeout)
+                        ops, cop, own, err = run_measure(iso + cmd + extra, env, a.timeout)
                         key = (load, name, th)
                         if ops is None:
                             errors[key] = err
                             continue
                         results.setdefault(key, []).append(ops)
+                        if cop:
+                            cpu.setdefault(key, []).append(cop)
                         if own:
                             daemon.setdefault(key, []).append(own)
                 print("threads %s: run %d/%d done" % (th, i + 1, a.runs), file=sys.stderr, flush=True)
@@ -286,22 +295,28 @@ def main():
         for load, _, lvs in loads:
             for th in a.threads.split(","):
                 base = statistics.median(results.get((load, "nothing", th), [0])) or 1
+                cbase = statistics.median(cpu.get((load, "nothing", th), [0])) or 1
                 for name, _, slow in lvs:
                     key = (load, name, th)
                     r = results.get(key)
                     if not r:
-                        rows.append([load, name, th, "", "", "", "", "", "", "", "", errors.get(key, "no data")])
+                        rows.append([load, name, th, "", "", "", "", "", "", "", "", "", "", "",
+                                     errors.get(key, "no data")])
                         continue
                     med = statistics.median(r)
                     own = daemon.get(key)
+                    c = cpu.get(key)
                     rows.append([load, name, th, int(med), min(r), max(r), "%.3f" % (base / med),
                                  "%.3f" % (base / max(r)), "%.3f" % (base / min(r)),
+                                 "%.3f" % (statistics.median(c) / cbase) if c else "",
+                                 "%.3f" % (min(c) / cbase) if c else "",
+                                 "%.3f" % (max(c) / cbase) if c else "",
                                  int(statistics.median(x[0] for x in own)) if own else "",
                                  int(statistics.median(x[1] for x in own)) if own else "", len(r)])
         ins = [] if a.skip_instructions else instructions(a, tmp)
         hdr = ["workload", "variant", "threads", "median_ops_s", "min_ops_s", "max_ops_s",
-               "slowdown", "slowdown_best", "slowdown_worst", "memprofd_cpu_ms", "memprofd_rss_kib",
-               "runs"]
+               "slowdown", "slowdown_best", "slowdown_worst", "cpu_slowdown", "cpu_slowdown_best",
+               "cpu_slowdown_worst", "memprofd_cpu_ms", "memprofd_rss_kib", "runs"]
         with open(a.csv, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(hdr)
@@ -309,17 +324,18 @@ def main():
             for r in ins:   # deterministic: ratio in all three slowdown columns, one run
                 w.writerow(["callgrind: " + r[0], "sampler preloaded (instructions)", "1",
                             "%.0f" % r[1], "", "%.0f" % r[2], "%.4f" % r[3], "%.4f" % r[3],
-                            "%.4f" % r[3], "", "", 1])
+                            "%.4f" % r[3], "%.4f" % r[3], "%.4f" % r[3], "%.4f" % r[3], "", "", 1])
         print("| workload | variant | threads | median ops/s | min..max ops/s | slowdown (median, "
-              "[best, worst]) | memprofd CPU ms, peak RSS KiB |")
-        print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
+              "[best, worst]) | CPU per op (median, [best, worst]) | memprofd CPU ms, peak RSS KiB |")
+        print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
         for r in rows:
             if r[3] == "":
-                print("| %s | %s | %s | - | - | failed: %s | |" % (r[0], r[1], r[2], r[11]))
+                print("| %s | %s | %s | - | - | failed: %s | | |" % (r[0], r[1], r[2], r[14]))
             else:
-                print("| %s | %s | %s | %d | %d..%d | %sx [%s, %s] | %s |" % (
+                print("| %s | %s | %s | %d | %d..%d | %sx [%s, %s] | %s | %s |" % (
                     r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8],
-                    "%s, %s" % (r[9], r[10]) if r[9] != "" else ""))
+                    "%sx [%s, %s]" % (r[9], r[10], r[11]) if r[9] else "",
+                    "%s, %s" % (r[12], r[13]) if r[12] != "" else ""))
         print("\n%d interleaved runs per variant; kvcache --ops %d (slow variants %d); CSV: %s" %
               (a.runs, a.ops, a.slow_ops, a.csv))
         if ins:
