@@ -165,8 +165,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: uprobe_cost --probes empty|tracefs|none [--lib LIBC] -- CMD [ARGS...]\n");
 		return 2;
 	}
-	if (!lib) {   /* the libc this program runs on: the target's, on the same system */
-		if (!dladdr((void *)&malloc, &info) || !info.dli_fname) {
+	if (!lib) {   /* the libc this program runs on (the target's, on the same system), even
+		       * where a sanitizer's malloc comes first */
+		void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		void *m = libc ? dlsym(libc, "malloc") : NULL;
+		if (!m || !dladdr(m, &info) || !info.dli_fname) {
 			fprintf(stderr, "memprofd: uprobe_cost: cannot tell which libc defines malloc\n");
 			return 1;
 		}
