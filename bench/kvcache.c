@@ -2,13 +2,18 @@
  * workload of the overhead benchmark. One allocation per put (the value), plus entry
  * nodes, a periodic long-lived snapshot buffer and a log line buffer: several distinct
  * allocation contexts with different sizes and lifetimes.
- * usage: kvcache [--ops N] [--threads T] [--keys K] [--seed S]; prints ops/s on stdout. */
+ * --work R adds R rounds of compute per operation standing for the application's own work
+ * (0, the default, is the allocation-heavy workload itself); bench/overhead.py uses it for
+ * a variant whose share of instructions in malloc/free is that of a typical fleet.
+ * usage: kvcache [--ops N] [--threads T] [--keys K] [--seed S] [--work R]; prints ops/s (wall)
+ * and the process's CPU time (all threads; also what a profiler's probes cost it). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 
 struct entry {
 	uint64_t key;
@@ -25,7 +30,7 @@ struct cache {
 
 struct worker {
 	struct cache *c;
-	uint64_t ops, keys, seed, done;
+	uint64_t ops, keys, seed, done, work;
 };
 
 static uint64_t rnd(uint64_t *s)
@@ -98,6 +103,17 @@ static void put(struct cache *c, uint64_t key, uint64_t *s)
 	free(v);
 }
 
+/* The application's own work on an operation: `rounds` dependent mixing steps. */
+__attribute__((noinline)) static uint64_t app_work(uint64_t x, uint64_t rounds)
+{
+	for (uint64_t i = 0; i < rounds; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+	}
+	return x;
+}
+
 static uint64_t get(struct cache *c, uint64_t key)
 {
 	uint64_t sum = 0;
@@ -118,6 +134,8 @@ static void *run(void *arg)
 
 	for (uint64_t i = 0; i < w->ops; i++) {
 		uint64_t key = rnd(&s) % w->keys;
+		if (w->work)
+			sink += app_work(key | 1, w->work);
 		if (rnd(&s) % 4 == 0)
 			put(w->c, key, &s);
 		else
@@ -135,7 +153,7 @@ static void *run(void *arg)
 
 int main(int argc, char **argv)
 {
-	uint64_t ops = 400000, keys = 20000, seed = 42;
+	uint64_t ops = 400000, keys = 20000, seed = 42, work = 0;
 	int threads = 1;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
@@ -147,6 +165,8 @@ int main(int argc, char **argv)
 			keys = strtoull(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--seed"))
 			seed = strtoull(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--work"))
+			work = strtoull(argv[i + 1], NULL, 10);
 		else {
 			fprintf(stderr, "kvcache: unknown option %s\n", argv[i]);
 			return 2;
@@ -165,14 +185,19 @@ int main(int argc, char **argv)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int i = 0; i < threads; i++) {
-		w[i] = (struct worker){ .c = &c, .ops = ops / threads, .keys = keys, .seed = seed + i };
+		w[i] = (struct worker){ .c = &c, .ops = ops / threads, .keys = keys, .seed = seed + i,
+				       .work = work };
 		pthread_create(&tid[i], NULL, run, &w[i]);
 	}
 	for (int i = 0; i < threads; i++)
 		pthread_join(tid[i], NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("kvcache: %llu ops in %.3f s: %.0f ops/s\n", (unsigned long long)ops, secs, ops / secs);
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	double cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+	printf("kvcache: %llu ops in %.3f s: %.0f ops/s, cpu %.3f s\n", (unsigned long long)ops, secs,
+	       ops / secs, cpu);
 	for (size_t b = 0; b < c.nbuckets; b++) {
 		for (struct entry *e = c.buckets[b], *n; e; e = n) {
 			n = e->next;

@@ -9,16 +9,12 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "alloc.h"
-
-#define EEXIST 17  /* errno values are not in vmlinux.h */
+#include "alloc_common.bpf.h"
 /* libbpf 1.1 has no BPF_UPROBE: BPF_KPROBE reads pt_regs the same way for uprobes. */
 
-char LICENSE[] SEC("license") = "GPL";
-
-/* Set by the daemon before load: report every exec (EV_NEWEXEC), not only targets'.
- * `memprofd record` leaves it false. */
-const volatile bool watch_all_exec = false;
-
+/* Per-thread state, in task-local storage: found from the task in a few loads, written
+ * in place, freed by the kernel with the thread (a hash keyed by thread id cost a
+ * lookup plus a copying update on every call). */
 struct tstate {
 	unsigned long long depth;
 	unsigned long long kind;
@@ -27,19 +23,9 @@ struct tstate {
 	unsigned long long memptr;    /* posix_memalign: where the result is written */
 	unsigned long long sp;        /* user SP at the outermost entry */
 	unsigned long long freed;     /* last pointer freed by operator delete (skip its inner free) */
+	unsigned long long stack_lo;  /* the mapping that holds the thread's stack: bounds the */
+	unsigned long long stack_hi;  /* frame-pointer walk (0, 0: not looked up yet) */
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, ALLOC_RINGBUF_BYTES);
-} events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, ALLOC_TARGETS_MAX);
-	__type(key, u32);
-	__type(value, u64);            /* process start_ns, 0 = any (set by user space) */
-} targets SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -50,28 +36,14 @@ struct {
 } live SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, ALLOC_THREADS_MAX);
-	__type(key, u64);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct tstate);
 } threads SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, ALLOC_STACKS_MAX);
-	__type(key, u64);
-	__type(value, u8);
-} sent_stacks SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CNT_MAX);
-	__type(key, u32);
-	__type(value, u64);
-} counters SEC(".maps");
-
 struct scratch {
-	u64 ips[ALLOC_MAX_FRAMES];
+	u64 chunk[ALLOC_STACK_CHUNK / 8];   /* user stack copied by the walk */
 	struct ev_stack st;
 };
 
@@ -82,33 +54,16 @@ struct {
 	__type(value, struct scratch);
 } scratch_map SEC(".maps");
 
-static __always_inline void count(u32 c)
+/* The calling thread's state; created when `create`. NULL (counted) when the kernel
+ * could not allocate it or its storage was busy (a program nested on this CPU). */
+static __always_inline struct tstate *thread_state(bool create)
 {
-	u64 *v = bpf_map_lookup_elem(&counters, &c);
+	struct tstate *st = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+						 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 
-	if (v)
-		*v += 1;
-}
-
-/* Wake the reader only when the ring is a quarter full: a wakeup per record costs an
- * IPI and a context switch, more than the probe itself. The reader consumes after
- * every poll timeout (RECORD_POLL_MS), so records never wait longer than that. */
-static __always_inline u64 rb_flags(void)
-{
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ALLOC_RINGBUF_BYTES / 4 ?
-		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
-
-static __always_inline u64 proc_start_ns(void)
-{
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-
-	return BPF_CORE_READ(t, group_leader, start_time);
-}
-
-static __always_inline bool is_target(u32 tgid)
-{
-	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+	if (!st && create)
+		count(CNT_DROP_STATE_FULL);
+	return st;
 }
 
 /* n * size, or ~0 when it overflows (the call then fails and returns NULL). */
@@ -125,73 +80,156 @@ static __always_inline u64 mul_sat(u64 n, u64 size)
 
 static __always_inline int on_entry(struct pt_regs *ctx, u64 kind, u64 size, u64 old, u64 memptr)
 {
-	u64 id = bpf_get_current_pid_tgid();
 	u64 sp = PT_REGS_SP(ctx);
 	struct tstate *st;
 
-	if (!is_target(id >> 32))
+	if (!is_target(bpf_get_current_pid_tgid() >> 32) || !(st = thread_state(true)))
 		return 0;
-	st = bpf_map_lookup_elem(&threads, &id);
-	if (st && st->depth > 0 && sp < st->sp) {
+	if (st->depth > 0 && sp < st->sp) {
 		/* Called from inside an allocator call still on the stack. */
 		st->depth++;
 		count(CNT_NESTED);
 		return 0;
 	}
 	/* Outermost call (a stale state whose frame was unwound without a return is reset). */
-	struct tstate n = { .depth = 1, .kind = kind, .size = size, .old = old,
-			    .memptr = memptr, .sp = sp, .freed = st ? st->freed : 0 };
-	if (bpf_map_update_elem(&threads, &id, &n, BPF_ANY))
-		count(CNT_DROP_STATE_FULL);
+	st->depth = 1;
+	st->kind = kind;
+	st->size = size;
+	st->old = old;
+	st->memptr = memptr;
+	st->sp = sp;
 	return 0;
 }
 
-static __always_inline u64 hash_ips(const u64 *ips, u32 n, u64 seed)
-{
-	u64 h = seed ^ 0xcbf29ce484222325ULL;
+struct vma_range {
+	u64 lo, hi;
+};
 
-	for (u32 i = 0; i < ALLOC_MAX_FRAMES; i++) {
-		if (i >= n)
-			break;
-		h ^= ips[i];
-		h *= 0x100000001b3ULL;
-		h ^= h >> 29;
+static long vma_bounds(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_range *r = data;
+
+	r->lo = vma->vm_start;
+	r->hi = vma->vm_end;
+	return 0;
+}
+
+struct walk {
+	u64 lo, hi;    /* in and out: the mapping that holds the thread's stack (0, 0: unknown) */
+	u64 seed;      /* in: the hash's seed (the process) */
+	u64 key;       /* out: the stack key, a hash of the return addresses (never 0) */
+};
+
+/* The user stack by frame pointers from the registers at the return probe: the return
+ * address into the allocator's caller, then one return address per frame, as the
+ * kernel's walk (bpf_get_stack) gives them; hashed into w->key. Unlike the kernel's, it
+ * ends without a fault: a frame is read only if it lies above the previous one and
+ * inside the mapping that holds the thread's stack (looked up once per thread and
+ * stack), so the chain's end (a null or garbage frame pointer from code built without
+ * them) is seen before it is dereferenced. And it copies the stack ALLOC_STACK_CHUNK
+ * bytes at a time, not 16 bytes per frame: each copy from user memory has a fixed cost
+ * several times that of the bytes. Returns the number of return addresses (0 if w is
+ * NULL). A global function: the verifier checks it once, not once per path that leads
+ * to it. */
+struct walk_state {
+	u64 sp, fp, hi;        /* the next frame is at fp, inside [sp, hi) */
+	u64 base, len;         /* scratch chunk holds the user bytes [base, base + len) */
+	u64 h;                 /* hash of the return addresses so far */
+	u32 n;                 /* how many */
+};
+
+/* One frame: a bpf_loop callback, which the verifier checks until its states converge
+ * (not once per iteration, as a counted loop's body). */
+static long walk_frame(u64 i, void *data)
+{
+	struct walk_state *ws = data;
+	u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+	u64 fp = ws->fp, off, len;
+
+	if (!s || fp < ws->sp || fp > ws->hi - 16 || (fp & 7))
+		return 1;
+	if (fp < ws->base || fp + 16 > ws->base + ws->len) {
+		/* The frame is not in the copy: copy from it on. A chunk that fails
+		 * (a page in it not present) is retried as the frame alone. */
+		len = ws->hi - fp;
+		if (len > ALLOC_STACK_CHUNK)
+			len = ALLOC_STACK_CHUNK;
+		if (bpf_probe_read_user(s->chunk, len, (void *)fp)) {
+			len = 16;
+			if (bpf_probe_read_user(s->chunk, len, (void *)fp))
+				return 1;
+		}
+		ws->base = fp;
+		ws->len = len;
 	}
-	return h | 1;  /* 0 means "no stack" */
+	off = (fp - ws->base) / 8;
+	ws->h = hash_ip(ws->h, s->chunk[(off + 1) & (ALLOC_STACK_CHUNK / 8 - 1)]);
+	ws->sp = fp + 16;
+	ws->fp = s->chunk[off & (ALLOC_STACK_CHUNK / 8 - 1)];
+	ws->n++;
+	return 0;
+}
+
+__attribute__((noinline)) int walk_user_stack(struct pt_regs *ctx, struct walk *w)
+{
+	struct walk_state ws = { .hi = ~0ULL, .n = 1 };
+
+	if (!w || !ctx)
+		return 0;
+	ws.sp = PT_REGS_SP(ctx);
+	ws.fp = PT_REGS_FP(ctx);
+	if (ws.sp < w->lo || ws.sp >= w->hi) {
+		struct vma_range r = {};
+		/* Fails only if the mm's lock is contended: walk unbounded this time. */
+		if (bpf_find_vma(bpf_get_current_task_btf(), ws.sp, vma_bounds, &r, 0) == 0) {
+			w->lo = r.lo;
+			w->hi = r.hi;
+		}
+	}
+	if (ws.sp >= w->lo && ws.sp < w->hi)
+		ws.hi = w->hi;
+	ws.h = hash_ip(w->seed ^ HASH_SEED, PT_REGS_IP(ctx));
+	bpf_loop(ALLOC_MAX_FRAMES - 1, walk_frame, &ws, 0);
+	w->key = ws.h | 1;
+	return ws.n;
 }
 
 /* Stack key for the current user stack; sends the frames the first time it is seen. */
-static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns)
+static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32 tgid,
+				     u64 start_ns)
 {
 	u32 zero = 0;
+	struct walk w = { .lo = st->stack_lo, .hi = st->stack_hi, .seed = ((u64)tgid << 32) ^ start_ns };
+	int n = walk_user_stack(ctx, &w);
 	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
-	long n;
-	u64 key;
+	long got;
+	u64 key = w.key;
 
-	if (!s)
+	st->stack_lo = w.lo;
+	st->stack_hi = w.hi;
+	if (!s || n <= 0)
 		return 0;
-	n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
-	if (n <= 0) {
-		count(CNT_DROP_STACK);
-		return 0;
-	}
-	key = hash_ips(s->ips, n / sizeof(u64), ((u64)tgid << 32) ^ start_ns);
 	if (bpf_map_lookup_elem(&sent_stacks, &key))
 		return key;
 
-	n = bpf_get_stack(ctx, s->st.frames, sizeof(s->st.frames),
-			  BPF_F_USER_STACK | BPF_F_USER_BUILD_ID);
-	if (n <= 0) {
+	/* First sight: the same frames as (build id, offset), resolved by the kernel's own
+	 * walk, cut where ours ended so the frames are exactly what the key hashed. */
+	got = bpf_get_stack(ctx, s->st.frames, sizeof(s->st.frames),
+			    BPF_F_USER_STACK | BPF_F_USER_BUILD_ID);
+	if (got <= 0) {
 		count(CNT_DROP_STACK);
 		return 0;
 	}
+	if (n < ALLOC_MAX_FRAMES && got > (long)(n * sizeof(struct ev_frame)))
+		got = n * sizeof(struct ev_frame);
 	s->st.h.type = EV_STACK;
 	s->st.h.tgid = tgid;
 	s->st.h.start_ns = start_ns;
 	s->st.key = key;
-	s->st.nframes = n / sizeof(struct ev_frame);
+	s->st.nframes = got / sizeof(struct ev_frame);
 	s->st.pad = 0;
-	u64 sz = offsetof(struct ev_stack, frames) + (u64)n;
+	u64 sz = offsetof(struct ev_stack, frames) + (u64)got;
 	if (sz > sizeof(s->st))
 		sz = sizeof(s->st);
 	if (bpf_ringbuf_output(&events, &s->st, sz, rb_flags())) {
@@ -203,7 +241,8 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 	return key;
 }
 
-static __always_inline void track_alloc(struct pt_regs *ctx, u32 tgid, u64 addr, u64 size)
+static __always_inline void track_alloc(struct pt_regs *ctx, struct tstate *st, u32 tgid,
+					u64 addr, u64 size)
 {
 	u64 start_ns = proc_start_ns();
 	struct live_key k = { .tgid = tgid, .addr = addr };
@@ -214,7 +253,7 @@ static __always_inline void track_alloc(struct pt_regs *ctx, u32 tgid, u64 addr,
 	};
 	long err;
 
-	v.key = stack_key(ctx, tgid, start_ns);
+	v.key = stack_key(ctx, st, tgid, start_ns);
 	v.ts_ns = bpf_ktime_get_ns();
 	err = bpf_map_update_elem(&live, &k, &v, BPF_NOEXIST);
 	if (err == -EEXIST) {
@@ -276,9 +315,8 @@ int BPF_KPROBE(alloc_entry, u64 a1, u64 a2, u64 a3)
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_ret, u64 ret)
 {
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tgid = id >> 32;
-	struct tstate *st = bpf_map_lookup_elem(&threads, &id);
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct tstate *st = thread_state(false);
 	u64 kind, size, old, addr = ret;
 
 	if (!st || st->depth == 0)
@@ -301,7 +339,7 @@ int BPF_KRETPROBE(alloc_ret, u64 ret)
 			count(CNT_UNMATCHED_FREE);
 	}
 	if (addr)
-		track_alloc(ctx, tgid, addr, size);
+		track_alloc(ctx, st, tgid, addr, size);
 	return 0;
 }
 
@@ -310,8 +348,7 @@ int BPF_KRETPROBE(alloc_ret, u64 ret)
 SEC("uprobe")
 int BPF_KPROBE(free_entry, u64 ptr)
 {
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tgid = id >> 32;
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct tstate *st;
 
 	if (!ptr || !is_target(tgid))
@@ -321,111 +358,18 @@ int BPF_KPROBE(free_entry, u64 ptr)
 			count(CNT_UNMATCHED_FREE);
 			return 0;
 		}
-		st = bpf_map_lookup_elem(&threads, &id);
-		if (st) {
+		st = thread_state(true);
+		if (st)
 			st->freed = ptr;
-		} else {
-			struct tstate n = { .freed = ptr };
-			bpf_map_update_elem(&threads, &id, &n, BPF_ANY);
-		}
 		return 0;
 	}
 	if (track_free(tgid, ptr))
 		return 0;
-	st = bpf_map_lookup_elem(&threads, &id);
+	st = thread_state(false);
 	if (st && st->freed == ptr) {
 		st->freed = 0;     /* operator delete's own free: already accounted */
 		return 0;
 	}
 	count(CNT_UNMATCHED_FREE);
-	return 0;
-}
-
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
-{
-	u32 ptgid = BPF_CORE_READ(parent, tgid);
-	u32 ctgid = BPF_CORE_READ(child, tgid);
-	u64 start = BPF_CORE_READ(child, start_time);
-	struct ev_fork *e;
-
-	if (ctgid == ptgid || !is_target(ptgid))
-		return 0;   /* a new thread, or not ours */
-	bpf_map_update_elem(&targets, &ctgid, &start, BPF_ANY);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(CNT_DROP_RINGBUF);
-		return 0;
-	}
-	e->h.type = EV_FORK;
-	e->h.tgid = ctgid;
-	e->h.start_ns = start;
-	e->ppid = ptgid;
-	e->pad = 0;
-	e->parent_start_ns = BPF_CORE_READ(parent, group_leader, start_time);
-	bpf_ringbuf_submit(e, rb_flags());
-	return 0;
-}
-
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
-{
-	u32 tgid = BPF_CORE_READ(p, tgid);
-	struct ev_exec *e;
-
-	if (!is_target(tgid)) {
-		if (watch_all_exec) {
-			struct ev_newexec *n = bpf_ringbuf_reserve(&events, sizeof(*n), 0);
-			if (!n) {
-				count(CNT_DROP_RINGBUF);
-				return 0;
-			}
-			n->h.type = EV_NEWEXEC;
-			n->h.tgid = tgid;
-			n->h.start_ns = BPF_CORE_READ(p, group_leader, start_time);
-			/* Wake the daemon: the new process runs unprofiled until it is added. */
-			bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
-		}
-		return 0;
-	}
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(CNT_DROP_RINGBUF);
-		return 0;
-	}
-	e->h.type = EV_EXEC;
-	e->h.tgid = tgid;
-	e->h.start_ns = BPF_CORE_READ(p, group_leader, start_time);
-	e->ts_ns = bpf_ktime_get_ns();
-	e->cpu = bpf_get_smp_processor_id();
-	e->pad = 0;
-	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
-	bpf_ringbuf_submit(e, rb_flags());
-	return 0;
-}
-
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct *p)
-{
-	u32 tgid = BPF_CORE_READ(p, tgid);
-	struct ev_exit *e;
-
-	if (!is_target(tgid))
-		return 0;
-	if (BPF_CORE_READ(p, signal, live.counter) != 0)
-		return 0;   /* other threads of the process still run */
-	bpf_map_delete_elem(&targets, &tgid);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(CNT_DROP_RINGBUF);
-		return 0;
-	}
-	e->h.type = EV_EXIT;
-	e->h.tgid = tgid;
-	e->h.start_ns = BPF_CORE_READ(p, group_leader, start_time);
-	e->ts_ns = bpf_ktime_get_ns();
-	e->cpu = bpf_get_smp_processor_id();
-	e->exit_code = BPF_CORE_READ(p, exit_code);
-	bpf_ringbuf_submit(e, rb_flags());
 	return 0;
 }

@@ -4,8 +4,8 @@
 #pragma once
 
 #define ALLOC_MAX_FRAMES 64        /* user frames kept per allocation context */
+#define ALLOC_STACK_CHUNK 1024     /* bytes of user stack the walk copies at once (power of 2) */
 #define ALLOC_LIVE_MAX (1 << 20)   /* live allocations tracked at once (map, no prealloc) */
-#define ALLOC_THREADS_MAX 65536    /* threads inside an allocator call at once */
 #define ALLOC_STACKS_MAX 65536     /* stack keys remembered as already sent (LRU) */
 #define ALLOC_TARGETS_MAX 16384    /* processes traced at once */
 #define ALLOC_RINGBUF_BYTES (16 << 20)
@@ -39,7 +39,7 @@ enum alloc_counter {
 	CNT_FREES,          /* tracked frees sent */
 	CNT_DROP_RINGBUF,   /* records lost: ring buffer full */
 	CNT_DROP_LIVE_FULL, /* allocations not tracked: live map full */
-	CNT_DROP_STATE_FULL,/* calls not tracked: per-thread state map full */
+	CNT_DROP_STATE_FULL,/* calls not tracked: no per-thread state (allocation failed or busy) */
 	CNT_DROP_STACK,     /* allocations whose stack could not be read */
 	CNT_UNMATCHED_FREE, /* frees of pointers never seen allocated (allocated before attach) */
 	CNT_OVERWRITTEN,    /* an address allocated again before its free was seen */

@@ -9,22 +9,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
 #include "sampled.h"
-
-#define EEXIST 17
-
-char LICENSE[] SEC("license") = "GPL";
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, ALLOC_RINGBUF_BYTES);
-} events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, ALLOC_TARGETS_MAX);
-	__type(key, u32);
-	__type(value, u64);
-} targets SEC(".maps");
+#define ALLOC_COUNTERS SCNT_MAX
+#include "alloc_common.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -33,20 +19,6 @@ struct {
 	__type(key, struct live_key);
 	__type(value, struct slive_val);
 } live SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, ALLOC_STACKS_MAX);
-	__type(key, u64);
-	__type(value, u8);
-} sent_stacks SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SCNT_MAX);
-	__type(key, u32);
-	__type(value, u64);
-} counters SEC(".maps");
 
 struct scratch {
 	u64 ips[ALLOC_MAX_FRAMES];
@@ -60,33 +32,6 @@ struct {
 	__type(value, struct scratch);
 } scratch_map SEC(".maps");
 
-static __always_inline void count(u32 c)
-{
-	u64 *v = bpf_map_lookup_elem(&counters, &c);
-
-	if (v)
-		*v += 1;
-}
-
-/* As alloc.bpf.c: wake the reader only past a quarter full; it polls anyway. */
-static __always_inline u64 rb_flags(void)
-{
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ALLOC_RINGBUF_BYTES / 4 ?
-		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
-
-static __always_inline u64 proc_start_ns(void)
-{
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-
-	return BPF_CORE_READ(t, group_leader, start_time);
-}
-
-static __always_inline bool is_target(u32 tgid)
-{
-	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
-}
-
 /* The stack key of the allocating context (frames above the sampler's caller), sending
  * its frames the first time the process shows it. */
 static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns, u64 caller)
@@ -94,7 +39,7 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 	u32 zero = 0, skip = SAMPLED_DEFAULT_SKIP, n;
 	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
 	long got;
-	u64 h = (((u64)tgid << 32) ^ start_ns) ^ 0xcbf29ce484222325ULL;
+	u64 h = (((u64)tgid << 32) ^ start_ns) ^ HASH_SEED;
 
 	if (!s)
 		return 0;
@@ -119,9 +64,7 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 			break;
 		if (i < skip)
 			continue;
-		h ^= s->ips[i];
-		h *= 0x100000001b3ULL;
-		h ^= h >> 29;
+		h = hash_ip(h, s->ips[i]);
 	}
 	u64 key = h | 1;
 	if (bpf_map_lookup_elem(&sent_stacks, &key))
@@ -217,82 +160,5 @@ int BPF_USDT(on_free, u64 addr)
 		count(CNT_FREES);
 	}
 	bpf_map_delete_elem(&live, &k);
-	return 0;
-}
-
-/* Process lifecycle: as alloc.bpf.c (children of targets become targets). */
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
-{
-	u32 ptgid = BPF_CORE_READ(parent, tgid);
-	u32 ctgid = BPF_CORE_READ(child, tgid);
-	u64 start = BPF_CORE_READ(child, start_time);
-	struct ev_fork *e;
-
-	if (ctgid == ptgid || !is_target(ptgid))
-		return 0;
-	bpf_map_update_elem(&targets, &ctgid, &start, BPF_ANY);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(CNT_DROP_RINGBUF);
-		return 0;
-	}
-	e->h.type = EV_FORK;
-	e->h.tgid = ctgid;
-	e->h.start_ns = start;
-	e->ppid = ptgid;
-	e->pad = 0;
-	e->parent_start_ns = BPF_CORE_READ(parent, group_leader, start_time);
-	bpf_ringbuf_submit(e, rb_flags());
-	return 0;
-}
-
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
-{
-	u32 tgid = BPF_CORE_READ(p, tgid);
-	struct ev_exec *e;
-
-	if (!is_target(tgid))
-		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(CNT_DROP_RINGBUF);
-		return 0;
-	}
-	e->h.type = EV_EXEC;
-	e->h.tgid = tgid;
-	e->h.start_ns = BPF_CORE_READ(p, group_leader, start_time);
-	e->ts_ns = bpf_ktime_get_ns();
-	e->cpu = bpf_get_smp_processor_id();
-	e->pad = 0;
-	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
-	bpf_ringbuf_submit(e, rb_flags());
-	return 0;
-}
-
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct *p)
-{
-	u32 tgid = BPF_CORE_READ(p, tgid);
-	struct ev_exit *e;
-
-	if (!is_target(tgid))
-		return 0;
-	if (BPF_CORE_READ(p, signal, live.counter) != 0)
-		return 0;
-	bpf_map_delete_elem(&targets, &tgid);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(CNT_DROP_RINGBUF);
-		return 0;
-	}
-	e->h.type = EV_EXIT;
-	e->h.tgid = tgid;
-	e->h.start_ns = BPF_CORE_READ(p, group_leader, start_time);
-	e->ts_ns = bpf_ktime_get_ns();
-	e->cpu = bpf_get_smp_processor_id();
-	e->exit_code = BPF_CORE_READ(p, exit_code);
-	bpf_ringbuf_submit(e, rb_flags());
 	return 0;
 }

@@ -8,8 +8,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/syscall.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
 #include "alloc.skel.h"
@@ -19,6 +17,7 @@
 #include "symbolizer/elfsym.h"
 #include "symbolizer/probesite.h"
 #include "daemon/attrib.h"
+#include "daemon/uprobe_multi.h"
 
 /* Which program a function gets, and its attach cookie: an enum alloc_kind for
  * alloc_entry (plus alloc_ret), an enum free_kind for free_entry. */
@@ -48,53 +47,16 @@ static const struct { const char *name; enum probe_prog prog; } probes[] = {
 
 static int on_event(void *ctx, void *data, size_t len);
 
-/* Multi-uprobe links (Linux >= 6.6) register all of a binary's probes in one go: each
- * classic uprobe costs an RCU grace period (~100 ms here) to attach and again to
- * detach, ten seconds for the ~45 probes of libc and libstdc++. libbpf 1.1 predates
- * them, so the link is created with the raw syscall; the UAPI layout is fixed. */
-#define BPF_TRACE_UPROBE_MULTI_ 48
-#define BPF_F_UPROBE_MULTI_RETURN_ 1
-
-struct uprobe_multi_attr {
-	uint32_t prog_fd, target_fd, attach_type, flags;
-	uint64_t path, offsets, ref_ctr_offsets, cookies;
-	uint32_t cnt, um_flags, pid, pad;
-};
-
-static bool kernel_has_uprobe_multi(void)
-{
-	struct btf *btf;
-	bool ok;
-
-	if (getenv("MEMPROFD_NO_UPROBE_MULTI"))
-		return false;
-	btf = btf__load_vmlinux_btf();
-	if (!btf)
-		return false;
-	ok = btf__find_by_name_kind(btf, "bpf_uprobe_multi_link", BTF_KIND_STRUCT) > 0;
-	btf__free(btf);
-	return ok;
-}
-
 static int multi_attach(struct recorder *r, struct bpf_program *prog, const char *path,
 			const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
 {
-	union { struct uprobe_multi_attr a; char pad[128]; } attr;
 	int fd;
 
 	if (!n)
 		return 0;
-	memset(&attr, 0, sizeof(attr));
-	attr.a.prog_fd = bpf_program__fd(prog);
-	attr.a.attach_type = BPF_TRACE_UPROBE_MULTI_;
-	attr.a.path = (uintptr_t)path;
-	attr.a.offsets = (uintptr_t)offs;
-	attr.a.cookies = (uintptr_t)cookies;
-	attr.a.cnt = n;
-	attr.a.um_flags = ret ? BPF_F_UPROBE_MULTI_RETURN_ : 0;
-	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(struct uprobe_multi_attr));
+	fd = uprobe_multi_link(bpf_program__fd(prog), path, offs, cookies, n, ret);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (r->nfds == r->fds_cap) {
 		size_t cap = r->fds_cap ? r->fds_cap * 2 : 16;
 		int *v = realloc(r->fds, cap * sizeof(*v));
@@ -134,11 +96,11 @@ int exact_open(struct recorder *r)
 	r->skel = alloc_bpf__open();
 	if (!r->skel)
 		return log_error_errno(-errno, "record: opening BPF object: %s", strerror(errno));
-	r->uprobe_multi = kernel_has_uprobe_multi();
+	r->uprobe_multi = uprobe_multi_supported();
 	if (r->uprobe_multi) {
-		bpf_program__set_expected_attach_type(r->skel->progs.alloc_entry, BPF_TRACE_UPROBE_MULTI_);
-		bpf_program__set_expected_attach_type(r->skel->progs.alloc_ret, BPF_TRACE_UPROBE_MULTI_);
-		bpf_program__set_expected_attach_type(r->skel->progs.free_entry, BPF_TRACE_UPROBE_MULTI_);
+		bpf_program__set_expected_attach_type(r->skel->progs.alloc_entry, UPROBE_MULTI_ATTACH_TYPE);
+		bpf_program__set_expected_attach_type(r->skel->progs.alloc_ret, UPROBE_MULTI_ATTACH_TYPE);
+		bpf_program__set_expected_attach_type(r->skel->progs.free_entry, UPROBE_MULTI_ATTACH_TYPE);
 	}
 	r->skel->rodata->watch_all_exec = r->watch_all_exec;
 	err = alloc_bpf__load(r->skel);

@@ -48,6 +48,15 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define NOINLINE __attribute__((noinline))
 #define EXPORT __attribute__((visibility("default")))
+/* An entry point whose every call into a slow path is a tail call: it needs no frame of
+ * its own (the file is built with frame pointers for the slow paths, which the BPF stack
+ * walk goes through, and which get the caller's return address as an argument), so its
+ * common path is the countdown and a jump to the allocator. */
+#if defined(__clang__)   /* no per-function optimize attribute: keeps the frame */
+#define ENTRY EXPORT
+#else
+#define ENTRY __attribute__((visibility("default"), optimize("omit-frame-pointer")))
+#endif
 #define RA __builtin_return_address(0)
 
 #define NCLASSES 33            /* free lists for extents of 1..32 pages; [0] for larger ones */
@@ -534,11 +543,26 @@ static size_t region_size_of(const void *p)
 	return 0;
 }
 
+/* Takes n bytes off the thread's countdown; 1 when it reached zero (a sample is due, or
+ * the thread or the sampler is new). On x86-64 this is one read-modify-write of the
+ * thread-local and a branch on its flags (compilers load, subtract, store and test). */
+static inline __attribute__((always_inline)) int countdown_crossed(size_t n)
+{
+#if defined(__x86_64__)
+	/* ts.left is written through an input operand, so "memory": GCC 12 miscompiles asm
+	 * goto with an in-out operand here (the taken branch lands past the function). */
+	asm goto("subq %1, %0\n\tjle %l[crossed]" : : "m"(ts.left), "r"(n) : "cc", "memory" : crossed);
+	return 0;
+crossed:
+	return 1;
+#else
+	return (ts.left -= (int64_t)n) <= 0;
+#endif
+}
+
 static inline void *do_alloc(enum kind k, size_t n, size_t align, void *caller)
 {
-	struct tstate *t = &ts;
-
-	if (likely((t->left -= (int64_t)n) > 0))
+	if (likely(!countdown_crossed(n)))
 		return forward(k, n, align);
 	return alloc_slow(k, n, align, caller);
 }
@@ -563,7 +587,7 @@ static NOINLINE void *realloc_slow(void *p, size_t n, void *caller)
 			real.free(p);
 		return NULL;
 	}
-	int sample = from_region ? ((ts.left -= (int64_t)n) <= 0 && decide(n)) : decide(n);
+	int sample = from_region ? (countdown_crossed(n) && decide(n)) : decide(n);
 	if (!from_region && (!sample || !real.usable))
 		return real.realloc(p, n);
 	unsigned flags = SAMPLER_F_REALLOC;
@@ -602,12 +626,14 @@ static int align_ok(size_t align)
 
 /* ---- the public entry points ---- */
 
-EXPORT void *SAMPLER_SYM(malloc)(size_t n)
+ENTRY void *SAMPLER_SYM(malloc)(size_t n)
 {
 	return do_alloc(K_MALLOC, n, 0, RA);
 }
 
-EXPORT void SAMPLER_SYM(free)(void *p)
+/* free's body, inlined into operator delete too (a call to the exported free would go
+ * through the PLT: it can be interposed). */
+static inline void free_impl(void *p)
 {
 	if (unlikely(in_region(p))) {
 		free_slow(p);
@@ -616,7 +642,12 @@ EXPORT void SAMPLER_SYM(free)(void *p)
 	real.free(p);
 }
 
-EXPORT void *SAMPLER_SYM(calloc)(size_t n, size_t size)
+ENTRY void SAMPLER_SYM(free)(void *p)
+{
+	free_impl(p);
+}
+
+ENTRY void *SAMPLER_SYM(calloc)(size_t n, size_t size)
 {
 	size_t total;
 
@@ -627,18 +658,18 @@ EXPORT void *SAMPLER_SYM(calloc)(size_t n, size_t size)
 	return do_alloc(K_CALLOC, total, 0, RA);
 }
 
-EXPORT void *SAMPLER_SYM(realloc)(void *p, size_t n)
+ENTRY void *SAMPLER_SYM(realloc)(void *p, size_t n)
 {
 	if (!p)
 		return do_alloc(K_MALLOC, n, 0, RA);
 	if (unlikely(in_region(p)))
 		return realloc_slow(p, n, RA);
-	if (likely((ts.left -= (int64_t)n) > 0) || n == 0)
+	if (likely(!countdown_crossed(n)) || n == 0)
 		return real.realloc(p, n);
 	return realloc_slow(p, n, RA);
 }
 
-EXPORT void *SAMPLER_SYM(reallocarray)(void *p, size_t n, size_t size)
+ENTRY void *SAMPLER_SYM(reallocarray)(void *p, size_t n, size_t size)
 {
 	size_t total;
 
@@ -650,7 +681,7 @@ EXPORT void *SAMPLER_SYM(reallocarray)(void *p, size_t n, size_t size)
 		return do_alloc(K_MALLOC, total, 0, RA);
 	if (unlikely(in_region(p)))
 		return realloc_slow(p, total, RA);
-	if (likely((ts.left -= (int64_t)total) > 0) || total == 0)
+	if (likely(!countdown_crossed(total)) || total == 0)
 		return real.realloc(p, total);
 	return realloc_slow(p, total, RA);
 }
@@ -668,7 +699,7 @@ EXPORT int SAMPLER_SYM(posix_memalign)(void **out, size_t align, size_t n)
 	return 0;
 }
 
-EXPORT void *SAMPLER_SYM(aligned_alloc)(size_t align, size_t n)
+ENTRY void *SAMPLER_SYM(aligned_alloc)(size_t align, size_t n)
 {
 	if (!align_ok(align)) {
 		errno = EINVAL;
@@ -677,7 +708,7 @@ EXPORT void *SAMPLER_SYM(aligned_alloc)(size_t align, size_t n)
 	return do_alloc(K_ALIGN, n, align, RA);
 }
 
-EXPORT void *SAMPLER_SYM(memalign)(size_t align, size_t n)
+ENTRY void *SAMPLER_SYM(memalign)(size_t align, size_t n)
 {
 	if (!align_ok(align)) {
 		if (!real.memalign)
@@ -687,17 +718,17 @@ EXPORT void *SAMPLER_SYM(memalign)(size_t align, size_t n)
 	return do_alloc(K_ALIGN, n, align, RA);
 }
 
-EXPORT void *SAMPLER_SYM(valloc)(size_t n)
+ENTRY void *SAMPLER_SYM(valloc)(size_t n)
 {
 	return do_alloc(K_VALLOC, n, SAMPLER_PAGE, RA);
 }
 
-EXPORT void *SAMPLER_SYM(pvalloc)(size_t n)
+ENTRY void *SAMPLER_SYM(pvalloc)(size_t n)
 {
 	return do_alloc(K_PVALLOC, n, SAMPLER_PAGE, RA);
 }
 
-EXPORT size_t SAMPLER_SYM(malloc_usable_size)(void *p)
+ENTRY size_t SAMPLER_SYM(malloc_usable_size)(void *p)
 {
 	if (unlikely(in_region(p)))
 		return region_size_of(p);
@@ -716,17 +747,27 @@ static NOINLINE void *new_failed(size_t n, size_t align, int nothrow)
 	abort();
 }
 
-static inline void *new_impl(size_t n, size_t align, int nothrow, void *caller)
+/* operator new whose countdown crossed zero (a separate frame: see ENTRY). */
+static NOINLINE void *new_slow(size_t n, size_t align, int nothrow, void *caller)
 {
-	void *p = align > 16 && align_ok(align) ? do_alloc(K_ALIGN, n, align, caller)
-						: do_alloc(K_MALLOC, n, 0, caller);
+	void *p = align > 16 && align_ok(align) ? alloc_slow(K_ALIGN, n, align, caller)
+						: alloc_slow(K_MALLOC, n, 0, caller);
 
-	if (likely(p != NULL))
-		return p;
-	return new_failed(n, align, nothrow);
+	return p ? p : new_failed(n, align, nothrow);
 }
 
-#define NEW(name, ...) EXPORT void *SAMPLER_SYM(name)
+static inline void *new_impl(size_t n, size_t align, int nothrow, void *caller)
+{
+	if (likely(!countdown_crossed(n))) {
+		void *p = align > 16 && align_ok(align) ? real.memalign(align, n) : real.malloc(n);
+		if (likely(p != NULL))
+			return p;
+		return new_failed(n, align, nothrow);
+	}
+	return new_slow(n, align, nothrow, caller);
+}
+
+#define NEW(name, ...) ENTRY void *SAMPLER_SYM(name)
 NEW(_Znwm)(size_t n) { return new_impl(n, 0, 0, RA); }
 NEW(_Znam)(size_t n) { return new_impl(n, 0, 0, RA); }
 NEW(_ZnwmRKSt9nothrow_t)(size_t n, const void *nt) { return new_impl(n, 0, 1, RA); }
@@ -736,19 +777,19 @@ NEW(_ZnamSt11align_val_t)(size_t n, size_t al) { return new_impl(n, al, 0, RA); 
 NEW(_ZnwmSt11align_val_tRKSt9nothrow_t)(size_t n, size_t al, const void *nt) { return new_impl(n, al, 1, RA); }
 NEW(_ZnamSt11align_val_tRKSt9nothrow_t)(size_t n, size_t al, const void *nt) { return new_impl(n, al, 1, RA); }
 
-#define DEL(name) EXPORT void SAMPLER_SYM(name)
-DEL(_ZdlPv)(void *p) { SAMPLER_SYM(free)(p); }
-DEL(_ZdaPv)(void *p) { SAMPLER_SYM(free)(p); }
-DEL(_ZdlPvm)(void *p, size_t n) { SAMPLER_SYM(free)(p); }
-DEL(_ZdaPvm)(void *p, size_t n) { SAMPLER_SYM(free)(p); }
-DEL(_ZdlPvSt11align_val_t)(void *p, size_t al) { SAMPLER_SYM(free)(p); }
-DEL(_ZdaPvSt11align_val_t)(void *p, size_t al) { SAMPLER_SYM(free)(p); }
-DEL(_ZdlPvmSt11align_val_t)(void *p, size_t n, size_t al) { SAMPLER_SYM(free)(p); }
-DEL(_ZdaPvmSt11align_val_t)(void *p, size_t n, size_t al) { SAMPLER_SYM(free)(p); }
-DEL(_ZdlPvRKSt9nothrow_t)(void *p, const void *nt) { SAMPLER_SYM(free)(p); }
-DEL(_ZdaPvRKSt9nothrow_t)(void *p, const void *nt) { SAMPLER_SYM(free)(p); }
-DEL(_ZdlPvSt11align_val_tRKSt9nothrow_t)(void *p, size_t al, const void *nt) { SAMPLER_SYM(free)(p); }
-DEL(_ZdaPvSt11align_val_tRKSt9nothrow_t)(void *p, size_t al, const void *nt) { SAMPLER_SYM(free)(p); }
+#define DEL(name) ENTRY void SAMPLER_SYM(name)
+DEL(_ZdlPv)(void *p) { free_impl(p); }
+DEL(_ZdaPv)(void *p) { free_impl(p); }
+DEL(_ZdlPvm)(void *p, size_t n) { free_impl(p); }
+DEL(_ZdaPvm)(void *p, size_t n) { free_impl(p); }
+DEL(_ZdlPvSt11align_val_t)(void *p, size_t al) { free_impl(p); }
+DEL(_ZdaPvSt11align_val_t)(void *p, size_t al) { free_impl(p); }
+DEL(_ZdlPvmSt11align_val_t)(void *p, size_t n, size_t al) { free_impl(p); }
+DEL(_ZdaPvmSt11align_val_t)(void *p, size_t n, size_t al) { free_impl(p); }
+DEL(_ZdlPvRKSt9nothrow_t)(void *p, const void *nt) { free_impl(p); }
+DEL(_ZdaPvRKSt9nothrow_t)(void *p, const void *nt) { free_impl(p); }
+DEL(_ZdlPvSt11align_val_tRKSt9nothrow_t)(void *p, size_t al, const void *nt) { free_impl(p); }
+DEL(_ZdaPvSt11align_val_tRKSt9nothrow_t)(void *p, size_t al, const void *nt) { free_impl(p); }
 
 EXPORT void SAMPLER_SYM(memprofd_sampler_get_stats)(struct memprofd_sampler_stats *o)
 {

@@ -7,7 +7,11 @@ binary and build-id; lifetimes within the workload's own CLOCK_MONOTONIC bracket
 that the JSON has exactly the contract's keys and types.
 With --start-at-second the run straddles a minute boundary: counts must not depend on
 how the recorder splits a context into time buckets.
-Usage: check_exact.py --memprofd PATH --workload PATH [--seed N|random] [-- WORKLOAD_ARGS]"""
+With --sample-every the recording is the default sampled mode with a sampling mean of 1
+byte (MEMPROFD_SAMPLE_BYTES=1): every allocation is a sample of weight 1, so the same exact
+counts check that each of the sampler's entry points passes its caller to the probe.
+Usage: check_exact.py --memprofd PATH --workload PATH [--seed N|random] [--sample-every]
+       [-- WORKLOAD_ARGS]"""
 import argparse
 import os
 import random
@@ -33,6 +37,8 @@ def main():
                     help="start when the wall clock's seconds reach this value, so that the "
                          "run straddles a minute boundary (a time-bucket boundary for any "
                          "bucket length that divides 60 s)")
+    ap.add_argument("--sample-every", action="store_true",
+                    help="record in sampled mode with every allocation sampled (see above)")
     ap.add_argument("workload_args", nargs="*")
     a = ap.parse_args()
 
@@ -52,7 +58,11 @@ def main():
         while not a.start_at_second <= time.time() % 60 < a.start_at_second + 0.3:
             time.sleep(0.05)
         t.log("started at %s (wall clock)" % time.strftime("%H:%M:%S"))
-    p = t.record(a.memprofd, db, argv, extra=a.record_arg, timeout=a.timeout)
+    if a.sample_every:
+        p = t.run([a.memprofd, "record", "--db", db, *a.record_arg, "--", *argv], timeout=a.timeout,
+                  env=dict(os.environ, MEMPROFD_SAMPLE_BYTES="1"))
+    else:
+        p = t.record(a.memprofd, db, argv, extra=a.record_arg, timeout=a.timeout)
     errs = []
     if p.returncode != 0:
         errs.append("memprofd record did not exit 0 for a workload that exits 0: " + t.describe(p))
