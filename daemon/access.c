@@ -1,7 +1,9 @@
 /* Data-access sampling inside the recorder: picks the source (--access), feeds its samples
  * to attribution, and turns settled heap objects into MIBs with their access counts. In
  * exact mode every object passes through attribution before it is aggregated, so an
- * object is counted exactly once, with the samples that hit it while it was live. */
+ * object is counted exactly once, with the samples that hit it while it was live; in
+ * sampled mode the sampled objects of the region do (alloc_sampled.c weights them), and
+ * the allocation ring's drain time is attribution's allocation watermark. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,10 +77,14 @@ static int op_datasym(void *arg, const struct attrib_region *reg, uint64_t addr,
 static void op_object(void *arg, const struct attrib_object *o)
 {
 	struct recorder *r = arg;
-	struct proc *p = proc_find(&r->procs, o->tgid, o->start_ns);
+	struct proc *p;
 	struct mib m;
 
-	if (!p)
+	if (r->sampled) {
+		sampled_object(r->sampled, o);
+		return;
+	}
+	if (!(p = proc_find(&r->procs, o->tgid, o->start_ns)))
 		return;
 	mib_from_object(&m, o->size, o->alloc_ns, o->free_ns, o->alloc_cpu, o->free_cpu,
 			o->est_accesses);
@@ -105,14 +111,19 @@ int access_setup(struct recorder *r, const char *mode, uint64_t freq, uint64_t p
 	fprintf(stderr, "memprofd: access: using %s\n", access_src_name(r->access.src));
 
 	struct attrib_ops ops = { .region = op_region, .datasym = op_datasym,
-				  .object = op_object, .arg = r };
+				  .object = op_object, .arg = r, .objects_sampled = r->sampled != NULL };
 	if ((e = attrib_open(&r->attrib, &ops)) < 0)
 		return log_error_errno(e, "record: access attribution: %s", strerror(-e));
 	struct src_soft_opts so = { .events = &r->access.events, .freq = freq, .period = period,
-				    .targets_fd = bpf_map__fd(r->skel->maps.targets) };
+				    .targets_fd = r->sampled ? sampled_targets_fd(r->sampled)
+							     : bpf_map__fd(r->skel->maps.targets) };
 	if ((e = src_soft_open(&r->soft, &so, on_sample, r, err, sizeof(err))) < 0)
 		return log_error_errno(e, "record: access source %s: %s",
 				       access_src_name(r->access.src), err);
+	if (r->sampled) {
+		attrib_alloc_watermark(r->attrib, 0);
+		sampled_send_allocs(r->sampled, true);
+	}
 	return 0;
 }
 
@@ -124,6 +135,8 @@ int access_poll(struct recorder *r)
 	if (n < 0)
 		return n;
 	attrib_advance(r->attrib, src_soft_watermark(r->soft));
+	if (r->sampled)
+		attrib_alloc_watermark(r->attrib, sampled_watermark(r->sampled));
 	return n;
 }
 
@@ -131,6 +144,13 @@ void access_forget(struct recorder *r, uint32_t tgid)
 {
 	if (r->soft)
 		src_soft_forget(r->soft, tgid);
+}
+
+void access_exit(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns)
+{
+	access_forget(r, tgid);
+	if (r->attrib)
+		attrib_process_exit(r->attrib, tgid, start_ns, ts_ns);
 }
 
 void access_finish(struct recorder *r, uint64_t end_ns)

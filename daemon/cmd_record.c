@@ -245,11 +245,6 @@ int cmd_record(int argc, char **argv)
 		log_error("record: --access: expected auto, pebs, ibs, spe, soft or off, got '%s'", access_mode);
 		return 2;
 	}
-	if (strcmp(access_mode, "off") && sampled) {
-		log_error("record: --access %s: needs --alloc exact in this build (accesses are not yet attributed to sampled objects)",
-			  access_mode);
-		return 1;
-	}
 
 	char exe[PATH_MAX];
 	if (*cmd) {
@@ -319,6 +314,8 @@ int cmd_record(int argc, char **argv)
 				goto out;
 			if (sampled_attach_binary(smp, exe, -1) < 0)
 				goto out;
+			if (access_setup(&r, access_mode, freq, period) < 0)
+				goto out;
 			char **envp = NULL, **saved = environ;
 			if (sampled_setup_child_env(&envp, sampler_path) < 0) {
 				log_error("record: out of memory");
@@ -351,6 +348,8 @@ int cmd_record(int argc, char **argv)
 				sampled_report_missing((int)pid, sampler_path);
 				goto out;
 			}
+			if (access_setup(&r, access_mode, freq, period) < 0)
+				goto out;
 			if (sampled_add_target(smp, (uint32_t)pid) < 0)
 				goto out;
 			cmdline = malloc(32);
@@ -468,8 +467,10 @@ int cmd_record(int argc, char **argv)
 	}
 	/* Everything the kernel queued before the end is in the ring buffer: drain it. */
 	if (smp) {
+		uint64_t end = (uint64_t)mono_ns();
 		sampled_drain(smp);
-		sampled_reap(smp, 0, 0, (uint64_t)mono_ns(), (uint32_t)sched_getcpu());
+		sampled_reap(smp, 0, 0, end, (uint32_t)sched_getcpu());
+		access_finish(&r, end);
 	} else {
 		while (ring_buffer__consume(r.rb) > 0)
 			;
