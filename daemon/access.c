@@ -10,12 +10,10 @@
 #include <string.h>
 #include <bpf/libbpf.h>
 #include "alloc.skel.h"
+#include "daemon/addrspace.h"
 #include "daemon/log.h"
 #include "daemon/recorder.h"
 #include "daemon/src_soft.h"
-#include "symbolizer/datasym.h"
-
-#define ACCESS_MAPS_RETRY_NS 20000000ULL   /* a miss rereads a process's maps at most this often */
 
 static void on_sample(void *arg, const struct access_sample *s)
 {
@@ -27,51 +25,13 @@ static void on_sample(void *arg, const struct access_sample *s)
 static void op_region(void *arg, uint32_t tgid, uint64_t start_ns, uint64_t addr, uint64_t sp,
 		      struct attrib_region *out)
 {
-	struct recorder *r = arg;
-	struct proc *p = proc_find(&r->procs, tgid, start_ns);
-
-	memset(out, 0, sizeof(*out));
-	if (!p)
-		return;
-	if (!p->maps_loaded) {
-		p->maps_loaded = true;
-		maps_read_pid(&p->maps, p->pid);
-	}
-	attrib_region_from_maps(&p->maps, addr, sp, out);
-	if (out->kind == REGION_NONE) {
-		/* New mappings (dlopen, mmap) appear later than the first read. */
-		maps_free(&p->maps);
-		if (maps_read_pid(&p->maps, p->pid) == 0)
-			attrib_region_from_maps(&p->maps, addr, sp, out);
-	}
+	addrspace_region(((struct recorder *)arg)->addrspace, tgid, start_ns, addr, sp, out);
 }
 
 static int op_datasym(void *arg, const struct attrib_region *reg, uint64_t addr,
 		      struct attrib_datasym *out)
 {
-	struct recorder *r = arg;
-	struct binary *b = reg->path ? bin_register(&r->procs, reg->path, reg->path) : NULL;
-	struct datasym_hit hit;
-	uint64_t va;
-
-	if (!b)
-		return -ENOENT;       /* not an ELF file: counted as a file mapping */
-	if (!b->ds && !b->ds_failed && datasym_open(&b->ds, b->path) < 0) {
-		b->ds = NULL;
-		b->ds_failed = true;
-	}
-	*out = (struct attrib_datasym){ .binary = b->build_id, .symbol = "", .section = "" };
-	if (!b->ds || datasym_runtime_to_vaddr(b->ds, reg->map_start, reg->map_offset, addr, &va) < 0)
-		return 0;
-	if (datasym_lookup(b->ds, va, &hit) == 0) {
-		out->symbol = intern_str(&r->in, hit.name);
-		out->section = intern_str(&r->in, hit.section);
-		out->sym_addr = hit.start;
-		out->sym_size = hit.size;
-		if (!out->symbol || !out->section)
-			out->symbol = out->section = "";
-	}
-	return 0;
+	return addrspace_datasym(((struct recorder *)arg)->addrspace, reg, addr, out);
 }
 
 static void op_object(void *arg, const struct attrib_object *o)
@@ -110,6 +70,8 @@ int access_setup(struct recorder *r, const char *mode, uint64_t freq, uint64_t p
 		return log_error_errno(e, "record: %s", err);
 	fprintf(stderr, "memprofd: access: using %s\n", access_src_name(r->access.src));
 
+	if ((e = addrspace_open(&r->addrspace, &r->procs)) < 0)
+		return log_error_errno(e, "record: access attribution: %s", strerror(-e));
 	struct attrib_ops ops = { .region = op_region, .datasym = op_datasym,
 				  .object = op_object, .arg = r, .objects_sampled = r->sampled != NULL };
 	if ((e = attrib_open(&r->attrib, &ops)) < 0)
@@ -168,6 +130,8 @@ void access_close(struct recorder *r)
 		src_soft_close(r->soft);
 	if (r->attrib)
 		attrib_close(r->attrib);
+	addrspace_close(r->addrspace);
 	r->soft = NULL;
 	r->attrib = NULL;
+	r->addrspace = NULL;
 }

@@ -766,6 +766,8 @@ void attrib_region_from_maps(const struct maps *m, uint64_t addr, uint64_t sp,
 		out->path = e->path;
 		out->map_start = e->start;
 		out->map_offset = e->offset;
+		out->dev = (uint64_t)e->dev_major << 32 | e->dev_minor;
+		out->inode = e->inode;
 		return;
 	}
 	if (e->path[0] == '\0' && e > m->v) {
@@ -777,6 +779,8 @@ void attrib_region_from_maps(const struct maps *m, uint64_t addr, uint64_t sp,
 			out->path = prev->path;
 			out->map_start = prev->start;
 			out->map_offset = prev->offset;
+			out->dev = (uint64_t)prev->dev_major << 32 | prev->dev_minor;
+			out->inode = prev->inode;
 			return;
 		}
 	}
@@ -786,6 +790,8 @@ void attrib_region_from_maps(const struct maps *m, uint64_t addr, uint64_t sp,
 	}
 	out->kind = REGION_FILE;   /* [vdso], [vvar], memfd:..., other pseudo files */
 	out->path = e->path;
+	out->dev = (uint64_t)e->dev_major << 32 | e->dev_minor;
+	out->inode = e->inode;
 }
 
 /* ---- densities */

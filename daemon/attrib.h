@@ -63,6 +63,7 @@ struct attrib_region {
 	enum region_kind kind;
 	const char *path;         /* REGION_DATA/FILE: the file (owned by the maps) */
 	uint64_t map_start, map_offset;   /* REGION_DATA: the file mapping (for .bss: the one before) */
+	uint64_t dev, inode;      /* REGION_DATA/FILE: the file's (major << 32 | minor, inode) */
 };
 /* Classifies addr with a process's maps: [heap]; the mapping holding sp (or [stack*]);
  * a writable or read-only private file mapping, or the anonymous mapping right after

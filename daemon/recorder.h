@@ -42,6 +42,7 @@ struct recorder {
 	struct access_choice access;
 	struct src_soft *soft;
 	struct attrib *attrib;
+	struct addrspace *addrspace;     /* attrib's region and data-symbol resolver */
 	struct sampled *sampled;         /* --alloc sampled: its state (alloc_sampled.c), else NULL */
 	/* The daemon's view of the process lifecycle (NULL in record mode): called after
 	 * EV_FORK, EV_EXEC and EV_EXIT are handled, and for EV_NEWEXEC. */
