@@ -52,7 +52,43 @@ static void op_object(void *arg, const struct attrib_object *o)
 	recorder_add_mib(r, p, o->ctx, o->free_ns, &m);
 }
 
-int access_setup(struct recorder *r, const char *mode, uint64_t freq, uint64_t period)
+/* Opens everything; on failure err holds the one-line reason. */
+static int setup(struct recorder *r, enum access_src req, uint64_t freq, uint64_t period,
+		 char *err, size_t errsz)
+{
+	char why[400];
+	int e;
+
+	struct src_pmu_opts po = { .freq = freq, .period = period };
+	e = access_select(req, &po, NULL, NULL, &r->access, why, sizeof(why));
+	for (unsigned i = 0; i < r->access.nreasons; i++)
+		fprintf(stderr, "memprofd: access: %s\n", r->access.reasons[i]);
+	if (e < 0) {
+		snprintf(err, errsz, "%s", why);
+		return e;
+	}
+	fprintf(stderr, "memprofd: access: using %s\n", access_src_name(r->access.src));
+
+	struct attrib_ops ops = { .region = op_region, .datasym = op_datasym,
+				  .object = op_object, .arg = r, .objects_sampled = r->sampled != NULL };
+	if ((e = addrspace_open(&r->addrspace, &r->procs)) < 0 ||
+	    (e = attrib_open(&r->attrib, &ops)) < 0) {
+		snprintf(err, errsz, "access attribution: %s", strerror(-e));
+		return e;
+	}
+	struct src_soft_opts so = { .events = &r->access.events, .freq = freq, .period = period,
+				    .targets_fd = r->sampled ? sampled_targets_fd(r->sampled)
+							     : bpf_map__fd(r->skel->maps.targets) };
+	if ((e = src_soft_open(&r->soft, &so, on_sample, r, why, sizeof(why))) < 0) {
+		snprintf(err, errsz, "access source %s: %s", access_src_name(r->access.src), why);
+		r->soft = NULL;
+		return e;
+	}
+	return 0;
+}
+
+int access_setup(struct recorder *r, const char *mode, bool required, uint64_t freq,
+		 uint64_t period)
 {
 	enum access_src req;
 	char err[512];
@@ -62,26 +98,16 @@ int access_setup(struct recorder *r, const char *mode, uint64_t freq, uint64_t p
 		return log_error_errno(-EINVAL, "record: --access: unknown source '%s'", mode);
 	if (req == ACCESS_OFF)
 		return 0;
-	struct src_pmu_opts po = { .freq = freq, .period = period };
-	e = access_select(req, &po, NULL, NULL, &r->access, err, sizeof(err));
-	for (unsigned i = 0; i < r->access.nreasons; i++)
-		fprintf(stderr, "memprofd: access: %s\n", r->access.reasons[i]);
-	if (e < 0)
-		return log_error_errno(e, "record: %s", err);
-	fprintf(stderr, "memprofd: access: using %s\n", access_src_name(r->access.src));
-
-	if ((e = addrspace_open(&r->addrspace, &r->procs)) < 0)
-		return log_error_errno(e, "record: access attribution: %s", strerror(-e));
-	struct attrib_ops ops = { .region = op_region, .datasym = op_datasym,
-				  .object = op_object, .arg = r, .objects_sampled = r->sampled != NULL };
-	if ((e = attrib_open(&r->attrib, &ops)) < 0)
-		return log_error_errno(e, "record: access attribution: %s", strerror(-e));
-	struct src_soft_opts so = { .events = &r->access.events, .freq = freq, .period = period,
-				    .targets_fd = r->sampled ? sampled_targets_fd(r->sampled)
-							     : bpf_map__fd(r->skel->maps.targets) };
-	if ((e = src_soft_open(&r->soft, &so, on_sample, r, err, sizeof(err))) < 0)
-		return log_error_errno(e, "record: access source %s: %s",
-				       access_src_name(r->access.src), err);
+	if ((e = setup(r, req, freq, period, err, sizeof(err))) < 0) {
+		if (required)
+			return log_error_errno(e, "record: %s", err);
+		/* The default: a recording without access sampling beats no recording. */
+		fprintf(stderr, "memprofd: access: %s; recording without access sampling "
+			"(--access off says so quietly)\n", err);
+		access_close(r);
+		memset(&r->access, 0, sizeof(r->access));
+		return 0;
+	}
 	if (r->sampled) {
 		attrib_alloc_watermark(r->attrib, 0);
 		sampled_send_allocs(r->sampled, true);

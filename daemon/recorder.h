@@ -86,9 +86,13 @@ void recorder_bound_memory(struct recorder *r, uint64_t limit);
 void recorder_add_mib(struct recorder *r, struct proc *p, struct istack *s, uint64_t dead_ns,
 		      const struct mib *m);
 
-/* --access (daemon/access.c). access_setup picks and opens the source (after exact_open:
- * it shares the targets map) and prints which one it uses and why others did not open. */
-int access_setup(struct recorder *r, const char *mode, uint64_t freq, uint64_t period);
+/* --access (daemon/access.c). access_setup picks and opens the source (after exact_open
+ * or sampled_open: it shares the targets map) and prints which one it uses and why others
+ * did not open. A source that cannot open is an error when required (asked for); the
+ * default records on without access sampling and says why on stderr (then r->attrib is
+ * NULL). */
+int access_setup(struct recorder *r, const char *mode, bool required, uint64_t freq,
+		 uint64_t period);
 int access_poll(struct recorder *r);
 void access_forget(struct recorder *r, uint32_t tgid);
 /* A process exited (after its allocations were reaped): attribution ends its live objects. */
