@@ -150,6 +150,28 @@ void access_finish(struct recorder *r, uint64_t end_ns)
 	attrib_finish(r->attrib, end_ns);
 }
 
+void access_report(struct recorder *r)
+{
+	const struct attrib_counts *c;
+	struct src_soft_stats st;
+	char cls[512];
+	size_t n = 0;
+
+	if (!r->attrib || !r->soft)
+		return;
+	c = attrib_counts(r->attrib);
+	src_soft_stats(r->soft, &st);
+	for (int i = 0; i < ATTRIB_CLASS_MAX && n < sizeof(cls); i++)
+		if (c->by_class[i])
+			n += (size_t)snprintf(cls + n, sizeof(cls) - n, "%s%s %llu", n ? ", " : "",
+					      attrib_class_name(i), (unsigned long long)c->by_class[i]);
+	fprintf(stderr, "memprofd: access: %s: %llu samples of the targets (%llu with no memory "
+		"access, %llu dropped), %llu accesses: %s\n", access_src_name(r->access.src),
+		(unsigned long long)st.events, (unsigned long long)st.no_access,
+		(unsigned long long)st.bpf[SOFTCNT_DROP_RINGBUF], (unsigned long long)c->samples,
+		n ? cls : "none");
+}
+
 void access_close(struct recorder *r)
 {
 	if (r->soft)

@@ -506,6 +506,7 @@ int cmd_record(int argc, char **argv)
 	} else {
 		exact_counters(&r, cnt);
 	}
+	access_report(&r);
 	getrusage(RUSAGE_SELF, &ru);   /* our own CPU, not the child's */
 	double cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
 			(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;

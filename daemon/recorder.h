@@ -98,6 +98,8 @@ void access_forget(struct recorder *r, uint32_t tgid);
 /* A process exited (after its allocations were reaped): attribution ends its live objects. */
 void access_exit(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns);
 void access_finish(struct recorder *r, uint64_t end_ns);
+/* One stderr line: the source, its samples, and the accesses by class. */
+void access_report(struct recorder *r);
 void access_close(struct recorder *r);
 
 /* ---- `--alloc sampled` (daemon/alloc_sampled.c) ------------------------------------

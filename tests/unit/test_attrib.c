@@ -354,6 +354,40 @@ static void test_alloc_watermark(void **state)
 	maps_free(&g.maps);
 }
 
+/* Exact mode holds heap misses for objects reported later; once the process exited (and
+ * its last objects were given), nothing can claim them: they go to their class, and so
+ * does a straggler that arrives after the exit. */
+static void test_exit_releases(void **state)
+{
+	struct got g = {0};
+	struct attrib_ops ops = { .object = on_object, .region = region, .arg = &g };
+	struct attrib *a;
+	struct access_sample s;
+	const struct attrib_counts *c;
+
+	assert_int_equal(maps_parse(&g.maps, maps_txt, sizeof(maps_txt) - 1, NULL), 0);
+	assert_int_equal(attrib_open(&a, &ops), 0);
+	c = attrib_counts(a);
+	s = smp(0x1000100, 10, 1);
+	assert_int_equal(attrib_sample(a, &s), -1);
+	s = smp(0x1000200, 12, 1);
+	assert_int_equal(attrib_sample(a, &s), -1);
+	assert_int_equal(attrib_object(a, 10, 5, 0x1000200, 16, &c1, 11, 30, 0, 0), 0);
+	assert_int_equal(c->pending, 1);
+	attrib_process_exit(a, 10, 5, 40);
+	assert_int_equal(c->pending, 0);
+	assert_int_equal(c->by_class[ATTRIB_HEAP_UNTRACKED], 1);
+	s = smp(0x1000300, 35, 1);                    /* late, after the exit */
+	assert_int_equal(attrib_sample(a, &s), ATTRIB_HEAP_UNTRACKED);
+	s = smp(0x1000204, 20, 1);                    /* still finds the unsettled object */
+	assert_int_equal(attrib_sample(a, &s), ATTRIB_HEAP);
+	attrib_advance(a, 50);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.o[0].samples, 2);
+	attrib_close(a);
+	maps_free(&g.maps);
+}
+
 /* ---- scale and arrival order, checked against a simulated allocator's own ledger ---- */
 
 static uint64_t rs = 0x9E3779B97F4A7C15ULL;
@@ -647,6 +681,7 @@ int main(void)
 		cmocka_unit_test(test_classes),
 		cmocka_unit_test(test_density),
 		cmocka_unit_test(test_alloc_watermark),
+		cmocka_unit_test(test_exit_releases),
 		cmocka_unit_test(test_scale_exact),
 		cmocka_unit_test(test_scale_both_ends),
 		cmocka_unit_test(test_many_live),
