@@ -653,7 +653,8 @@ static void settle(struct attrib *a, uint64_t before)
 		a->c.objects = a->nobjs;
 		a->ops.object(a->ops.arg, &ob);
 		a->c.objects_settled++;
-		free(o->hist);
+		if (o->hist)          /* free(NULL) too would trap on exact mode's uprobe */
+			free(o->hist);
 		o->node.l = a->free_objs ? &a->free_objs->node : NULL;
 		a->free_objs = o;
 	}
