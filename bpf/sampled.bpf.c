@@ -12,6 +12,10 @@
 #define ALLOC_COUNTERS SCNT_MAX
 #include "alloc_common.bpf.h"
 
+/* Set by the daemon while it attributes accesses: each sampled allocation is also sent
+ * (ev_salloc), not only its death. */
+volatile bool send_allocs;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SAMPLED_LIVE_MAX);
@@ -118,10 +122,29 @@ int BPF_USDT(on_alloc, u64 addr, u64 size, u64 weight_q16, u64 flags, u64 caller
 		count(CNT_OVERWRITTEN);   /* e.g. a region-full sample whose free was not seen */
 		err = bpf_map_update_elem(&live, &k, &v, BPF_ANY);
 	}
-	if (err)
+	if (err) {
 		count(CNT_DROP_LIVE_FULL);
-	else
-		count(CNT_ALLOCS);
+		return 0;
+	}
+	count(CNT_ALLOCS);
+	if (send_allocs) {
+		struct ev_salloc *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (!e) {
+			count(CNT_DROP_RINGBUF);   /* attribution sees only its death */
+			return 0;
+		}
+		e->h.type = EV_SALLOC;
+		e->h.tgid = tgid;
+		e->h.start_ns = start_ns;
+		e->key = v.key;
+		e->addr = addr;
+		e->size = size;
+		e->weight_q16 = weight_q16;
+		e->alloc_ns = v.ts_ns;
+		e->cpu = v.cpu;
+		e->flags = v.flags;
+		bpf_ringbuf_submit(e, rb_flags());
+	}
 	return 0;
 }
 
@@ -156,6 +179,7 @@ int BPF_USDT(on_free, u64 addr)
 		e->free_cpu = bpf_get_smp_processor_id();
 		e->flags = v->flags;
 		e->pad = 0;
+		e->addr = addr;
 		bpf_ringbuf_submit(e, rb_flags());
 		count(CNT_FREES);
 	}

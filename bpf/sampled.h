@@ -10,7 +10,10 @@
 #define SAMPLED_DEFAULT_SKIP 2         /* sampler frames dropped when the caller is not found */
 #define SAMPLED_WEIGHT_SHIFT 16        /* weights are Q48.16, as the probe passes them */
 
-enum { EV_SFREE = 16 };                /* a sampled object died */
+enum {
+	EV_SFREE = 16,                 /* a sampled object died */
+	EV_SALLOC,                     /* a sampled object was made (only with send_allocs) */
+};
 
 /* Counters beyond alloc.h's enum alloc_counter (same per-CPU array, longer). */
 enum sampled_counter {
@@ -28,6 +31,19 @@ struct ev_sfree {
 	unsigned int alloc_cpu, free_cpu;
 	unsigned int flags;            /* SAMPLER_F_* of the allocation */
 	unsigned int pad;
+	unsigned long long addr;       /* the object, for access attribution */
+};
+
+/* Sent at a sampled allocation while the daemon attributes accesses (sampled.bpf.c's
+ * send_allocs): with ev_sfree, attribution sees both ends of the object. */
+struct ev_salloc {
+	struct ev_hdr h;
+	unsigned long long key;        /* stack key, 0 if unknown */
+	unsigned long long addr, size;
+	unsigned long long weight_q16;
+	unsigned long long alloc_ns;   /* CLOCK_MONOTONIC, as ev_sfree's */
+	unsigned int cpu;
+	unsigned int flags;
 };
 
 struct slive_val {

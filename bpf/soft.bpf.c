@@ -53,6 +53,14 @@ static __always_inline bool user_mode(struct bpf_perf_event_data *ctx)
 #endif
 }
 
+/* The reader polls on its own schedule; a wakeup per sample (an irq_work self-IPI, a VM
+ * exit under a hypervisor) is paid by the sampled task. Wake it only past a quarter full. */
+static __always_inline u64 rb_flags(void)
+{
+	return bpf_ringbuf_query(&soft_events, BPF_RB_AVAIL_DATA) > SOFT_RINGBUF_BYTES / 4 ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -101,6 +109,6 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	else
 		count(SOFTCNT_CODE_UNREAD);
 	count(SOFTCNT_USER);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, rb_flags());
 	return 0;
 }

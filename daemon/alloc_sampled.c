@@ -16,7 +16,21 @@
  *   num_lifetime_overlaps, num_same_alloc_cpu, num_same_dealloc_cpu   MemProf's
  *                        increment between consecutive samples, scaled by c
  *   num_migrated_cpu     first sample's flag, as MemProf's Merge
- * Lifetimes come from the sampled objects' own alloc and free probes. */
+ *   access_samples       raw access samples that hit the sampled object (not weighted)
+ *   total_access_count   sum of c * a, a = the object's own estimated accesses (its
+ *                        samples' weights, attrib): the Horvitz-Thompson estimate of the
+ *                        context's accesses, with the same integer share c as alloc_count
+ *                        and total_size, so the query's density (total_access_count /
+ *                        total_size / average lifetime) is a ratio of two sums over the
+ *                        same sampled objects and a one-sample context shows its object's
+ *                        own density
+ *   min/max_access_count a of the sampled objects (per object, never scaled)
+ * Lifetimes come from the sampled objects' own alloc and free probes. With --access,
+ * objects of the region go through attribution (attrib_alloc at memprofd:alloc,
+ * attrib_free at memprofd:free) and are aggregated when they settle; the allocation
+ * ring's drain time gives attribution its allocation watermark. Objects outside the
+ * region (region full) have no free probe, so no known lifetime to credit samples in:
+ * they are aggregated without accesses, as are objects whose alloc record was lost. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -30,7 +44,9 @@
 #include "sampled.skel.h"
 #include "daemon/log.h"
 #include "daemon/events.h"
+#include "daemon/attrib.h"
 #include "daemon/recorder.h"
+#include "sampler/sampler.h"
 
 extern char **environ;
 
@@ -39,6 +55,8 @@ struct carry {
 	double wsum;              /* sum of the weights of this context's samples */
 	uint64_t emitted;         /* objects already given to aggregates */
 };
+
+#define SAMPLED_WATERMARK_SLACK_NS 2000000ULL  /* records may trail the ring's order by this much */
 
 struct sampled {
 	struct recorder *r;
@@ -49,7 +67,16 @@ struct sampled {
 	struct hmap carries;      /* istack hash -> struct carry */
 	uint64_t samples;         /* sampled deaths aggregated */
 	double est_objects;       /* sum of their weights */
+	uint64_t watermark;       /* every record made before this has been consumed */
 };
+
+static uint64_t mono_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
 
 static int on_event(void *ctx, void *data, size_t len);
 
@@ -305,18 +332,27 @@ static uint64_t carry_take(struct sampled *s, const struct istack *st, double w)
 	return take;
 }
 
-static void add_sample(struct sampled *s, struct proc *p, uint64_t key, uint64_t size,
-		       uint64_t weight_q16, uint64_t alloc_ns, uint64_t dead_ns, uint32_t acpu, uint32_t dcpu)
+/* The context of stack key `key` in p, or the unknown-stack context (counted). */
+static struct istack *context_of(struct sampled *s, struct proc *p, uint64_t key)
+{
+	struct istack *st = key ? hmap_find(&p->stacks, key, NULL, NULL) : NULL;
+
+	if (!st) {
+		st = s->r->unknown_stack;
+		s->r->unknown_stack_objs++;
+	}
+	return st;
+}
+
+/* One sampled object's death, with a = est_accesses from access_samples samples. */
+static void add_sample(struct sampled *s, struct proc *p, struct istack *st, uint64_t size,
+		       uint64_t weight_q16, uint64_t alloc_ns, uint64_t dead_ns, uint32_t acpu,
+		       uint32_t dcpu, uint64_t access_samples, uint64_t est_accesses)
 {
 	struct recorder *r = s->r;
-	struct istack *st = key ? hmap_find(&p->stacks, key, NULL, NULL) : NULL;
 	double w = (double)weight_q16 / (double)(1u << SAMPLED_WEIGHT_SHIFT);
 	struct mib m;
 
-	if (!st) {
-		st = r->unknown_stack;
-		r->unknown_stack_objs++;
-	}
 	if (w < 1)
 		w = 1;      /* a probability is at most 1 */
 	s->samples++;
@@ -324,10 +360,12 @@ static void add_sample(struct sampled *s, struct proc *p, uint64_t key, uint64_t
 	uint64_t c = carry_take(s, st, w);
 	if (c == 0)
 		return;     /* its weight is carried to the context's next sample */
-	mib_from_object(&m, size, alloc_ns, dead_ns, acpu, dcpu, 0);
+	mib_from_object(&m, size, alloc_ns, dead_ns, acpu, dcpu, est_accesses);
 	m.alloc_count = c;
 	m.total_size = c * size;
 	m.total_lifetime_ns *= c;
+	m.total_access_count = est_accesses > UINT64_MAX / c ? UINT64_MAX : c * est_accesses;
+	m.access_samples = access_samples;
 	int64_t bucket = agg_bucket_of((int64_t)dead_ns + r->mono_to_real_ns);
 	struct agg *a = agg_find(&r->aggs, st, p, bucket);
 	struct mib before = a ? a->mib : (struct mib){ 0 };
@@ -361,10 +399,15 @@ int sampled_reap(struct sampled *s, uint32_t tgid, uint64_t start_ns, uint64_t t
 		if (v.ts_ns > ts_ns)
 			continue;
 		struct proc *p = proc_get(&s->r->procs, keys[i].tgid, v.start_ns);
-		if (p)
-			add_sample(s, p, v.key, v.size, v.weight_q16, v.ts_ns,
-				   ts_ns > v.ts_ns ? ts_ns : v.ts_ns, v.cpu, cpu);
+		uint64_t dead = ts_ns > v.ts_ns ? ts_ns : v.ts_ns;
 		bpf_map_delete_elem(fd, &keys[i]);
+		/* Known to attribution: it ends there and is aggregated when it settles. */
+		if (s->r->attrib && (v.flags & SAMPLER_F_REGION) &&
+		    attrib_free(s->r->attrib, keys[i].tgid, v.start_ns, keys[i].addr, dead, cpu) == 0)
+			continue;
+		if (p)
+			add_sample(s, p, context_of(s, p, v.key), v.size, v.weight_q16, v.ts_ns, dead,
+				   v.cpu, cpu, 0, 0);
 	}
 	free(keys);
 	return 0;
@@ -390,8 +433,21 @@ static int on_event(void *ctx, void *data, size_t len)
 		const struct ev_sfree *e = data;
 		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
 			return 0;
-		add_sample(s, p, e->key, e->size, e->weight_q16, e->alloc_ns, e->free_ns,
-			   e->alloc_cpu, e->free_cpu);
+		if (r->attrib && (e->flags & SAMPLER_F_REGION) &&
+		    attrib_free(r->attrib, h->tgid, h->start_ns, e->addr, e->free_ns, e->free_cpu) == 0)
+			return 0;   /* aggregated when it settles: sampled_object() */
+		add_sample(s, p, context_of(s, p, e->key), e->size, e->weight_q16, e->alloc_ns,
+			   e->free_ns, e->alloc_cpu, e->free_cpu, 0, 0);
+		return 0;
+	}
+	if (h->type == EV_SALLOC) {
+		const struct ev_salloc *e = data;
+		if (len < sizeof(*e) || !r->attrib || !(e->flags & SAMPLER_F_REGION) ||
+		    !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			return 0;
+		/* On failure (index full) the object is aggregated at its death, without accesses. */
+		attrib_alloc(r->attrib, h->tgid, h->start_ns, e->addr, e->size,
+			     context_of(s, p, e->key), e->alloc_ns, e->cpu, e->weight_q16);
 		return 0;
 	}
 	events_common(r, data, len, reap_cb);
@@ -407,10 +463,38 @@ int sampled_poll(struct sampled *s, int timeout_ms)
 	if (n == -EINTR)
 		n = 0;
 	if (n >= 0) {
+		uint64_t t0 = mono_now();
 		int c = ring_buffer__consume(s->rb);
 		n = c < 0 ? c : n + c;
+		/* A drain that began at t0 consumed every record submitted before t0. */
+		if (c >= 0 && t0 > SAMPLED_WATERMARK_SLACK_NS + s->watermark)
+			s->watermark = t0 - SAMPLED_WATERMARK_SLACK_NS;
 	}
 	return n < 0 ? log_error_errno(n, "record: polling ring buffer: %s", strerror(-n)) : n;
+}
+
+uint64_t sampled_watermark(const struct sampled *s)
+{
+	return s ? s->watermark : 0;
+}
+
+int sampled_targets_fd(const struct sampled *s)
+{
+	return bpf_map__fd(s->skel->maps.targets);
+}
+
+void sampled_send_allocs(struct sampled *s, bool on)
+{
+	s->skel->bss->send_allocs = on;
+}
+
+void sampled_object(struct sampled *s, const struct attrib_object *o)
+{
+	struct proc *p = proc_find(&s->r->procs, o->tgid, o->start_ns);
+
+	if (p)
+		add_sample(s, p, o->ctx, o->size, o->weight_q16, o->alloc_ns, o->free_ns,
+			   o->alloc_cpu, o->free_cpu, o->samples, o->est_accesses);
 }
 
 int sampled_drain(struct sampled *s)

@@ -1,26 +1,46 @@
-/* Attribution: per-process interval index of allocations (array sorted by start; an
- * address can appear in several intervals over time, told apart by [alloc_ns, free_ns)),
- * samples held by page until the object they fall in is known, and the static-data
- * table. Objects leave the index only when settled, so a sample processed after its
- * object's free still finds it as long as the caller's watermark lags the sample. */
+/* Attribution: per process, an interval tree (daemon/itree.h) of the objects not yet
+ * settled — an address can appear in several over time, told apart by [alloc_ns,
+ * free_ns) — and one min-heap of the dead ones by free_ns, which settles them in order
+ * as the watermark passes; samples held by page until the object they fall in is known
+ * (sources that learn objects at their death), samples deferred until the allocation
+ * watermark passes them (sources that see both ends), and the static-data table.
+ * Objects leave the index only when settled, so a sample processed after its object's
+ * free still finds it as long as the caller's watermark lags the sample.
+ * Costs: an object's insert, free and settle O(log n) (n objects indexed); a sample
+ * O(log n + k), k the unsettled objects holding its address. Memory is bounded by
+ * ATTRIB_OBJECTS_MAX, ATTRIB_PENDING_MAX, ATTRIB_DEFER_MAX and ATTRIB_DATA_MAX. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "daemon/attrib.h"
 #include "daemon/intern.h"
+#include "daemon/itree.h"
 #include "reporter/classify.h"
 #include "symbolizer/insn.h"
 
 #define LIVE UINT64_MAX
 #define PAGE_SHIFT 12
+#define SLAB_OBJS 1024            /* objects per allocation of the object pool */
+
+struct aproc;
 
 struct aobj {
-	uint64_t start, end, alloc_ns, free_ns;
+	struct itree_node node;   /* [addr, addr + size) */
+	struct aproc *p;
+	uint64_t alloc_ns, free_ns;
 	void *ctx;
+	uint64_t weight_q16;
 	uint32_t acpu, fcpu;
 	bool live_at_end;
 	uint64_t samples, est;
 	uint64_t *hist;
+};
+
+/* Objects come from slabs and go back to a free list (linked through node.l): no malloc
+ * per object, which matters where the recorder's own malloc is uprobed (exact mode). */
+struct aslab {
+	struct aslab *next;
+	struct aobj v[SLAB_OBJS];
 };
 
 struct pend {
@@ -38,17 +58,26 @@ struct pbucket {
 struct aproc {
 	uint32_t tgid;
 	uint64_t start_ns;
-	struct aobj *v;
-	size_t n, cap;
-	uint64_t max_size;        /* largest object ever indexed: bounds the backward scan */
+	struct itree objs;        /* unsettled objects */
 	struct hmap pend;         /* hash(page) -> struct pbucket * */
+	bool exited;              /* no object of it can come any more */
 };
 
 struct attrib {
 	struct attrib_ops ops;
 	struct hmap procs;        /* hash(tgid, start) -> struct aproc * */
 	struct attrib_counts c;
-	uint64_t watermark;
+	uint64_t watermark;       /* samples older than this have all come */
+	uint64_t alloc_wm;        /* allocation events older than this have all come */
+	bool alloc_wm_on;         /* the caller gives alloc_wm (attrib_alloc_watermark) */
+	uint64_t seq;             /* tie-break of objects starting at the same address */
+	size_t nobjs;
+	struct aslab *slabs;
+	struct aobj *free_objs;
+	struct aobj **dead;       /* min-heap by free_ns of the objects whose free is known */
+	size_t ndead, dead_cap;   /* dead_cap >= nobjs, so a push never fails */
+	struct access_sample *defer;   /* samples at or past alloc_wm, unordered */
+	size_t ndefer, defer_cap;
 	struct attrib_data_entry *data;
 	size_t ndata, data_cap;
 	struct hmap data_idx;     /* hash(binary, symbol) -> (void *)(index + 1) */
@@ -56,6 +85,7 @@ struct attrib {
 
 static const char *const class_names[ATTRIB_CLASS_MAX] = {
 	"heap", "heap_untracked", "static", "stack", "tls", "anon", "file", "unknown",
+	"heap_unsampled",
 };
 
 const char *attrib_class_name(enum attrib_class c)
@@ -77,17 +107,29 @@ int attrib_open(struct attrib **out, const struct attrib_ops *ops)
 	return 0;
 }
 
-static void proc_free(struct aproc *p)
+static void free_hists(struct itree_node *n)
 {
-	for (size_t i = 0; i < p->n; i++)
-		free(p->v[i].hist);
-	free(p->v);
+	if (!n)
+		return;
+	free_hists(n->l);
+	free_hists(n->r);
+	free(((struct aobj *)n)->hist);
+}
+
+static void pend_free(struct aproc *p)
+{
 	hmap_foreach(&p->pend, i) {
 		struct pbucket *b = p->pend.vals[i];
 		free(b->v);
 		free(b);
 	}
 	hmap_free(&p->pend);
+}
+
+static void proc_free(struct aproc *p)
+{
+	free_hists(p->objs.root);
+	pend_free(p);
 	free(p);
 }
 
@@ -99,6 +141,13 @@ void attrib_close(struct attrib *a)
 		proc_free(a->procs.vals[i]);
 	hmap_free(&a->procs);
 	hmap_free(&a->data_idx);
+	while (a->slabs) {
+		struct aslab *n = a->slabs->next;
+		free(a->slabs);
+		a->slabs = n;
+	}
+	free(a->dead);
+	free(a->defer);
 	free(a->data);
 	free(a);
 }
@@ -111,11 +160,21 @@ static bool proc_eq(const void *val, const void *key)
 	return p->tgid == k->tgid && p->start_ns == k->start;
 }
 
-static struct aproc *proc_get(struct attrib *a, uint32_t tgid, uint64_t start_ns)
+static uint64_t proc_hash(uint32_t tgid, uint64_t start_ns)
+{
+	return hash_u64(((uint64_t)tgid << 32) ^ hash_u64(start_ns));
+}
+
+static struct aproc *proc_find(struct attrib *a, uint32_t tgid, uint64_t start_ns)
 {
 	struct pkey k = { tgid, start_ns };
-	uint64_t h = hash_u64(((uint64_t)tgid << 32) ^ hash_u64(start_ns));
-	struct aproc *p = hmap_find(&a->procs, h, proc_eq, &k);
+
+	return hmap_find(&a->procs, proc_hash(tgid, start_ns), proc_eq, &k);
+}
+
+static struct aproc *proc_get(struct attrib *a, uint32_t tgid, uint64_t start_ns)
+{
+	struct aproc *p = proc_find(a, tgid, start_ns);
 
 	if (p)
 		return p;
@@ -124,43 +183,144 @@ static struct aproc *proc_get(struct attrib *a, uint32_t tgid, uint64_t start_ns
 		return NULL;
 	p->tgid = tgid;
 	p->start_ns = start_ns;
-	if (hmap_insert(&a->procs, h, p)) {
+	if (hmap_insert(&a->procs, proc_hash(tgid, start_ns), p)) {
 		free(p);
 		return NULL;
 	}
 	return p;
 }
 
-/* First index whose start > addr. */
-static size_t upper(const struct aproc *p, uint64_t addr)
-{
-	size_t lo = 0, hi = p->n;
+/* ---- the dead-object heap ---- */
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->v[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
+static void dead_push(struct attrib *a, struct aobj *o)
+{
+	size_t i = a->ndead++;
+
+	while (i > 0) {
+		size_t up = (i - 1) / 2;
+		if (a->dead[up]->free_ns <= o->free_ns)
+			break;
+		a->dead[i] = a->dead[up];
+		i = up;
 	}
-	return lo;
+	a->dead[i] = o;
+}
+
+static struct aobj *dead_pop(struct attrib *a)
+{
+	struct aobj *top = a->dead[0], *last = a->dead[--a->ndead];
+	size_t i = 0, n = a->ndead;
+
+	if (!n)
+		return top;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && a->dead[c + 1]->free_ns < a->dead[c]->free_ns)
+			c++;
+		if (a->dead[c]->free_ns >= last->free_ns)
+			break;
+		a->dead[i] = a->dead[c];
+		i = c;
+	}
+	a->dead[i] = last;
+	return top;
+}
+
+static void set_free(struct attrib *a, struct aobj *o, uint64_t free_ns, uint32_t cpu)
+{
+	o->free_ns = free_ns;
+	o->fcpu = cpu;
+	dead_push(a, o);
+}
+
+/* ---- the object index ---- */
+
+struct stab_at { uint64_t t; };
+static int alive_at(struct itree_node *n, void *arg)
+{
+	const struct aobj *o = (const struct aobj *)n;
+	uint64_t t = ((const struct stab_at *)arg)->t;
+
+	return o->alloc_ns <= t && t < o->free_ns;
 }
 
 static struct aobj *lookup(struct aproc *p, uint64_t addr, uint64_t t)
 {
-	for (size_t i = upper(p, addr); i-- > 0;) {
-		struct aobj *o = &p->v[i];
-		if (o->start + p->max_size <= addr)
-			break;
-		if (addr < o->end && o->alloc_ns <= t && t < o->free_ns)
-			return o;
+	struct stab_at k = { t };
+
+	return (struct aobj *)itree_stab(&p->objs, addr, alive_at, &k);
+}
+
+struct stab_live { uint64_t addr; };
+static int live_starting_at(struct itree_node *n, void *arg)
+{
+	return n->start == ((const struct stab_live *)arg)->addr &&
+	       ((const struct aobj *)n)->free_ns == LIVE;
+}
+
+/* The live object starting at addr, if any. */
+static struct aobj *find_live(struct aproc *p, uint64_t addr)
+{
+	struct stab_live k = { addr };
+
+	return (struct aobj *)itree_stab(&p->objs, addr, live_starting_at, &k);
+}
+
+/* A new object of p, indexed; NULL with *err set when the index is full or memory is. */
+static struct aobj *new_obj(struct attrib *a, struct aproc *p, uint64_t addr, uint64_t size,
+			    int *err)
+{
+	struct aobj *o;
+
+	if (a->nobjs >= ATTRIB_OBJECTS_MAX) {
+		a->c.objects_overflow++;
+		*err = -ENOSPC;
+		return NULL;
 	}
-	return NULL;
+	if (a->nobjs + 1 > a->dead_cap) {
+		size_t nc = a->dead_cap ? a->dead_cap * 2 : 256;
+		struct aobj **nv = realloc(a->dead, nc * sizeof(*nv));
+		if (!nv) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		a->dead = nv;
+		a->dead_cap = nc;
+	}
+	if (!a->free_objs) {
+		struct aslab *sl = malloc(sizeof(*sl));
+		if (!sl) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		sl->next = a->slabs;
+		a->slabs = sl;
+		for (size_t i = 0; i < SLAB_OBJS; i++) {
+			sl->v[i].node.l = a->free_objs ? &a->free_objs->node : NULL;
+			a->free_objs = &sl->v[i];
+		}
+	}
+	o = a->free_objs;
+	a->free_objs = (struct aobj *)o->node.l;
+	memset(o, 0, sizeof(*o));
+	o->node.start = addr;
+	o->node.end = addr + (size ? size : 1);
+	if (o->node.end <= addr)
+		o->node.end = UINT64_MAX;          /* a size that wraps: up to the top */
+	o->node.seq = a->seq++;
+	o->p = p;
+	o->weight_q16 = ATTRIB_WEIGHT_ONE;
+	itree_insert(&p->objs, &o->node);
+	a->nobjs++;
+	a->c.objects = a->nobjs;
+	return o;
 }
 
 static void credit(struct attrib *a, struct aobj *o, uint64_t addr, uint64_t w)
 {
-	uint64_t size = o->end - o->start;
+	uint64_t size = o->node.end - o->node.start;
 
 	o->samples++;
 	o->est += w;
@@ -168,7 +328,7 @@ static void credit(struct attrib *a, struct aobj *o, uint64_t addr, uint64_t w)
 		if (!o->hist)
 			o->hist = calloc((size + ATTRIB_GRANULE - 1) / ATTRIB_GRANULE, sizeof(uint64_t));
 		if (o->hist)
-			o->hist[(addr - o->start) / ATTRIB_GRANULE] += w;
+			o->hist[(addr - o->node.start) / ATTRIB_GRANULE] += w;
 	}
 	a->c.by_class[ATTRIB_HEAP]++;
 	a->c.est_by_class[ATTRIB_HEAP] += w;
@@ -185,105 +345,78 @@ static bool bucket_eq(const void *val, const void *key)
 	return ((const struct pbucket *)val)->page == *(const uint64_t *)key;
 }
 
-/* Held samples of [start, end) with alloc_ns <= t < free_ns go to o. */
+/* Held samples of bucket b inside o's range and lifetime go to o. */
+static void claim_bucket(struct attrib *a, struct pbucket *b, struct aobj *o)
+{
+	for (uint32_t j = 0; j < b->n;) {
+		struct pend *s = &b->v[j];
+		if (s->addr >= o->node.start && s->addr < o->node.end && s->time >= o->alloc_ns &&
+		    s->time < o->free_ns) {
+			credit(a, o, s->addr, s->weight);
+			a->c.pending_resolved++;
+			a->c.pending--;
+			b->v[j] = b->v[--b->n];
+		} else {
+			j++;
+		}
+	}
+}
+
 static void claim_pending(struct attrib *a, struct aproc *p, struct aobj *o)
 {
-	uint64_t first = o->start >> PAGE_SHIFT, last = (o->end - 1) >> PAGE_SHIFT;
+	uint64_t first = o->node.start >> PAGE_SHIFT, last = (o->node.end - 1) >> PAGE_SHIFT;
 
-	if (!p->pend.n || o->end <= o->start)
+	if (!p->pend.n)
 		return;
 	if (last - first + 1 > p->pend.cap) {
 		/* A huge object: walk the buckets instead of its pages. */
 		hmap_foreach(&p->pend, i) {
 			struct pbucket *b = p->pend.vals[i];
-			if (b->page < first || b->page > last)
-				continue;
-			for (uint32_t j = 0; j < b->n;) {
-				struct pend *s = &b->v[j];
-				if (s->addr >= o->start && s->addr < o->end && s->time >= o->alloc_ns &&
-				    s->time < o->free_ns) {
-					credit(a, o, s->addr, s->weight);
-					a->c.pending_resolved++;
-					a->c.pending--;
-					b->v[j] = b->v[--b->n];
-				} else {
-					j++;
-				}
-			}
+			if (b->page >= first && b->page <= last)
+				claim_bucket(a, b, o);
 		}
 		return;
 	}
 	for (uint64_t pg = first; pg <= last; pg++) {
 		struct pbucket *b = hmap_find(&p->pend, hash_u64(pg) | 1, bucket_eq, &pg);
-		if (!b)
-			continue;
-		for (uint32_t j = 0; j < b->n;) {
-			struct pend *s = &b->v[j];
-			if (s->addr >= o->start && s->addr < o->end && s->time >= o->alloc_ns &&
-			    s->time < o->free_ns) {
-				credit(a, o, s->addr, s->weight);
-				a->c.pending_resolved++;
-				a->c.pending--;
-				b->v[j] = b->v[--b->n];
-			} else {
-				j++;
-			}
-		}
+		if (b)
+			claim_bucket(a, b, o);
 	}
 }
 
-static struct aobj *insert(struct attrib *a, struct aproc *p, uint64_t addr, uint64_t size)
+/* Held samples of p that no object can claim any more go to their class. */
+static void release_pending(struct attrib *a, struct aproc *p)
 {
-	size_t at;
-
-	if (p->n == p->cap) {
-		size_t nc = p->cap ? p->cap * 2 : 64;
-		struct aobj *nv = realloc(p->v, nc * sizeof(*nv));
-		if (!nv)
-			return NULL;
-		p->v = nv;
-		p->cap = nc;
+	hmap_foreach(&p->pend, j) {
+		struct pbucket *b = p->pend.vals[j];
+		for (uint32_t k = 0; k < b->n; k++)
+			count_class(a, b->v[k].cls, b->v[k].weight);
+		a->c.pending -= b->n;
 	}
-	at = upper(p, addr);
-	memmove(&p->v[at + 1], &p->v[at], (p->n - at) * sizeof(*p->v));
-	p->n++;
-	memset(&p->v[at], 0, sizeof(p->v[at]));
-	p->v[at].start = addr;
-	p->v[at].end = addr + (size ? size : 1);
-	if (size > p->max_size)
-		p->max_size = size ? size : 1;
-	(void)a;
-	return &p->v[at];
-}
-
-/* The live interval starting at addr, if any. */
-static struct aobj *find_live(struct aproc *p, uint64_t addr)
-{
-	for (size_t i = upper(p, addr); i-- > 0 && p->v[i].start == addr;)
-		if (p->v[i].free_ns == LIVE)
-			return &p->v[i];
-	return NULL;
+	pend_free(p);
+	memset(&p->pend, 0, sizeof(p->pend));
 }
 
 int attrib_alloc(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t addr,
-		 uint64_t size, void *ctx, uint64_t alloc_ns, uint32_t cpu)
+		 uint64_t size, void *ctx, uint64_t alloc_ns, uint32_t cpu, uint64_t weight_q16)
 {
 	struct aproc *p = proc_get(a, tgid, start_ns);
 	struct aobj *o;
+	int err = 0;
 
 	if (!p)
 		return -ENOMEM;
 	if ((o = find_live(p, addr))) {   /* its free was lost: it died when the address was reused */
-		o->free_ns = alloc_ns;
-		o->fcpu = cpu;
+		set_free(a, o, alloc_ns, cpu);
 		a->c.unmatched_free++;
 	}
-	if (!(o = insert(a, p, addr, size)))
-		return -ENOMEM;
+	if (!(o = new_obj(a, p, addr, size, &err)))
+		return err;
 	o->ctx = ctx;
 	o->alloc_ns = alloc_ns;
 	o->free_ns = LIVE;
 	o->acpu = o->fcpu = cpu;
+	o->weight_q16 = weight_q16;
 	claim_pending(a, p, o);
 	return 0;
 }
@@ -291,17 +424,14 @@ int attrib_alloc(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t ad
 int attrib_free(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t addr,
 		uint64_t free_ns, uint32_t cpu)
 {
-	struct aproc *p = proc_get(a, tgid, start_ns);
+	struct aproc *p = proc_find(a, tgid, start_ns);
 	struct aobj *o = p ? find_live(p, addr) : NULL;
 
-	if (!p)
-		return -ENOMEM;
 	if (!o) {
 		a->c.unmatched_free++;
-		return 0;
+		return -ENOENT;
 	}
-	o->free_ns = free_ns;
-	o->fcpu = cpu;
+	set_free(a, o, free_ns < o->alloc_ns ? o->alloc_ns : free_ns, cpu);
 	return 0;
 }
 
@@ -311,14 +441,16 @@ int attrib_object(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t a
 {
 	struct aproc *p = proc_get(a, tgid, start_ns);
 	struct aobj *o;
+	int err = -ENOMEM;
 
-	if (!p || !(o = insert(a, p, addr, size)))
-		return -ENOMEM;
+	if (!p || !(o = new_obj(a, p, addr, size, &err)))
+		return err;
 	o->ctx = ctx;
 	o->alloc_ns = alloc_ns;
-	o->free_ns = free_ns;
 	o->acpu = alloc_cpu;
-	o->fcpu = free_cpu;
+	if (free_ns < alloc_ns)
+		free_ns = alloc_ns;
+	set_free(a, o, free_ns == LIVE ? LIVE - 1 : free_ns, free_cpu);
 	claim_pending(a, p, o);
 	return 0;
 }
@@ -330,6 +462,11 @@ static int hold(struct attrib *a, struct aproc *p, const struct access_sample *s
 	uint64_t h = hash_u64(pg) | 1;
 	struct pbucket *b;
 
+	/* The index is complete at the sample's time: no object can claim it later. */
+	if (a->alloc_wm_on || p->exited) {
+		count_class(a, cls, s->weight);
+		return cls;
+	}
 	if (a->c.pending >= ATTRIB_PENDING_MAX)
 		goto now;
 	b = hmap_find(&p->pend, h, bucket_eq, &pg);
@@ -404,23 +541,13 @@ static void add_data(struct attrib *a, const struct attrib_datasym *ds,
 		e->writes++;
 }
 
-int attrib_sample(struct attrib *a, const struct access_sample *s)
+/* A sample whose time the object index covers (or may still come to cover, held). */
+static int classify(struct attrib *a, const struct access_sample *s)
 {
 	struct aproc *p;
 	struct aobj *o;
 	struct attrib_region r = { .kind = REGION_NONE };
 
-	a->c.samples++;
-	if (s->time_ns < a->watermark)
-		a->c.late++;
-	if (s->flags & INSN_F_STACK) {
-		count_class(a, ATTRIB_STACK, s->weight);
-		return ATTRIB_STACK;
-	}
-	if (s->flags & INSN_F_TLS) {
-		count_class(a, ATTRIB_TLS, s->weight);
-		return ATTRIB_TLS;
-	}
 	if (!(p = proc_get(a, s->tgid, s->start_ns))) {
 		count_class(a, ATTRIB_UNKNOWN, s->weight);
 		return ATTRIB_UNKNOWN;
@@ -450,7 +577,8 @@ int attrib_sample(struct attrib *a, const struct access_sample *s)
 		count_class(a, ATTRIB_FILE, s->weight);
 		return ATTRIB_FILE;
 	case REGION_HEAP:
-		return hold(a, p, s, ATTRIB_HEAP_UNTRACKED);
+		return hold(a, p, s, a->ops.objects_sampled ? ATTRIB_HEAP_UNSAMPLED
+							   : ATTRIB_HEAP_UNTRACKED);
 	case REGION_ANON:
 		if (s->fs_base && s->addr < s->fs_base + 4096 &&
 		    s->addr + ATTRIB_TLS_WINDOW >= s->fs_base) {
@@ -465,73 +593,138 @@ int attrib_sample(struct attrib *a, const struct access_sample *s)
 	return ATTRIB_UNKNOWN;
 }
 
-static void settle(struct attrib *a, struct aproc *p, uint64_t before)
+int attrib_sample(struct attrib *a, const struct access_sample *s)
 {
-	size_t w = 0;
-
-	for (size_t i = 0; i < p->n; i++) {
-		struct aobj *o = &p->v[i];
-		/* Every sample of its lifetime (t < free_ns <= watermark) has been seen. */
-		if (o->free_ns == LIVE || o->free_ns > before) {
-			p->v[w++] = *o;
-			continue;
+	a->c.samples++;
+	if (s->time_ns < a->watermark)
+		a->c.late++;
+	if (s->flags & INSN_F_STACK) {
+		count_class(a, ATTRIB_STACK, s->weight);
+		return ATTRIB_STACK;
+	}
+	if (s->flags & INSN_F_TLS) {
+		count_class(a, ATTRIB_TLS, s->weight);
+		return ATTRIB_TLS;
+	}
+	if (a->alloc_wm_on && s->time_ns >= a->alloc_wm) {
+		/* An alloc or free before it may not have come yet: wait for them. */
+		if (a->ndefer < ATTRIB_DEFER_MAX) {
+			if (a->ndefer == a->defer_cap) {
+				size_t nc = a->defer_cap ? a->defer_cap * 2 : 256;
+				struct access_sample *nv = realloc(a->defer, nc * sizeof(*nv));
+				if (!nv)
+					goto now;
+				a->defer = nv;
+				a->defer_cap = nc;
+			}
+			a->defer[a->ndefer++] = *s;
+			a->c.deferred = a->ndefer;
+			return -1;
 		}
-		uint64_t size = o->end - o->start;
+now:
+		a->c.defer_overflow++;
+	}
+	return classify(a, s);
+}
+
+static uint64_t settle_bound(const struct attrib *a)
+{
+	return a->alloc_wm_on && a->alloc_wm < a->watermark ? a->alloc_wm : a->watermark;
+}
+
+/* Objects dead at or before `before` are final: every sample of their lifetime
+ * (t < free_ns <= before) has been seen. Oldest free first. */
+static void settle(struct attrib *a, uint64_t before)
+{
+	while (a->ndead && a->dead[0]->free_ns <= before) {
+		struct aobj *o = dead_pop(a);
+		struct aproc *p = o->p;
+		uint64_t size = o->node.end - o->node.start;
 		struct attrib_object ob = {
-			.tgid = p->tgid, .start_ns = p->start_ns, .addr = o->start, .size = size,
+			.tgid = p->tgid, .start_ns = p->start_ns, .addr = o->node.start, .size = size,
 			.ctx = o->ctx, .alloc_ns = o->alloc_ns, .free_ns = o->free_ns,
 			.alloc_cpu = o->acpu, .free_cpu = o->fcpu, .live_at_end = o->live_at_end,
+			.weight_q16 = o->weight_q16,
 			.samples = o->samples, .est_accesses = o->est, .hist = o->hist,
 			.hist_len = o->hist ? (uint32_t)((size + ATTRIB_GRANULE - 1) / ATTRIB_GRANULE) : 0,
 		};
+		itree_erase(&p->objs, &o->node);
+		a->nobjs--;
+		a->c.objects = a->nobjs;
 		a->ops.object(a->ops.arg, &ob);
 		a->c.objects_settled++;
-		free(o->hist);
+		if (o->hist)          /* free(NULL) too would trap on exact mode's uprobe */
+			free(o->hist);
+		o->node.l = a->free_objs ? &a->free_objs->node : NULL;
+		a->free_objs = o;
 	}
-	p->n = w;
 }
 
 void attrib_advance(struct attrib *a, uint64_t watermark_ns)
 {
 	if (watermark_ns > a->watermark)
 		a->watermark = watermark_ns;
-	hmap_foreach(&a->procs, i)
-		settle(a, a->procs.vals[i], a->watermark);
+	settle(a, settle_bound(a));
 }
 
-static void end_live(struct aproc *p, uint64_t ts)
+void attrib_alloc_watermark(struct attrib *a, uint64_t watermark_ns)
 {
-	for (size_t i = 0; i < p->n; i++)
-		if (p->v[i].free_ns == LIVE) {
-			p->v[i].free_ns = ts;
-			p->v[i].live_at_end = true;
-		}
+	size_t w = 0;
+
+	if (!a->alloc_wm_on || watermark_ns > a->alloc_wm)
+		a->alloc_wm = watermark_ns;
+	a->alloc_wm_on = true;
+	for (size_t i = 0; i < a->ndefer; i++) {
+		if (a->defer[i].time_ns < a->alloc_wm)
+			classify(a, &a->defer[i]);
+		else
+			a->defer[w++] = a->defer[i];
+	}
+	a->ndefer = w;
+	a->c.deferred = w;
+	settle(a, settle_bound(a));
+}
+
+struct end_arg { struct attrib *a; uint64_t ts; };
+static int end_one(struct itree_node *n, void *arg)
+{
+	struct end_arg *e = arg;
+	struct aobj *o = (struct aobj *)n;
+
+	if (o->free_ns == LIVE) {
+		o->live_at_end = true;
+		set_free(e->a, o, e->ts < o->alloc_ns ? o->alloc_ns : e->ts, o->acpu);
+	}
+	return 0;
+}
+
+static void end_live(struct attrib *a, struct aproc *p, uint64_t ts)
+{
+	struct end_arg e = { a, ts };
+
+	itree_walk(&p->objs, end_one, &e);
 }
 
 void attrib_process_exit(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns)
 {
-	struct pkey k = { tgid, start_ns };
-	struct aproc *p = hmap_find(&a->procs, hash_u64(((uint64_t)tgid << 32) ^ hash_u64(start_ns)),
-				    proc_eq, &k);
+	struct aproc *p = proc_find(a, tgid, start_ns);
 
-	if (p)
-		end_live(p, ts_ns);
+	if (!p)
+		return;
+	end_live(a, p, ts_ns);
+	p->exited = true;
+	release_pending(a, p);
 }
 
 void attrib_finish(struct attrib *a, uint64_t end_ns)
 {
-	hmap_foreach(&a->procs, i) {
-		struct aproc *p = a->procs.vals[i];
-		end_live(p, end_ns);
-		settle(a, p, LIVE);
-		hmap_foreach(&p->pend, j) {
-			struct pbucket *b = p->pend.vals[j];
-			for (uint32_t k = 0; k < b->n; k++)
-				count_class(a, b->v[k].cls, b->v[k].weight);
-			a->c.pending -= b->n;
-			b->n = 0;
-		}
-	}
+	if (a->alloc_wm_on)
+		attrib_alloc_watermark(a, UINT64_MAX);
+	hmap_foreach(&a->procs, i)
+		end_live(a, a->procs.vals[i], end_ns);
+	settle(a, UINT64_MAX);
+	hmap_foreach(&a->procs, i)
+		release_pending(a, a->procs.vals[i]);
 }
 
 const struct attrib_counts *attrib_counts(const struct attrib *a)
@@ -574,6 +767,8 @@ void attrib_region_from_maps(const struct maps *m, uint64_t addr, uint64_t sp,
 		out->path = e->path;
 		out->map_start = e->start;
 		out->map_offset = e->offset;
+		out->dev = (uint64_t)e->dev_major << 32 | e->dev_minor;
+		out->inode = e->inode;
 		return;
 	}
 	if (e->path[0] == '\0' && e > m->v) {
@@ -585,6 +780,8 @@ void attrib_region_from_maps(const struct maps *m, uint64_t addr, uint64_t sp,
 			out->path = prev->path;
 			out->map_start = prev->start;
 			out->map_offset = prev->offset;
+			out->dev = (uint64_t)prev->dev_major << 32 | prev->dev_minor;
+			out->inode = prev->inode;
 			return;
 		}
 	}
@@ -594,6 +791,8 @@ void attrib_region_from_maps(const struct maps *m, uint64_t addr, uint64_t sp,
 	}
 	out->kind = REGION_FILE;   /* [vdso], [vvar], memfd:..., other pseudo files */
 	out->path = e->path;
+	out->dev = (uint64_t)e->dev_major << 32 | e->dev_minor;
+	out->inode = e->inode;
 }
 
 /* ---- densities */

@@ -1,10 +1,12 @@
 /* Attribution of access samples: heap -> the allocation live at that address at the
- * sample's time (per-process interval index ordered by start, each interval carrying its
- * [alloc_ns, free_ns) lifetime), static data -> (binary, symbol), and the rest counted by
- * class. Invariant: a sample is credited to an object iff alloc_ns <= t < free_ns and the
+ * sample's time (per-process interval tree, each interval carrying its [alloc_ns,
+ * free_ns) lifetime), static data -> (binary, symbol), and the rest counted by class.
+ * Invariant: a sample is credited to an object iff alloc_ns <= t < free_ns and the
  * address is inside it, whatever order samples and alloc/free events arrive in; an
  * object is reported (settled) only once no sample older than its free can still come,
- * i.e. when the caller's watermark has passed free_ns. */
+ * i.e. when the caller's watermark (and, for sources that see both ends, the allocation
+ * watermark) has passed free_ns. Object insert/free/settle cost O(log n), a sample
+ * O(log n + k) (k: unsettled objects holding its address). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,6 +19,13 @@
                                            * known (exact mode learns objects at free) */
 #define ATTRIB_TLS_WINDOW (64 << 10)      /* bytes below fs_base taken as the static TLS block */
 #define ATTRIB_DATA_MAX (1u << 20)        /* distinct (binary, symbol) entries kept */
+#define ATTRIB_OBJECTS_MAX (1u << 20)     /* objects indexed at once (live, or dead and not
+                                           * settled yet; ~160 bytes each): beyond it
+                                           * attrib_alloc/attrib_object return -ENOSPC and
+                                           * the caller aggregates the object without accesses */
+#define ATTRIB_DEFER_MAX (1u << 16)       /* samples waiting for the allocation watermark;
+                                           * beyond it they are attributed at once */
+#define ATTRIB_WEIGHT_ONE (1ull << 16)    /* weight_q16 of an object that stands for itself */
 
 /* One access as a source delivers it (src_soft, or a PMU source). */
 struct access_sample {
@@ -41,6 +50,9 @@ enum attrib_class {
 	ATTRIB_ANON,              /* anonymous mmap outside any tracked allocation */
 	ATTRIB_FILE,              /* other file mappings (shared memory, mapped data files) */
 	ATTRIB_UNKNOWN,           /* no mapping (or the process's maps were unavailable) */
+	ATTRIB_HEAP_UNSAMPLED,    /* [heap] in no sampled object (objects_sampled): an
+	                           * allocation the sampler skipped; the contexts' weighted
+	                           * estimates already stand for these accesses */
 	ATTRIB_CLASS_MAX,
 };
 const char *attrib_class_name(enum attrib_class c);   /* "heap", "heap_untracked", ... */
@@ -51,6 +63,7 @@ struct attrib_region {
 	enum region_kind kind;
 	const char *path;         /* REGION_DATA/FILE: the file (owned by the maps) */
 	uint64_t map_start, map_offset;   /* REGION_DATA: the file mapping (for .bss: the one before) */
+	uint64_t dev, inode;      /* REGION_DATA/FILE: the file's (major << 32 | minor, inode) */
 };
 /* Classifies addr with a process's maps: [heap]; the mapping holding sp (or [stack*]);
  * a writable or read-only private file mapping, or the anonymous mapping right after
@@ -82,7 +95,8 @@ struct attrib_object {
 	uint64_t alloc_ns, free_ns;
 	uint32_t alloc_cpu, free_cpu;
 	bool live_at_end;         /* free_ns is the end of the run, not a free */
-	uint64_t samples, est_accesses;
+	uint64_t weight_q16;      /* objects it stands for, Q48.16 (ATTRIB_WEIGHT_ONE: itself) */
+	uint64_t samples, est_accesses;   /* of this object alone, never weighted */
 	const uint64_t *hist;     /* est accesses per ATTRIB_GRANULE bytes, NULL if none */
 	uint32_t hist_len;
 };
@@ -100,6 +114,9 @@ struct attrib_ops {
 	/* A heap object settled (its counts are final). Required. */
 	void (*object)(void *arg, const struct attrib_object *o);
 	void *arg;
+	/* The objects are a sample of the allocations (--alloc sampled): a [heap] address
+	 * in none of them is ATTRIB_HEAP_UNSAMPLED rather than ATTRIB_HEAP_UNTRACKED. */
+	bool objects_sampled;
 };
 
 struct attrib_counts {
@@ -111,6 +128,10 @@ struct attrib_counts {
 	uint64_t pending_overflow;                /* classified at once: pending was full */
 	uint64_t late;                            /* older than a watermark already passed */
 	uint64_t objects_settled;
+	uint64_t objects;                         /* indexed now */
+	uint64_t objects_overflow;                /* refused: ATTRIB_OBJECTS_MAX indexed */
+	uint64_t deferred;                        /* waiting now for the allocation watermark */
+	uint64_t defer_overflow;                  /* attributed at once: ATTRIB_DEFER_MAX waiting */
 	uint64_t unmatched_free;                  /* attrib_free of an address not live */
 	uint64_t data_overflow;                   /* data symbols beyond ATTRIB_DATA_MAX */
 };
@@ -120,11 +141,14 @@ struct attrib;
 int attrib_open(struct attrib **out, const struct attrib_ops *ops);
 void attrib_close(struct attrib *a);
 
-/* Allocation events. attrib_alloc/attrib_free for sources that see both ends;
- * attrib_object for a source that reports a whole object at its death (exact mode's
- * EV_FREE). ctx is opaque. 0 or -ENOMEM. */
+/* Allocation events. attrib_alloc/attrib_free for sources that see both ends (they
+ * should also call attrib_alloc_watermark); attrib_object for a source that reports a
+ * whole object at its death (exact mode's EV_FREE). ctx is opaque; weight_q16 is handed
+ * back untouched in attrib_object. 0, -ENOMEM, or -ENOSPC (ATTRIB_OBJECTS_MAX): then the
+ * object is not indexed and the caller keeps it. attrib_free: -ENOENT when no object
+ * starting at addr is live (counted in unmatched_free; the caller still owns it). */
 int attrib_alloc(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t addr,
-		 uint64_t size, void *ctx, uint64_t alloc_ns, uint32_t cpu);
+		 uint64_t size, void *ctx, uint64_t alloc_ns, uint32_t cpu, uint64_t weight_q16);
 int attrib_free(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t addr,
 		uint64_t free_ns, uint32_t cpu);
 int attrib_object(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t addr,
@@ -132,16 +156,24 @@ int attrib_object(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t a
 		  uint32_t alloc_cpu, uint32_t free_cpu);
 
 /* One access sample. Returns the class it was counted in, or -1 while it is held
- * waiting for its object (heap candidates that hit no known object yet). */
+ * waiting for its object (heap candidates that hit no known object yet) or deferred
+ * (at or past the allocation watermark). */
 int attrib_sample(struct attrib *a, const struct access_sample *s);
 
 /* Every sample with time < watermark_ns has been delivered: objects freed at or before
  * it settle (ops->object). Call after each drain of the sample ring. */
 void attrib_advance(struct attrib *a, uint64_t watermark_ns);
+/* Every alloc and free with time < watermark_ns has been given (sources that see both
+ * ends). From the first call on, a sample is looked up only once this watermark has
+ * passed it (deferred until then), and then the index is complete at its time, so a
+ * miss is counted by region at once instead of held; objects settle only behind both
+ * watermarks. */
+void attrib_alloc_watermark(struct attrib *a, uint64_t watermark_ns);
 /* End of the run at end_ns: objects still live settle with free_ns = end_ns (flag
  * live_at_end), then held samples that matched nothing are counted by their region. */
 void attrib_finish(struct attrib *a, uint64_t end_ns);
-/* A process is gone: its live objects settle at ts_ns (call after its exit). */
+/* A process is gone: its live objects settle at ts_ns (call after its exit, once the
+ * source gave its last objects); held samples no object claimed go to their class. */
 void attrib_process_exit(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns);
 
 const struct attrib_counts *attrib_counts(const struct attrib *a);

@@ -43,11 +43,14 @@ static const char record_usage[] =
 	"Profiles the allocations of CMD (started so that none is missed) or of the running\n"
 	"process PID, per allocation context, into the SQLite store (default ./memprofd.db).\n"
 	"  --alloc sampled  (default) libmemprofd_sampler in the process, USDT probes on\n"
-	"                   sampled allocations only (estimated counts; about 1%% overhead)\n"
+	"                   sampled allocations only (estimated counts; about 1% overhead)\n"
 	"  --alloc exact    uprobes on every allocator call (exact counts; high overhead)\n"
-	"  --access SRC     data-access sampling (with --alloc exact): auto tries pebs, ibs,\n"
-	"                   spe, soft in that order; soft works without a PMU (default off)\n"
-	"  --freq HZ        samples per second per CPU of the soft source\n"
+	"  --access SRC     data-access sampling (default auto): auto tries pebs, ibs, spe,\n"
+	"                   soft in that order and says which it uses; soft works without a\n"
+	"                   PMU; off records allocations only. Accesses are attributed to\n"
+	"                   the heap object (sampled or exact) or static symbol they touch\n"
+	"  --freq HZ        samples per second per CPU of the soft source (default 100)\n"
+	"  --period N       events per sample of the PMU sources\n"
 	"  --duration SEC   stop after SEC seconds (default: when the process ends)\n";
 
 static int64_t mono_ns(void)
@@ -183,7 +186,8 @@ int cmd_record(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *db = "./memprofd.db", *alloc = "sampled", *access_mode = "off";
+	const char *db = "./memprofd.db", *alloc = "sampled", *access_mode = "auto";
+	bool access_given = false;
 	unsigned long long duration = 0, pid = 0, v, freq = 0, period = 0;
 	int c, err;
 
@@ -193,7 +197,7 @@ int cmd_record(int argc, char **argv)
 		switch (c) {
 		case 'd': db = optarg; break;
 		case 'a': alloc = optarg; break;
-		case 'A': access_mode = optarg; break;
+		case 'A': access_mode = optarg; access_given = true; break;
 		case 'f': case 'P':
 			if (parse_uint(optarg, UINT32_MAX, &v) || v == 0) {
 				log_error("record: --%s: expected a positive integer, got '%s'",
@@ -244,11 +248,6 @@ int cmd_record(int argc, char **argv)
 	if (!known) {
 		log_error("record: --access: expected auto, pebs, ibs, spe, soft or off, got '%s'", access_mode);
 		return 2;
-	}
-	if (strcmp(access_mode, "off") && sampled) {
-		log_error("record: --access %s: needs --alloc exact in this build (accesses are not yet attributed to sampled objects)",
-			  access_mode);
-		return 1;
 	}
 
 	char exe[PATH_MAX];
@@ -319,6 +318,8 @@ int cmd_record(int argc, char **argv)
 				goto out;
 			if (sampled_attach_binary(smp, exe, -1) < 0)
 				goto out;
+			if (access_setup(&r, access_mode, access_given, freq, period) < 0)
+				goto out;
 			char **envp = NULL, **saved = environ;
 			if (sampled_setup_child_env(&envp, sampler_path) < 0) {
 				log_error("record: out of memory");
@@ -351,6 +352,8 @@ int cmd_record(int argc, char **argv)
 				sampled_report_missing((int)pid, sampler_path);
 				goto out;
 			}
+			if (access_setup(&r, access_mode, access_given, freq, period) < 0)
+				goto out;
 			if (sampled_add_target(smp, (uint32_t)pid) < 0)
 				goto out;
 			cmdline = malloc(32);
@@ -363,7 +366,7 @@ int cmd_record(int argc, char **argv)
 		/* An executable that links an allocator statically gets probes of its own; a
 		 * script or a stripped one fails here harmlessly and allocates through libc. */
 		exact_attach_binary(&r, exe);
-		if (access_setup(&r, access_mode, freq, period) < 0)
+		if (access_setup(&r, access_mode, access_given, freq, period) < 0)
 			goto out;
 		if (attach_libs_standard(&r) < 0)
 			goto out;
@@ -393,7 +396,7 @@ int cmd_record(int argc, char **argv)
 		}
 		if (attach_libs_of_pid(&r, (pid_t)pid) < 0)
 			goto out;
-		if (access_setup(&r, access_mode, freq, period) < 0)
+		if (access_setup(&r, access_mode, access_given, freq, period) < 0)
 			goto out;
 		if (exact_add_target(&r, (uint32_t)pid) < 0)
 			goto out;
@@ -411,7 +414,7 @@ int cmd_record(int argc, char **argv)
 		 "{\"flush_ms\":%d,\"bucket_s\":%d,\"max_frames\":%d,\"duration_s\":%llu}",
 		 RECORD_FLUSH_MS, AGG_BUCKET_SECONDS, ALLOC_MAX_FRAMES, duration);
 	struct store_run run = { .command = cmdline ? cmdline : "", .alloc_mode = alloc,
-				 .access_mode = access_mode, .settings = settings,
+				 .access_mode = r.attrib ? access_mode : "off", .settings = settings,
 				 .started_ns = real_ns() };
 	err = store_begin(r.store);
 	if (!err)
@@ -468,8 +471,10 @@ int cmd_record(int argc, char **argv)
 	}
 	/* Everything the kernel queued before the end is in the ring buffer: drain it. */
 	if (smp) {
+		uint64_t end = (uint64_t)mono_ns();
 		sampled_drain(smp);
-		sampled_reap(smp, 0, 0, (uint64_t)mono_ns(), (uint32_t)sched_getcpu());
+		sampled_reap(smp, 0, 0, end, (uint32_t)sched_getcpu());
+		access_finish(&r, end);
 	} else {
 		while (ring_buffer__consume(r.rb) > 0)
 			;
@@ -501,6 +506,7 @@ int cmd_record(int argc, char **argv)
 	} else {
 		exact_counters(&r, cnt);
 	}
+	access_report(&r);
 	getrusage(RUSAGE_SELF, &ru);   /* our own CPU, not the child's */
 	double cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
 			(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;

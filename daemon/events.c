@@ -155,7 +155,7 @@ bool events_common(struct recorder *r, const void *data, size_t len, events_reap
 		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
 			return true;
 		reap(r, h->tgid, h->start_ns, e->ts_ns, e->cpu);
-		access_forget(r, h->tgid);
+		access_exit(r, h->tgid, h->start_ns, e->ts_ns);
 		p->exited = true;
 		p->exit_ns = (int64_t)e->ts_ns + r->mono_to_real_ns;
 		return true;

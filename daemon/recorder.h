@@ -43,6 +43,7 @@ struct recorder {
 	struct src_soft *soft;
 	struct src_spe *spe;             /* --access spe: its own AUX-area reader instead of soft */
 	struct attrib *attrib;
+	struct addrspace *addrspace;     /* attrib's region and data-symbol resolver */
 	struct sampled *sampled;         /* --alloc sampled: its state (alloc_sampled.c), else NULL */
 	/* The daemon's view of the process lifecycle (NULL in record mode): called after
 	 * EV_FORK, EV_EXEC and EV_EXIT are handled, and for EV_NEWEXEC. */
@@ -90,12 +91,20 @@ void recorder_add_mib_hist(struct recorder *r, struct proc *p, struct istack *s,
 			   uint64_t dead_ns, const struct mib *m, const uint64_t *hist,
 			   uint32_t hist_len);
 
-/* --access (daemon/access.c). access_setup picks and opens the source (after exact_open:
- * it shares the targets map) and prints which one it uses and why others did not open. */
-int access_setup(struct recorder *r, const char *mode, uint64_t freq, uint64_t period);
+/* --access (daemon/access.c). access_setup picks and opens the source (after exact_open
+ * or sampled_open: it shares the targets map) and prints which one it uses and why others
+ * did not open. A source that cannot open is an error when required (asked for); the
+ * default records on without access sampling and says why on stderr (then r->attrib is
+ * NULL). */
+int access_setup(struct recorder *r, const char *mode, bool required, uint64_t freq,
+		 uint64_t period);
 int access_poll(struct recorder *r);
 void access_forget(struct recorder *r, uint32_t tgid);
+/* A process exited (after its allocations were reaped): attribution ends its live objects. */
+void access_exit(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns);
 void access_finish(struct recorder *r, uint64_t end_ns);
+/* One stderr line: the source, its samples, and the accesses by class. */
+void access_report(struct recorder *r);
 void access_close(struct recorder *r);
 
 /* ---- `--alloc sampled` (daemon/alloc_sampled.c) ------------------------------------
@@ -123,7 +132,16 @@ int sampled_setup_child_env(char ***envp_out, const char *sampler_path);
 void sampled_free_env(char **envp);
 int sampled_add_target(struct sampled *s, uint32_t pid);
 int sampled_poll(struct sampled *s, int timeout_ms);
+/* Every record the BPF side made before this (CLOCK_MONOTONIC ns) has been consumed by
+ * sampled_poll: the allocation watermark for attribution. */
+uint64_t sampled_watermark(const struct sampled *s);
 int sampled_drain(struct sampled *s);          /* consumes everything queued */
+int sampled_targets_fd(const struct sampled *s);
+/* With access attribution: the BPF side also sends each sampled allocation (EV_SALLOC). */
+void sampled_send_allocs(struct sampled *s, bool on);
+struct attrib_object;
+/* A sampled object settled in attribution: aggregated with its accesses, weighted. */
+void sampled_object(struct sampled *s, const struct attrib_object *o);
 int sampled_reap(struct sampled *s, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns, uint32_t cpu);
 void sampled_counters(struct sampled *s, uint64_t out[SCNT_MAX]);
 /* Samples aggregated so far and the objects they stand for (sum of weights). */

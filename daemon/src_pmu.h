@@ -20,7 +20,9 @@
 #define SPE_DEFAULT_PERIOD 65536ULL    /* operations per sample: ~15k load records/s per
                                         * busy CPU (~0.8 MB/s of AUX data, read in user
                                         * space at ~1.4k instructions each: spe_bench) */
-#define SOFT_DEFAULT_FREQ 1000ULL      /* cpu-clock samples per second per CPU */
+#define SOFT_DEFAULT_FREQ 100ULL       /* cpu-clock samples per second per CPU: ~20 us
+                                        * of the sampled task's CPU each under this VM
+                                        * (0.2% at 100 Hz; bench/access_overhead.py) */
 #define SRC_PMU_WHY_MAX 200            /* bytes of one reason line */
 #define SRC_PMU_SYSFS_DEFAULT "/sys"
 

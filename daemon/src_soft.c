@@ -430,14 +430,19 @@ void src_soft_forget(struct src_soft *s, uint32_t tgid)
 
 int src_soft_poll(struct src_soft *s, int timeout_ms)
 {
-	uint64_t t0 = now_ns();
-	uint64_t before = s->st.events;
+	uint64_t before = s->st.events, t0;
 	int r;
 
 	if (!s->rb)
 		return -EBADF;
 	r = ring_buffer__poll(s->rb, timeout_ms);
 	if (r < 0 && r != -EINTR)
+		return r;
+	/* soft.bpf.c wakes the reader only past a quarter full: consume whatever is there
+	 * whether or not the poll was woken. */
+	t0 = now_ns();
+	r = ring_buffer__consume(s->rb);
+	if (r < 0)
 		return r;
 	/* A drain that began at t0 consumed every record submitted before t0. */
 	if (t0 > SOFT_WATERMARK_SLACK_NS && t0 - SOFT_WATERMARK_SLACK_NS > s->watermark)

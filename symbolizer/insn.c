@@ -76,11 +76,18 @@ static uint64_t hash_bid(const char *s)
 	return h | 1;   /* 0 marks an uncached decode */
 }
 
+/* Every key bit reaches the low bits (murmur3's finalizer): PREV_KEY is bit 63, and a
+ * weaker mix put an IP's decode and its predecessor's in one slot, so a skid sample
+ * evicted itself twice (two file reads and decodes per sample). */
 static size_t slot_of(const struct insn_decoder *d, uint64_t bh, uint64_t off)
 {
-	uint64_t h = (bh ^ (off * 0x9e3779b97f4a7c15ULL));
+	uint64_t h = bh ^ (off * 0x9e3779b97f4a7c15ULL);
 
-	h ^= h >> 31;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
 	return (size_t)(h & d->mask);
 }
 

@@ -45,7 +45,8 @@ def main():
     run(['clang++-19'] + FLAGS + [a.source, '-o', exe])
     base = run([exe, '0.5']).stdout.splitlines()[0]
     rec = subprocess.run([a.memprofd, 'record', '--db', db, '--alloc', 'exact', '--access',
-                          'soft', '--', exe, a.seconds], capture_output=True, text=True)
+                          'soft', '--freq', '1000', '--', exe, a.seconds],
+                         capture_output=True, text=True)
     if rec.returncode != 0:
         if re.search(r'BPF|permission|not permitted|BTF', rec.stderr, re.I):
             print('SKIP: record: ' + rec.stderr.strip())

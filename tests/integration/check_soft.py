@@ -2,8 +2,14 @@
 """check_soft: `memprofd record --access soft` on tests/workloads/hot_cold for real.
 Asserts: hundreds of access samples in a few seconds; in `query data` the hot global
 array ranks far above the cold one; in `query contexts` the context allocated by
-alloc_hot ranks far above alloc_cold's; TLS accesses are counted in `query status`.
-Not registered in meson until `memprofd record` wires the soft source (issue 4)."""
+alloc_hot ranks far above alloc_cold's; TLS accesses are counted in `query status`
+(exact mode).
+With --alloc sampled (the default mode) the heap buffers are split into --pieces
+objects of about the sampling mean (MEMPROFD_SAMPLE_BYTES=--sample-bytes), so each is
+sampled with probability ~0.63 and weight ~1.58: the hot context's est_accesses must be
+its sampled objects' accesses scaled by their weights (Horvitz-Thompson: between 1x
+and 2x the heap class's unweighted estimate, never exactly 1x), accesses to unsampled
+pieces must be counted as heap_unsampled, and nothing as heap_untracked."""
 import argparse
 import json
 import os
@@ -35,13 +41,18 @@ def main():
     ap.add_argument("--workload", required=True)
     ap.add_argument("--seconds", default="3")
     ap.add_argument("--freq", default="1000")
+    ap.add_argument("--alloc", default="exact", choices=("exact", "sampled"))
+    ap.add_argument("--pieces", default="1")
+    ap.add_argument("--sample-bytes", default="32768")
     a = ap.parse_args()
     mpdtest.require_bpf()
+    sampled = a.alloc == "sampled"
     tmp = tempfile.mkdtemp(prefix="check_soft.")
     db = os.path.join(tmp, "soft.db")
     errs = []
-    p = mpdtest.record(a.memprofd, db, [a.workload, "--seconds", a.seconds],
-                       extra=("--access", "soft", "--freq", a.freq), timeout=120)
+    p = mpdtest.record(a.memprofd, db, [a.workload, "--seconds", a.seconds, "--pieces", a.pieces],
+                       extra=("--access", "soft", "--freq", a.freq), timeout=120, alloc=a.alloc,
+                       env={"MEMPROFD_SAMPLE_BYTES": a.sample_bytes} if sampled else None)
     if p.returncode != 0:
         mpdtest.finish(["record failed: " + mpdtest.describe(p)], "soft source", tmp)
     try:
@@ -80,13 +91,46 @@ def main():
     st = mpdtest.run([a.memprofd, "query", "status", "--db", db, "--format", "json"], timeout=60)
     if st.returncode != 0:
         errs.append("query status failed: " + mpdtest.describe(st))
-    else:
-        runs = json.loads(st.stdout)
-        tls = sum((r.get("access_classes") or {}).get("tls", {}).get("samples", 0) for r in runs)
-        mpdtest.log("query status: %d tls samples" % tls)
-        if tls < MIN_SAMPLES // 4:
-            errs.append("query status counts %d tls samples for the hot TLS counter" % tls)
-    mpdtest.finish(errs, "soft source: hot ranks above cold in data and contexts", tmp)
+        mpdtest.finish(errs, "soft source", tmp)
+    runs = json.loads(st.stdout)
+
+    def cls(name, what="samples"):
+        return sum((r.get("access_classes") or {}).get(name, {}).get(what, 0) for r in runs)
+
+    mpdtest.log("query status: " + ", ".join("%s %d" % (k, cls(k)) for k in (
+        "heap", "heap_untracked", "heap_unsampled", "static", "stack", "tls", "anon", "file",
+        "unknown")))
+    if not sampled and cls("tls") < MIN_SAMPLES // 4:
+        errs.append("query status counts %d tls samples for the hot TLS counter" % cls("tls"))
+    if sampled:
+        check_weighting(ctxs, cls, int(a.pieces), errs)
+    mpdtest.finish(errs, "soft source (--alloc %s): hot ranks above cold in data and contexts"
+                   % a.alloc, tmp)
+
+
+def check_weighting(ctxs, cls, pieces, errs):
+    """Sampled mode: weights scale the accesses of sampled objects; misses are unsampled."""
+    hot = [c for c in ctxs if frames_have(c, "alloc_hot")]
+    est_hot = sum(c.get("est_accesses", 0) for c in hot)
+    est_heap = cls("heap", "est_accesses")
+    n_hot = sum(c.get("alloc_count", 0) for c in hot)
+    mpdtest.log("alloc_hot: est alloc_count %d of %d pieces, est_accesses %d; heap class "
+                "(unweighted) est %d" % (n_hot, pieces, est_hot, est_heap))
+    if cls("heap_untracked"):
+        errs.append("sampled mode counted %d samples as heap_untracked (allocated before "
+                    "attach), but they hit unsampled objects" % cls("heap_untracked"))
+    if est_heap <= 0:
+        errs.append("no access hit a sampled object")
+        return
+    ratio = est_hot / est_heap
+    lo = 1.15 if pieces > 1 else 0.95
+    if not lo <= ratio <= 2.0:
+        errs.append("alloc_hot's est_accesses is %.2fx the unweighted heap estimate; with "
+                    "sampling weights ~1.58 (integer shares 1 or 2) it must be in [%.2f, 2]"
+                    % (ratio, lo))
+    # Every piece sampled (est count ~1.58 per piece) leaves no unsampled piece to hit.
+    if pieces > 1 and n_hot < 1.5 * pieces and cls("heap_unsampled") == 0:
+        errs.append("accesses to the unsampled pieces are not counted as heap_unsampled")
 
 
 if __name__ == "__main__":

@@ -100,11 +100,13 @@ def says_no_cap_bpf(stderr):
     return "CAP_BPF" in stderr
 
 
-def record(memprofd, db, argv, extra=(), timeout=120, skip_on_caps=True):
-    """memprofd record --alloc exact --db DB [extra] -- argv. Skips the whole check if
-    memprofd says it lacks CAP_BPF (e.g. bpf() blocked by a seccomp profile)."""
-    cmd = [memprofd, "record", "--alloc", "exact", "--db", db, *extra, "--", *argv]
-    p = run(cmd, timeout=timeout)
+def record(memprofd, db, argv, extra=(), timeout=120, skip_on_caps=True, alloc="exact",
+           env=None):
+    """memprofd record --alloc ALLOC --db DB [extra] -- argv (env: extra environment
+    variables). Skips the whole check if memprofd says it lacks CAP_BPF (e.g. bpf()
+    blocked by a seccomp profile)."""
+    cmd = [memprofd, "record", "--alloc", alloc, "--db", db, *extra, "--", *argv]
+    p = run(cmd, timeout=timeout, env=dict(os.environ, **env) if env else None)
     if p.returncode != 0 and skip_on_caps and says_no_cap_bpf(p.stderr):
         skip("memprofd reports missing capability: " + p.stderr.strip().splitlines()[-1])
     return p

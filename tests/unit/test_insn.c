@@ -231,6 +231,13 @@ static void test_prev(void **state)
 	assert_int_equal(res.acc[0].size, 8);
 	assert_ptr_equal(insn_lookup_prev(d, "bid", 0x104), dec);
 	assert_null(insn_lookup(d, "bid", 0x104));          /* apart from the IP's own decode */
+	/* ... and both stay cached side by side (a skid sample needs the two), for any IP */
+	for (uint64_t off = 0x1000; off < 0x1000 + 64 * 16; off += 16) {
+		const struct insn_decoded *own = insn_decode(d, f + 4, 4, IP + 4, "bid", off);
+		const struct insn_decoded *pre = insn_decode_prev(d, f, sizeof(f), IP, IP + 4, "bid", off);
+		assert_ptr_equal(insn_lookup(d, "bid", off), own);
+		assert_ptr_equal(insn_lookup_prev(d, "bid", off), pre);
+	}
 	/* IP after mov rax,[rax]: rax is the loaded value now, the address is lost */
 	dec = insn_decode_prev(d, f, sizeof(f), IP, IP + 11, NULL, 0);
 	assert_int_equal(insn_eval_prev(d, dec, IP + 11, &c, &res), INSN_CLOBBERED);

@@ -1,0 +1,103 @@
+/* addrspace: regions and data symbols of this test process itself: a global resolves to
+ * its symbol, and the second time from the (device, inode) cache without opening the
+ * file; a mapping made after the first maps read is found by one reread, while a miss
+ * right after does not reread again; a mapped non-ELF file is not a binary (cached). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "daemon/addrspace.h"
+#include "daemon/intern.h"
+
+uint64_t addrspace_test_global[512];
+
+static void test_self(void **state)
+{
+	struct interner in = { 0 };
+	struct proctab t = { .in = &in };
+	struct addrspace *as;
+	struct attrib_region r;
+	struct attrib_datasym ds;
+	uint64_t lookups, hits, reads;
+	uint32_t pid = (uint32_t)getpid();
+
+	(void)state;
+	/* A private mapping of a file that is not ELF (mapped before the first maps read:
+	 * the cache keeps what it read until a miss, so a later mapping at a reused
+	 * address would still show what was there before). */
+	char path[] = "/tmp/test_addrspace.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "not an elf file, just some bytes", 32), 32);
+	void *f = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(f != MAP_FAILED);
+	close(fd);
+	unlink(path);
+
+	assert_non_null(proc_get(&t, pid, 1));
+	assert_int_equal(addrspace_open(&as, &t), 0);
+
+	addrspace_region(as, pid, 1, (uintptr_t)&addrspace_test_global[100], 0, &r);
+	assert_int_equal(r.kind, REGION_DATA);
+	assert_true(r.inode != 0);
+	assert_int_equal(addrspace_datasym(as, &r, (uintptr_t)&addrspace_test_global[100], &ds), 0);
+	assert_string_equal(ds.symbol, "addrspace_test_global");
+	assert_string_equal(ds.section, ".bss");
+	assert_int_equal(ds.sym_size, sizeof(addrspace_test_global));
+	assert_int_equal(addrspace_datasym(as, &r, (uintptr_t)&addrspace_test_global[3], &ds), 0);
+	assert_string_equal(ds.symbol, "addrspace_test_global");
+	addrspace_stats(as, &lookups, &hits, &reads);
+	assert_int_equal(lookups, 2);
+	assert_int_equal(hits, 1);                    /* the file was not opened again */
+	assert_int_equal(reads, 1);
+
+	/* the stack: the mapping holding sp */
+	int local;
+	addrspace_region(as, pid, 1, (uintptr_t)&local, (uintptr_t)&local, &r);
+	assert_int_equal(r.kind, REGION_STACK);
+
+	/* a mapping newer than the cached maps: one reread finds it */
+	void *m = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m != MAP_FAILED);
+	addrspace_region(as, pid, 1, (uintptr_t)m + 100, 0, &r);
+	assert_int_equal(r.kind, REGION_ANON);
+	addrspace_stats(as, &lookups, &hits, &reads);
+	assert_int_equal(reads, 2);
+	munmap(m, 1 << 16);
+	/* a miss, but the maps were read just now: no second reread */
+	addrspace_region(as, pid, 1, 0x10, 0, &r);
+	assert_int_equal(r.kind, REGION_NONE);
+	addrspace_stats(as, &lookups, &hits, &reads);
+	assert_int_equal(reads, 2);
+
+	/* the file mapping made before the first maps read: not a binary, and remembered */
+	addrspace_region(as, pid, 1, (uintptr_t)f + 8, 0, &r);
+	assert_int_equal(r.kind, REGION_DATA);
+	assert_int_equal(addrspace_datasym(as, &r, (uintptr_t)f + 8, &ds), -ENOENT);
+	assert_int_equal(addrspace_datasym(as, &r, (uintptr_t)f + 16, &ds), -ENOENT);
+	addrspace_stats(as, &lookups, &hits, &reads);
+	assert_int_equal(hits, 2);
+	munmap(f, 4096);
+
+	/* an unknown process */
+	addrspace_region(as, pid, 2, (uintptr_t)&addrspace_test_global[0], 0, &r);
+	assert_int_equal(r.kind, REGION_NONE);
+	addrspace_close(as);
+	proctab_free(&t);
+	interner_free(&in);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_self),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
