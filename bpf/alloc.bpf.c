@@ -210,7 +210,7 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 	st->stack_hi = w.hi;
 	if (!s || n <= 0)
 		return 0;
-	if (bpf_map_lookup_elem(&sent_stacks, &key))
+	if (stack_sent(key))
 		return key;
 
 	/* First sight: the same frames as (build id, offset), resolved by the kernel's own
@@ -223,21 +223,7 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 	}
 	if (n < ALLOC_MAX_FRAMES && got > (long)(n * sizeof(struct ev_frame)))
 		got = n * sizeof(struct ev_frame);
-	s->st.h.type = EV_STACK;
-	s->st.h.tgid = tgid;
-	s->st.h.start_ns = start_ns;
-	s->st.key = key;
-	s->st.nframes = got / sizeof(struct ev_frame);
-	s->st.pad = 0;
-	u64 sz = offsetof(struct ev_stack, frames) + (u64)got;
-	if (sz > sizeof(s->st))
-		sz = sizeof(s->st);
-	if (bpf_ringbuf_output(&events, &s->st, sz, rb_flags())) {
-		count(CNT_DROP_RINGBUF);
-		return key;   /* user space counts the allocation under an unknown stack */
-	}
-	u8 one = 1;
-	bpf_map_update_elem(&sent_stacks, &key, &one, BPF_ANY);
+	send_stack(&s->st, tgid, start_ns, key, got);
 	return key;
 }
 
@@ -319,6 +305,8 @@ int BPF_KRETPROBE(alloc_ret, u64 ret)
 	struct tstate *st = thread_state(false);
 	u64 kind, size, old, addr = ret;
 
+	if (!st && is_target(tgid))
+		count(CNT_DROP_STATE_FULL);
 	if (!st || st->depth == 0)
 		return 0;
 	if (st->depth > 1) {

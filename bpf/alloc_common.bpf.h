@@ -62,6 +62,57 @@ static __always_inline u64 rb_flags(void)
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
+#define STACK_SENT 0xff       /* sent_stacks value: sent whole */
+#define STACK_RETRIES 4       /* sends of a stack whose frames all came back as bare IPs */
+
+/* Whether the stack with this key needs no (more) sending. */
+static __always_inline bool stack_sent(u64 key)
+{
+	u8 *v = bpf_map_lookup_elem(&sent_stacks, &key);
+
+	return v && (*v == STACK_SENT || *v >= STACK_RETRIES);
+}
+
+/* Sends the stack record whose first `got` bytes of frames bpf_get_stack filled in, and
+ * marks its key as sent. When the kernel cannot take the process's mmap lock at once
+ * (threads being created hold it, say) it gives every frame as a bare IP instead of
+ * (build id, offset); then the record wakes the reader now, so that it can resolve the
+ * IPs from /proc/PID/maps while the process still runs, and the key is sent again by the
+ * next allocations from this stack (STACK_RETRIES in all: code with no file behind it
+ * never resolves); the reader keeps the best copy. */
+static __always_inline void send_stack(struct ev_stack *st, u32 tgid, u64 start_ns, u64 key,
+				       long got)
+{
+	u64 sz = offsetof(struct ev_stack, frames) + (u64)got;
+	u32 n = got / sizeof(struct ev_frame);
+	bool bare = n > 0;
+	u8 mark = STACK_SENT, *tries;
+
+	st->h.type = EV_STACK;
+	st->h.tgid = tgid;
+	st->h.start_ns = start_ns;
+	st->key = key;
+	st->nframes = n;
+	st->pad = 0;
+	for (u32 i = 0; i < ALLOC_MAX_FRAMES; i++) {
+		if (i >= n)
+			break;
+		if (st->frames[i].status == 1)
+			bare = false;
+	}
+	if (sz > sizeof(*st))
+		sz = sizeof(*st);
+	if (bpf_ringbuf_output(&events, st, sz, bare ? BPF_RB_FORCE_WAKEUP : rb_flags())) {
+		count(CNT_DROP_RINGBUF);
+		return;       /* user space counts the allocation under an unknown stack */
+	}
+	if (bare) {
+		tries = bpf_map_lookup_elem(&sent_stacks, &key);
+		mark = tries ? *tries + 1 : 1;
+	}
+	bpf_map_update_elem(&sent_stacks, &key, &mark, BPF_ANY);
+}
+
 static __always_inline u64 proc_start_ns(void)
 {
 	return bpf_get_current_task_btf()->group_leader->start_time;

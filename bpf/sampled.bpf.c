@@ -71,7 +71,7 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 		h = hash_ip(h, s->ips[i]);
 	}
 	u64 key = h | 1;
-	if (bpf_map_lookup_elem(&sent_stacks, &key))
+	if (stack_sent(key))
 		return key;
 
 	got = bpf_get_stack(ctx, s->st.frames, sizeof(s->st.frames),
@@ -80,21 +80,7 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 		count(CNT_DROP_STACK);
 		return 0;
 	}
-	s->st.h.type = EV_STACK;
-	s->st.h.tgid = tgid;
-	s->st.h.start_ns = start_ns;
-	s->st.key = key;
-	s->st.nframes = got / sizeof(struct ev_frame);
-	s->st.pad = 0;
-	u64 sz = offsetof(struct ev_stack, frames) + (u64)got;
-	if (sz > sizeof(s->st))
-		sz = sizeof(s->st);
-	if (bpf_ringbuf_output(&events, &s->st, sz, rb_flags())) {
-		count(CNT_DROP_RINGBUF);
-		return key;
-	}
-	u8 one = 1;
-	bpf_map_update_elem(&sent_stacks, &key, &one, BPF_ANY);
+	send_stack(&s->st, tgid, start_ns, key, got);
 	return key;
 }
 

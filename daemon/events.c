@@ -44,10 +44,23 @@ static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
 	return f;
 }
 
+static unsigned stack_unresolved(const struct iframe *f, unsigned n)
+{
+	unsigned u = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		u += !*f[i].build_id;
+	return u;
+}
+
+/* A stack record. The kernel sends bare IPs when it could not take the process's mmap
+ * lock (alloc_common.bpf.h send_stack): they are resolved from the process's maps, read
+ * afresh (the process is likely still running: the record woke us at once), and a later
+ * copy of the same key replaces an earlier one that resolved fewer frames. */
 static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 {
 	struct iframe f[ALLOC_MAX_FRAMES];
-	unsigned n = 0, max = e->nframes;
+	unsigned n = 0, max = e->nframes, bare = 0;
 	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
 	bool scanned = false;
 
@@ -55,6 +68,12 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 		return;
 	if (max > ALLOC_MAX_FRAMES || offsetof(struct ev_stack, frames) + max * sizeof(e->frames[0]) > len)
 		max = (len - offsetof(struct ev_stack, frames)) / sizeof(e->frames[0]);
+	for (unsigned i = 0; i < max; i++)
+		bare += e->frames[i].status == 2;
+	if (bare && bare == max && p->maps_loaded) {
+		maps_free(&p->maps);
+		p->maps_loaded = false;
+	}
 	for (unsigned i = 0; i < max && n < ALLOC_MAX_FRAMES; i++) {
 		const struct ev_frame *ef = &e->frames[i];
 		if (ef->status == 1) {
@@ -80,15 +99,22 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 		if (!f[n].build_id) {
 			f[n].build_id = "";
 		}
-		if (!*f[n].build_id)
-			r->unresolved_frames++;
 		n++;
 	}
 	struct istack *s = intern_stack(&r->in, f, n);
 	if (!s)
 		return;
-	if (!hmap_find(&p->stacks, e->key, NULL, NULL))
-		hmap_insert(&p->stacks, e->key, s);
+	unsigned unresolved = stack_unresolved(f, n);
+	struct istack *old = hmap_find(&p->stacks, e->key, NULL, NULL);
+	if (old) {
+		unsigned was = stack_unresolved(old->frames, old->nframes);
+		if (unresolved >= was)
+			return;
+		hmap_remove(&p->stacks, e->key, old);
+		r->unresolved_frames -= was;
+	}
+	r->unresolved_frames += unresolved;
+	hmap_insert(&p->stacks, e->key, s);
 }
 
 static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
