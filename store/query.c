@@ -4,6 +4,7 @@
  * fetched only for the rows returned. Nothing here writes; it all works on a
  * STORE_RDONLY store while a writer holds a transaction (WAL snapshot isolation). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <endian.h>
@@ -51,31 +52,23 @@ static const char *col_text(sqlite3_stmt *st, int i)
 #define AGG_LAST(f)
 #define AGG_COL(f, agg) AGG_##agg(f)
 
-/* ?1 limit (-1 for none), ?2 binary, ?3 pid, ?4 since, ?5 until, ?6 context (LAST). */
+/* ?1 limit (-1 for none), ?2 binary, ?3 pid, ?4 since, ?5 until, ?6 context. */
 #define ROWS_WHERE "m.alloc_count > 0" \
 	" AND (?3 = 0 OR m.process_id IN (SELECT id FROM processes WHERE pid = ?3))" \
 	" AND (?4 = 0 OR m.bucket_start >= ?4) AND (?5 = 0 OR m.bucket_start < ?5)"
 
-#define CTX_SELECT "SELECT m.context_id, b.build_id, b.path, s.frames" \
-	STORE__MIB_FIELDS(AGG_COL) \
-	" FROM mib m JOIN contexts c ON c.id = m.context_id" \
-	" JOIN binaries b ON b.id = c.binary_id JOIN stacks s ON s.id = c.stack_id" \
-	" WHERE " ROWS_WHERE " AND (?2 IS NULL OR b.build_id = ?2 OR b.path = ?2)" \
-	" GROUP BY m.context_id ORDER BY "
-#define CTX_TAIL " DESC, m.context_id LIMIT ?1"
-#define CTX_FIRST_MIB_COL 4
-
-/* store_lifetime_access_density() in SQL. */
+/* store_lifetime_access_density() in SQL, over the ranking query's sums. */
 #define DENSITY_SQL "CASE WHEN sum(m.total_access_count) = 0 OR sum(m.total_size) = 0" \
 	" THEN 0.0 ELSE CAST(sum(m.total_access_count) AS REAL) / sum(m.total_size)" \
 	" / max(CAST(sum(m.total_lifetime_ns) AS REAL) / (sum(m.alloc_count) * 1e9), 0.001) END"
 
-static const char *const ctx_sql[] = {
-	[STORE_SORT_BYTES] = CTX_SELECT "sum(m.total_size)" CTX_TAIL,
-	[STORE_SORT_COUNT] = CTX_SELECT "sum(m.alloc_count)" CTX_TAIL,
-	[STORE_SORT_LIFETIME] = CTX_SELECT "sum(m.total_lifetime_ns)" CTX_TAIL,
-	[STORE_SORT_DENSITY] = CTX_SELECT DENSITY_SQL CTX_TAIL,
-	[STORE_SORT_ACCESSES] = CTX_SELECT "sum(m.total_access_count)" CTX_TAIL,
+/* The ranking query's sort keys over grouped mib rows. */
+static const char *const group_key[] = {
+	[STORE_SORT_BYTES] = "sum(m.total_size)",
+	[STORE_SORT_COUNT] = "sum(m.alloc_count)",
+	[STORE_SORT_LIFETIME] = "sum(m.total_lifetime_ns)",
+	[STORE_SORT_DENSITY] = DENSITY_SQL,
+	[STORE_SORT_ACCESSES] = "sum(m.total_access_count)",
 };
 
 static const char last_sql[] =
@@ -242,17 +235,45 @@ static int load_last(struct store *s, const struct store_ctx_filter *f, int64_t 
 	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "reading a context's last object");
 }
 
-/* Reads one aggregated row of st (CTX_SELECT's columns) and hands it to cb. */
-static int emit_ctx(struct store *s, const struct store_ctx_filter *f, sqlite3_stmt *st,
+/* One context combined from its own MIB rows (one range of the mib primary key) with
+ * the row filters, and the names it needs. */
+static const char one_ctx_sql[] = "SELECT m.context_id, b.build_id, b.path, s.frames"
+	STORE__MIB_FIELDS(AGG_COL)
+	" FROM mib m JOIN contexts c ON c.id = m.context_id"
+	" JOIN binaries b ON b.id = c.binary_id JOIN stacks s ON s.id = c.stack_id"
+	" WHERE m.context_id = ?6 AND " ROWS_WHERE
+	" GROUP BY m.context_id";
+#define ONE_CTX_FIRST_MIB_COL 4
+
+/* Combines context ctx, reads its frames and "last object" fields and hands it to cb.
+ * A context without matching rows (totals ahead of the snapshot: cannot happen inside one
+ * read transaction, but costs nothing to allow) is skipped. */
+static int emit_ctx(struct store *s, const struct store_ctx_filter *f, int64_t ctx,
 		    store_ctx_cb cb, void *arg)
 {
+	sqlite3_stmt *st = store__stmt(s, one_ctx_sql);
+
+	if (!st)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+	int rc;
+
+	bind_filter(st, f);
+	sqlite3_bind_int64(st, 6, ctx);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return store__fail(s, rc, "querying a context");
+
 	struct store_ctx_row row = {
 		.context_id = sqlite3_column_int64(st, 0),
 		.build_id = col_text(st, 1),
 		.binary = col_text(st, 2),
 	};
 	struct frames_buf fb = {0};
-	int col = CTX_FIRST_MIB_COL, r;
+	int col = ONE_CTX_FIRST_MIB_COL, r;
 
 #define READ_SUM(f) row.mib.f = col_u64(st, col++);
 #define READ_MIN READ_SUM
@@ -273,10 +294,46 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, sqlite3_s
 	return r;
 }
 
-/* Schema >= 2 without row filters: the order comes from ctx_totals' indexes (N index
- * entries for the top N), and each context is then combined from its own MIB rows (one
- * range of the mib primary key). Same order, ties included, as ctx_sql. */
-#define TOT_SELECT "SELECT t.context_id FROM ctx_totals t WHERE t.rows > 0" \
+/* Ranking reads, per context in order: id, alloc_count, total_size, total_lifetime_ns,
+ * total_access_count (summed), so that accept() is judged before anything else is read. */
+static void read_sums(sqlite3_stmt *st, struct mib *m)
+{
+	*m = (struct mib){ .alloc_count = col_u64(st, 1), .total_size = col_u64(st, 2),
+			   .total_lifetime_ns = col_u64(st, 3),
+			   .total_access_count = col_u64(st, 4) };
+}
+
+/* Steps a ranking statement and emits its contexts; with accept, the limit counts the
+ * accepted ones (the statement then has no LIMIT of its own). */
+static int emit_ranked(struct store *s, const struct store_ctx_filter *f, sqlite3_stmt *rank,
+		       bool judge, store_ctx_cb cb, void *arg)
+{
+	unsigned n = 0;
+	int rc;
+
+	while ((rc = sqlite3_step(rank)) == SQLITE_ROW) {
+		struct mib sums;
+		int r;
+
+		if (judge) {
+			read_sums(rank, &sums);
+			if (!f->accept(&sums, f->accept_arg))
+				continue;
+		}
+		r = emit_ctx(s, f, sqlite3_column_int64(rank, 0), cb, arg);
+		if (r)
+			return r;
+		if (f->limit && ++n >= f->limit)
+			return 0;
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "ranking contexts");
+}
+
+/* Schema >= 2 without row filters: the order comes from ctx_totals' index for the key
+ * (N index entries for the top N; with accept, as many as it takes to accept N). Same
+ * order, ties included, as grouping every row. */
+#define TOT_SELECT "SELECT t.context_id, t.alloc_count, t.total_size, t.total_lifetime_ns," \
+	" t.total_access_count FROM ctx_totals t WHERE t.rows > 0" \
 	" AND (?2 IS NULL OR t.binary_id IN" \
 	" (SELECT id FROM binaries WHERE build_id = ?2 OR path = ?2)) ORDER BY "
 #define TOT_TAIL " DESC, t.context_id LIMIT ?1"
@@ -289,77 +346,135 @@ static const char *const tot_sql[] = {
 	[STORE_SORT_ACCESSES] = TOT_SELECT "t.total_access_count" TOT_TAIL,
 };
 
-static const char one_ctx_sql[] = "SELECT m.context_id, b.build_id, b.path, s.frames"
-	STORE__MIB_FIELDS(AGG_COL)
-	" FROM mib m JOIN contexts c ON c.id = m.context_id"
-	" JOIN binaries b ON b.id = c.binary_id JOIN stacks s ON s.id = c.stack_id"
-	" WHERE m.context_id = ?6 AND " ROWS_WHERE ""
-	" GROUP BY m.context_id";
-
 static int query_contexts_totals(struct store *s, const struct store_ctx_filter *f,
 				 store_ctx_cb cb, void *arg)
 {
 	sqlite3_stmt *ids = store__stmt(s, tot_sql[f->sort]);
-	int rc;
 
 	if (!ids)
 		return -EIO;
 
 	_cleanup_reset_ sqlite3_stmt *guard = ids;
 
-	sqlite3_bind_int64(ids, 1, f->limit ? (int64_t)f->limit : -1);
+	sqlite3_bind_int64(ids, 1, f->limit && !f->accept ? (int64_t)f->limit : -1);
 	if (f->binary)
 		sqlite3_bind_text(ids, 2, f->binary, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(ids)) == SQLITE_ROW) {
-		sqlite3_stmt *st = store__stmt(s, one_ctx_sql);
+	return emit_ranked(s, f, ids, f->accept != NULL, cb, arg);
+}
 
+/* accept() as the SQL function mpd_accept(alloc_count, total_size, lifetime, accesses),
+ * so that the ranking query's top-N sorter keeps only accepted contexts. */
+static void sql_accept(sqlite3_context *c, int argc, sqlite3_value **v)
+{
+	const struct store_ctx_filter *f = sqlite3_user_data(c);
+	struct mib sums = { .alloc_count = (uint64_t)sqlite3_value_int64(v[0]),
+			    .total_size = (uint64_t)sqlite3_value_int64(v[1]),
+			    .total_lifetime_ns = (uint64_t)sqlite3_value_int64(v[2]),
+			    .total_access_count = (uint64_t)sqlite3_value_int64(v[3]) };
+
+	sqlite3_result_int(c, f->accept(&sums, f->accept_arg));
+}
+
+#define RANK_SQL_MAX 1024
+
+/* The ranking query over the mib rows that pass the filters, grouped by context, without
+ * joins; each filter is written in only when given, so that the planner can serve a
+ * time range from mib_bucket and a pid from mib_process. */
+static void group_rank_sql(char *sql, size_t n, const struct store_ctx_filter *f)
+{
+	snprintf(sql, n, "SELECT m.context_id, sum(m.alloc_count), sum(m.total_size),"
+		 " sum(m.total_lifetime_ns), sum(m.total_access_count) FROM mib m"
+		 " WHERE m.alloc_count > 0%s%s%s%s GROUP BY m.context_id%s ORDER BY %s DESC,"
+		 " m.context_id LIMIT ?1",
+		 f->binary ? " AND m.context_id IN (SELECT c.id FROM contexts c JOIN binaries b"
+			     " ON b.id = c.binary_id WHERE b.build_id = ?2 OR b.path = ?2)" : "",
+		 f->pid ? " AND m.process_id IN (SELECT id FROM processes WHERE pid = ?3)" : "",
+		 f->since_ns ? " AND m.bucket_start >= ?4" : "",
+		 f->until_ns ? " AND m.bucket_start < ?5" : "",
+		 f->accept ? " HAVING mpd_accept(sum(m.alloc_count), sum(m.total_size),"
+			     " sum(m.total_lifetime_ns), sum(m.total_access_count))" : "",
+		 group_key[f->sort]);
+}
+
+static int query_contexts_grouped(struct store *s, const struct store_ctx_filter *f,
+				  store_ctx_cb cb, void *arg)
+{
+	sqlite3 *db = store__db(s);
+	char sql[RANK_SQL_MAX];
+	sqlite3_stmt *st = NULL;
+	int rc, r;
+
+	if (f->accept) {
+		rc = sqlite3_create_function_v2(db, "mpd_accept", 4, SQLITE_UTF8, (void *)f,
+						sql_accept, NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			return store__fail(s, rc, "registering the context filter");
+	}
+	group_rank_sql(sql, sizeof(sql), f);
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store__fail(s, rc, "preparing the context ranking");
+	bind_filter(st, f);
+	r = emit_ranked(s, f, st, false, cb, arg);
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* Whether the time filter keeps every stored row (it then is no filter): since at or
+ * before the first bucket, until after the last (each one probe of mib_bucket). */
+static int time_filter_moot(struct store *s, const struct store_ctx_filter *f, bool *moot)
+{
+	static const char first_sql[] = "SELECT min(bucket_start) FROM mib";
+	static const char last_sql_[] = "SELECT max(bucket_start) FROM mib";
+	const char *q[2] = { f->since_ns ? first_sql : NULL, f->until_ns ? last_sql_ : NULL };
+
+	*moot = true;
+	for (int i = 0; i < 2 && *moot; i++) {
+		sqlite3_stmt *st;
+		int rc;
+
+		if (!q[i])
+			continue;
+		st = store__stmt(s, q[i]);
 		if (!st)
 			return -EIO;
 
-		_cleanup_reset_ sqlite3_stmt *guard2 = st;
-		int r;
+		_cleanup_reset_ sqlite3_stmt *guard = st;
 
-		bind_filter(st, f);
-		sqlite3_bind_int64(st, 6, sqlite3_column_int64(ids, 0));
 		rc = sqlite3_step(st);
-		if (rc == SQLITE_DONE)
-			continue;      /* totals ahead of a concurrent writer's commit: skip */
 		if (rc != SQLITE_ROW)
-			return store__fail(s, rc, "querying a context");
-		r = emit_ctx(s, f, st, cb, arg);
-		if (r)
-			return r;
+			return store__fail(s, rc, "reading the time range");
+		if (sqlite3_column_type(st, 0) == SQLITE_NULL)
+			return 0;          /* no rows at all */
+		int64_t b = sqlite3_column_int64(st, 0);
+
+		*moot = i == 0 ? f->since_ns <= b : f->until_ns > b;
 	}
-	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying contexts");
+	return 0;
 }
 
 int store_query_contexts(struct store *s, const struct store_ctx_filter *f, store_ctx_cb cb,
 			 void *arg)
 {
 	static const struct store_ctx_filter all = { .sort = STORE_SORT_BYTES };
-	sqlite3_stmt *st;
-	int rc;
+	struct store_ctx_filter g;
+	bool moot = true;
+	int r;
 
 	if (!f)
 		f = &all;
-	if ((unsigned)f->sort >= sizeof(ctx_sql) / sizeof(ctx_sql[0]))
+	if ((unsigned)f->sort >= sizeof(group_key) / sizeof(group_key[0]))
 		return store__error(s, -EINVAL, "unknown sort order %d", (int)f->sort);
+	if ((f->since_ns || f->until_ns) && (r = time_filter_moot(s, f, &moot)) < 0)
+		return r;
+	if (moot && (f->since_ns || f->until_ns)) {
+		g = *f;
+		g.since_ns = g.until_ns = 0;
+		f = &g;
+	}
 	if (!f->pid && !f->since_ns && !f->until_ns && store_schema_version(s) >= 2)
 		return query_contexts_totals(s, f, cb, arg);
-	st = store__stmt(s, ctx_sql[f->sort]);
-	if (!st)
-		return -EIO;
-
-	_cleanup_reset_ sqlite3_stmt *guard = st;
-
-	bind_filter(st, f);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int r = emit_ctx(s, f, st, cb, arg);
-
-		if (r)
-			return r;
-	}
-	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying contexts");
+	return query_contexts_grouped(s, f, cb, arg);
 }
 
 /* ---- time buckets ---- */

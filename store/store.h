@@ -119,7 +119,12 @@ struct store_ctx_filter {
 	int32_t pid;             /* 0 for all */
 	int64_t since_ns, until_ns; /* bucket_start range, 0 for open */
 	enum store_sort sort;
-	unsigned limit;          /* 0 = no limit */
+	unsigned limit;          /* 0 = no limit; with accept, counts the contexts it accepts */
+	/* Optional: only contexts for which accept() returns true, judged on their summed
+	 * alloc_count, total_size, total_lifetime_ns and total_access_count (the other
+	 * fields are 0) before anything else of them is read; `query --class` is this. */
+	bool (*accept)(const struct mib *sums, void *arg);
+	void *accept_arg;
 };
 
 struct store_ctx_row {
