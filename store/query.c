@@ -1,9 +1,11 @@
-/* Read-only queries. Contexts are combined in SQL (GROUP BY over the mib table, which
- * is clustered by context) with mib_combine()'s semantics: SUM for counts, MIN/MAX for
- * extremes, and the "last object" fields from the row whose last object died last,
- * fetched only for the rows returned. Nothing here writes; it all works on a
- * STORE_RDONLY store while a writer holds a transaction (WAL snapshot isolation). */
+/* Read-only queries. Contexts are ranked first (ctx_totals' indexes, a bounded walk of
+ * them, or grouping the matching mib rows: see store_query_contexts()), and only the
+ * contexts returned are combined, from their own MIB rows (one range of the mib primary
+ * key, clustered by context) with mib_combine(), their frames read through a per-query
+ * cache. Nothing here writes; it all works on a STORE_RDONLY store while a writer holds
+ * a transaction (WAL snapshot isolation: one query reads one snapshot). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,11 +48,6 @@ static const char *col_text(sqlite3_stmt *st, int i)
 
 /* ---- contexts ---- */
 
-#define AGG_SUM(f) ", sum(m." #f ")"
-#define AGG_MIN(f) ", min(m." #f ")"
-#define AGG_MAX(f) ", max(m." #f ")"
-#define AGG_LAST(f)
-#define AGG_COL(f, agg) AGG_##agg(f)
 
 /* ?1 limit (-1 for none), ?2 binary, ?3 pid, ?4 since, ?5 until, ?6 context. */
 #define ROWS_WHERE "m.alloc_count > 0" \
@@ -71,19 +68,6 @@ static const char *const group_key[] = {
 	[STORE_SORT_ACCESSES] = "sum(m.total_access_count)",
 };
 
-static const char last_sql[] =
-	"SELECT alloc_ts_ns, dealloc_ts_ns, alloc_cpu, dealloc_cpu FROM mib m"
-	" WHERE m.context_id = ?6 AND " ROWS_WHERE
-	" ORDER BY dealloc_ts_ns DESC, alloc_ts_ns DESC, alloc_cpu DESC, dealloc_cpu DESC LIMIT 1";
-
-static const char frame_sql[] =
-	"SELECT f.offset, f.function, f.mangled, b.build_id, b.path"
-	" FROM frames f JOIN binaries b ON b.id = f.binary_id WHERE f.id = ?1";
-
-static const char lines_sql[] =
-	"SELECT function, mangled, file, line, col, decl_line, inlined FROM frame_lines"
-	" WHERE frame_id = ?1 ORDER BY depth";
-
 static void bind_filter(sqlite3_stmt *st, const struct store_ctx_filter *f)
 {
 	sqlite3_bind_int64(st, 1, f->limit ? (int64_t)f->limit : -1);
@@ -94,203 +78,369 @@ static void bind_filter(sqlite3_stmt *st, const struct store_ctx_filter *f)
 	sqlite3_bind_int64(st, 5, f->until_ns);
 }
 
-struct frames_buf {
-	struct store_frame *v;
-	unsigned n;
+/* ---- frames: a cache for the life of one query ----
+ * Contexts share most of their frames (main, the callers of hot paths), so a query reads
+ * each frame and its inline chain once: the frames a context needs that are not cached
+ * yet are read by one statement (json_each over their ids) and kept, strings in an
+ * arena, until the query ends or FCACHE_MAX_FRAMES are cached (then it starts over). */
+#define FCACHE_MAX_FRAMES 262144
+#define ARENA_CHUNK 65536
+#define FCACHE_ID_TEXT 24          /* "-9223372036854775808," */
+
+/* ?1: JSON array of distinct frame ids. CROSS JOIN keeps json_each the outer loop, so a
+ * frame's rows are consecutive (and its lines come in primary-key order, by depth)
+ * without a sorter. Schema >= 3 adds the lines. */
+#define FRAMES_SELECT "SELECT f.id, f.offset, f.function, f.mangled, b.build_id, b.path"
+#define FRAMES_FROM " FROM json_each(?1) j CROSS JOIN frames f ON f.id = j.value" \
+	" CROSS JOIN binaries b ON b.id = f.binary_id"
+static const char frames_sql[] = FRAMES_SELECT FRAMES_FROM;
+static const char frames_lines_sql[] = FRAMES_SELECT ", l.function, l.mangled, l.file, l.line,"
+	" l.col, l.decl_line, l.inlined, l.depth" FRAMES_FROM
+	" LEFT JOIN frame_lines l ON l.frame_id = f.id";
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, cap;
+	_Alignas(16) char data[];
 };
 
-static void frames_free(struct frames_buf *fb)
+struct fcache {
+	struct store_frame *frames;    /* lines and strings point into the arena */
+	int64_t *ids;
+	size_t n, cap;
+	uint32_t *slots;               /* open addressing by id: index + 1, 0 empty */
+	size_t nslots;
+	struct arena_chunk *arena;
+	struct store_frame *row;       /* the current context's frames, copied */
+	unsigned row_cap;
+	char *json;                    /* the ids to read, as a JSON array */
+	size_t json_cap;
+};
+
+static void *arena_alloc(struct fcache *c, size_t n)
 {
-	for (unsigned i = 0; i < fb->n; i++) {
-		free((char *)fb->v[i].build_id);
-		free((char *)fb->v[i].path);
-		free((char *)fb->v[i].function);
-		free((char *)fb->v[i].mangled);
-		for (unsigned j = 0; j < fb->v[i].nlines; j++) {
-			free((char *)fb->v[i].lines[j].function);
-			free((char *)fb->v[i].lines[j].mangled);
-			free((char *)fb->v[i].lines[j].file);
-		}
-		free((void *)fb->v[i].lines);
+	struct arena_chunk *k = c->arena;
+
+	n = (n + 15) & ~(size_t)15;
+	if (!k || k->cap - k->used < n) {
+		size_t cap = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+
+		k = malloc(sizeof(*k) + cap);
+		if (!k)
+			return NULL;
+		*k = (struct arena_chunk){ .next = c->arena, .cap = cap };
+		c->arena = k;
 	}
-	free(fb->v);
-	*fb = (struct frames_buf){0};
+	k->used += n;
+	return k->data + k->used - n;
 }
 
-static char *dup_or_null(const char *s, bool *oom)
+/* A copy of column i's text in the arena, NULL for NULL; *oom on failure. */
+static const char *arena_text(struct fcache *c, sqlite3_stmt *st, int i, bool *oom)
 {
+	const char *t = col_text(st, i);
 	char *d;
 
-	if (!s)
+	if (!t)
 		return NULL;
-	d = strdup(s);
-	if (!d)
+	size_t n = (size_t)sqlite3_column_bytes(st, i) + 1;
+
+	d = arena_alloc(c, n);
+	if (!d) {
 		*oom = true;
+		return NULL;
+	}
+	memcpy(d, t, n);
 	return d;
 }
 
-/* The frame's inline chain (schema >= 3); none for frames recorded without DWARF. */
-static int load_lines(struct store *s, int64_t frame_id, struct store_frame *f)
+static void fcache_clear(struct fcache *c)
 {
-	sqlite3_stmt *st = store__stmt(s, lines_sql);
-	struct store_line *v;
-	bool oom = false;
-	int rc;
-
-	if (!st)
-		return -EIO;
-	_cleanup_reset_ sqlite3_stmt *guard = st;
-	v = calloc(STORE_MAX_LINES, sizeof(*v));
-	if (!v)
-		return store__error(s, -ENOMEM, "out of memory");
-	f->lines = v;
-	sqlite3_bind_int64(st, 1, frame_id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && f->nlines < STORE_MAX_LINES) {
-		struct store_line *l = &v[f->nlines++];
-		l->function = dup_or_null(col_text(st, 0), &oom);
-		l->mangled = dup_or_null(col_text(st, 1), &oom);
-		l->file = dup_or_null(col_text(st, 2), &oom);
-		l->line = (uint32_t)sqlite3_column_int64(st, 3);
-		l->column = (uint32_t)sqlite3_column_int64(st, 4);
-		l->decl_line = (uint32_t)sqlite3_column_int64(st, 5);
-		l->inlined = sqlite3_column_int(st, 6) != 0;
+	for (struct arena_chunk *k = c->arena, *next; k; k = next) {
+		next = k->next;
+		free(k);
 	}
-	if (oom)
-		return store__error(s, -ENOMEM, "out of memory");
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return store__fail(s, rc, "reading frame lines");
+	c->arena = NULL;
+	c->n = 0;
+	if (c->slots)
+		memset(c->slots, 0, c->nslots * sizeof(*c->slots));
+}
+
+static void fcache_free(struct fcache *c)
+{
+	fcache_clear(c);
+	free(c->frames);
+	free(c->ids);
+	free(c->slots);
+	free(c->row);
+	free(c->json);
+	*c = (struct fcache){0};
+}
+
+static size_t slot_of(const struct fcache *c, int64_t id)
+{
+	return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15ull) >> 20) & (c->nslots - 1);
+}
+
+/* The cached frame with this id, or NULL. */
+static const struct store_frame *fcache_get(const struct fcache *c, int64_t id)
+{
+	if (!c->nslots)
+		return NULL;
+	for (size_t i = slot_of(c, id);; i = (i + 1) & (c->nslots - 1)) {
+		uint32_t v = c->slots[i];
+
+		if (!v)
+			return NULL;
+		if (c->ids[v - 1] == id)
+			return &c->frames[v - 1];
+	}
+}
+
+static int fcache_put(struct fcache *c, int64_t id, const struct store_frame *f)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 1024;
+		struct store_frame *fr = realloc(c->frames, cap * sizeof(*fr));
+
+		if (!fr)
+			return -ENOMEM;
+		c->frames = fr;
+
+		int64_t *ids = realloc(c->ids, cap * sizeof(*ids));
+
+		if (!ids)
+			return -ENOMEM;
+		c->ids = ids;
+		c->cap = cap;
+	}
+	if (2 * (c->n + 1) > c->nslots) {      /* load factor <= 1/2 */
+		size_t ns = c->nslots ? c->nslots * 2 : 2048;
+		uint32_t *sl = calloc(ns, sizeof(*sl));
+
+		if (!sl)
+			return -ENOMEM;
+		free(c->slots);
+		c->slots = sl;
+		c->nslots = ns;
+		for (size_t k = 0; k < c->n; k++) {
+			size_t i = slot_of(c, c->ids[k]);
+
+			while (c->slots[i])
+				i = (i + 1) & (c->nslots - 1);
+			c->slots[i] = (uint32_t)k + 1;
+		}
+	}
+	size_t i = slot_of(c, id);
+
+	while (c->slots[i])
+		i = (i + 1) & (c->nslots - 1);
+	c->frames[c->n] = *f;
+	c->ids[c->n] = id;
+	c->slots[i] = (uint32_t)++c->n;
 	return 0;
 }
 
-static int load_frames(struct store *s, const void *blob, int bytes, struct frames_buf *fb)
+/* Reads the frames whose ids are in c->json (one statement) into the cache. */
+static int fcache_read(struct store *s, struct fcache *c)
 {
-	unsigned n = bytes > 0 ? (unsigned)bytes / 8 : 0;
+	bool lines = store_schema_version(s) >= 3, oom = false;
+	sqlite3_stmt *st = store__stmt(s, lines ? frames_lines_sql : frames_sql);
+	struct store_line tmp[STORE_MAX_LINES];
+	struct store_frame cur = {0};
+	int64_t cur_id = 0;
+	bool have = false;
+	int rc, r = 0;
+
+	if (!st)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+
+	sqlite3_bind_text(st, 1, c->json, -1, SQLITE_STATIC);
+	for (;;) {
+		rc = sqlite3_step(st);
+
+		int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+
+		if (have && (rc != SQLITE_ROW || id != cur_id)) {   /* the previous frame is whole */
+			if (cur.nlines) {
+				struct store_line *l = arena_alloc(c, cur.nlines * sizeof(*l));
+
+				if (!l)
+					return store__error(s, -ENOMEM, "out of memory");
+				memcpy(l, tmp, cur.nlines * sizeof(*l));
+				cur.lines = l;
+			}
+			r = fcache_put(c, cur_id, &cur);
+			if (r < 0)
+				return store__error(s, r, "out of memory");
+			have = false;
+		}
+		if (rc != SQLITE_ROW)
+			break;
+		if (!have) {
+			cur = (struct store_frame){ .offset = col_u64(st, 1),
+				.function = arena_text(c, st, 2, &oom),
+				.mangled = arena_text(c, st, 3, &oom),
+				.build_id = arena_text(c, st, 4, &oom),
+				.path = arena_text(c, st, 5, &oom) };
+			cur_id = id;
+			have = true;
+		}
+		/* A LEFT JOIN row without lines has NULL for all of them (depth is NOT NULL);
+		 * depths are 0.. in order, so a line lands at its depth. */
+		int64_t depth = lines && sqlite3_column_type(st, 13) != SQLITE_NULL ?
+				sqlite3_column_int64(st, 13) : -1;
+
+		if (depth >= 0 && depth < STORE_MAX_LINES && depth == cur.nlines)
+			tmp[cur.nlines++] = (struct store_line){
+				.function = arena_text(c, st, 6, &oom),
+				.mangled = arena_text(c, st, 7, &oom),
+				.file = arena_text(c, st, 8, &oom),
+				.line = (uint32_t)sqlite3_column_int64(st, 9),
+				.column = (uint32_t)sqlite3_column_int64(st, 10),
+				.decl_line = (uint32_t)sqlite3_column_int64(st, 11),
+				.inlined = sqlite3_column_int(st, 12) != 0 };
+		if (oom)
+			return store__error(s, -ENOMEM, "out of memory");
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "reading frames");
+}
+
+/* The frames of a stack blob (little-endian int64 frame ids, leaf first) into c->row. */
+static int load_frames(struct store *s, struct fcache *c, const void *blob, int bytes,
+		       unsigned *nframes)
+{
+	unsigned n = bytes > 0 ? (unsigned)bytes / 8 : 0, missing = 0;
 	const unsigned char *p = blob;
-	sqlite3_stmt *st;
-	bool oom = false;
+	size_t len = 0;
 
 	if (bytes % 8)
 		return store__error(s, -EUCLEAN, "corrupt stack: %d bytes of frame ids", bytes);
-	fb->v = calloc(n ? n : 1, sizeof(*fb->v));
-	if (!fb->v)
-		return store__error(s, -ENOMEM, "out of memory");
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t le;
+	if (n > c->row_cap) {
+		struct store_frame *row = realloc(c->row, n * sizeof(*row));
 
-		memcpy(&le, p + 8 * i, 8);
-		st = store__stmt(s, frame_sql);
-		if (!st)
-			return -EIO;
-
-		_cleanup_reset_ sqlite3_stmt *guard = st;
-		int rc;
-
-		sqlite3_bind_int64(st, 1, (int64_t)le64toh(le));
-		rc = sqlite3_step(st);
-		if (rc == SQLITE_DONE)
-			return store__error(s, -EUCLEAN, "corrupt stack: no frame %lld",
-					    (long long)le64toh(le));
-		if (rc != SQLITE_ROW)
-			return store__fail(s, rc, "reading a frame");
-
-		struct store_frame *f = &fb->v[fb->n++];
-
-		f->offset = col_u64(st, 0);
-		f->function = dup_or_null(col_text(st, 1), &oom);
-		f->mangled = dup_or_null(col_text(st, 2), &oom);
-		f->build_id = dup_or_null(col_text(st, 3), &oom);
-		f->path = dup_or_null(col_text(st, 4), &oom);
-		if (oom)
+		if (!row)
 			return store__error(s, -ENOMEM, "out of memory");
-		if (store_schema_version(s) >= 3) {
-			rc = load_lines(s, (int64_t)le64toh(le), f);
-			if (rc)
-				return rc;
+		c->row = row;
+		c->row_cap = n;
+	}
+	if (c->n + n > FCACHE_MAX_FRAMES)
+		fcache_clear(c);
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t le;
+
+			memcpy(&le, p + 8 * i, 8);
+
+			int64_t id = (int64_t)le64toh(le);
+			const struct store_frame *f = fcache_get(c, id);
+
+			if (f) {
+				c->row[i] = *f;
+				continue;
+			}
+			if (pass)
+				return store__error(s, -EUCLEAN, "corrupt stack: no frame %lld",
+						    (long long)id);
+			if (c->json_cap < len + FCACHE_ID_TEXT + 2) {
+				size_t cap = (len + FCACHE_ID_TEXT + 2) * 2;
+				char *j = realloc(c->json, cap);
+
+				if (!j)
+					return store__error(s, -ENOMEM, "out of memory");
+				c->json = j;
+				c->json_cap = cap;
+			}
+			len += (size_t)snprintf(c->json + len, c->json_cap - len, "%c%lld",
+						missing++ ? ',' : '[', (long long)id);
+		}
+		if (!missing)
+			break;
+		if (!pass) {
+			snprintf(c->json + len, c->json_cap - len, "]");
+
+			int r = fcache_read(s, c);
+
+			if (r < 0)
+				return r;
 		}
 	}
+	*nframes = n;
 	return 0;
 }
 
-static int load_last(struct store *s, const struct store_ctx_filter *f, int64_t ctx,
-		     struct mib *m)
-{
-	sqlite3_stmt *st = store__stmt(s, last_sql);
+/* Where combined contexts go: the caller's callback, with the query's frame cache. */
+struct ctx_emit {
+	store_ctx_cb cb;
+	void *arg;
+	struct fcache fc;
+};
 
-	if (!st)
-		return -EIO;
-
-	_cleanup_reset_ sqlite3_stmt *guard = st;
-	int rc;
-
-	bind_filter(st, f);
-	sqlite3_bind_int64(st, 6, ctx);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		m->alloc_ts_ns = col_u64(st, 0);
-		m->dealloc_ts_ns = col_u64(st, 1);
-		m->alloc_cpu = (uint32_t)sqlite3_column_int64(st, 2);
-		m->dealloc_cpu = (uint32_t)sqlite3_column_int64(st, 3);
-		return 0;
-	}
-	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "reading a context's last object");
-}
-
-/* One context combined from its own MIB rows (one range of the mib primary key) with
- * the row filters, and the names it needs. */
-static const char one_ctx_sql[] = "SELECT m.context_id, b.build_id, b.path, s.frames"
-	STORE__MIB_FIELDS(AGG_COL)
-	" FROM mib m JOIN contexts c ON c.id = m.context_id"
+/* A context's binary and stack, and its MIB rows that pass the row filters (one range of
+ * the mib primary key), combined here with mib_combine(): the same SUM/MIN/MAX and
+ * "last object" as grouping in SQL, without the sorter SQLite would use for it. */
+static const char ctx_names_sql[] = "SELECT b.build_id, b.path, s.frames FROM contexts c"
 	" JOIN binaries b ON b.id = c.binary_id JOIN stacks s ON s.id = c.stack_id"
-	" WHERE m.context_id = ?6 AND " ROWS_WHERE
-	" GROUP BY m.context_id";
-#define ONE_CTX_FIRST_MIB_COL 4
+	" WHERE c.id = ?1";
+#define MIB_COL(f, agg) ", m." #f
+static const char ctx_rows_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
+	" FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
 
-/* Combines context ctx, reads its frames and "last object" fields and hands it to cb.
- * A context without matching rows (totals ahead of the snapshot: cannot happen inside one
- * read transaction, but costs nothing to allow) is skipped. */
-static int emit_ctx(struct store *s, const struct store_ctx_filter *f, int64_t ctx,
-		    store_ctx_cb cb, void *arg)
+/* Combines context ctx, reads its names and frames and hands it to cb. A context without
+ * matching rows (totals ahead of the snapshot: cannot happen inside one read transaction,
+ * but costs nothing to allow) is skipped. */
+static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ctx_emit *e,
+		    int64_t ctx)
 {
-	sqlite3_stmt *st = store__stmt(s, one_ctx_sql);
+	struct store_ctx_row row = { .context_id = ctx };
+	sqlite3_stmt *st = store__stmt(s, ctx_rows_sql);
+	int rc;
 
+	if (!st)
+		return -EIO;
+	{
+		_cleanup_reset_ sqlite3_stmt *guard = st;
+
+		bind_filter(st, f);
+		sqlite3_bind_int64(st, 6, ctx);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			struct mib m;
+			int col = 1;
+
+#define READ_COL(f, agg) m.f = col_u64(st, col++);
+			STORE__MIB_FIELDS(READ_COL)
+#undef READ_COL
+			mib_combine(&row.mib, &m);
+		}
+		if (rc != SQLITE_DONE)
+			return store__fail(s, rc, "querying a context");
+	}
+	if (!row.mib.alloc_count)
+		return 0;
+	st = store__stmt(s, ctx_names_sql);
 	if (!st)
 		return -EIO;
 
 	_cleanup_reset_ sqlite3_stmt *guard = st;
-	int rc;
+	int r;
 
-	bind_filter(st, f);
-	sqlite3_bind_int64(st, 6, ctx);
+	sqlite3_bind_int64(st, 1, ctx);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE)
-		return 0;
+		return store__error(s, -EUCLEAN, "context %lld has MIB rows but no stack",
+				    (long long)ctx);
 	if (rc != SQLITE_ROW)
 		return store__fail(s, rc, "querying a context");
-
-	struct store_ctx_row row = {
-		.context_id = sqlite3_column_int64(st, 0),
-		.build_id = col_text(st, 1),
-		.binary = col_text(st, 2),
-	};
-	struct frames_buf fb = {0};
-	int col = ONE_CTX_FIRST_MIB_COL, r;
-
-#define READ_SUM(f) row.mib.f = col_u64(st, col++);
-#define READ_MIN READ_SUM
-#define READ_MAX READ_SUM
-#define READ_LAST(f)
-#define READ_COL(f, agg) READ_##agg(f)
-	STORE__MIB_FIELDS(READ_COL)
-#undef READ_COL
-	r = load_frames(s, sqlite3_column_blob(st, 3), sqlite3_column_bytes(st, 3), &fb);
-	if (r == 0)
-		r = load_last(s, f, row.context_id, &row.mib);
+	row.build_id = col_text(st, 0);
+	row.binary = col_text(st, 1);
+	r = load_frames(s, &e->fc, sqlite3_column_blob(st, 2), sqlite3_column_bytes(st, 2),
+			&row.nframes);
 	if (r == 0) {
-		row.frames = fb.v;
-		row.nframes = fb.n;
-		r = cb(&row, arg);
+		row.frames = e->fc.row;
+		r = e->cb(&row, e->arg);
 	}
-	frames_free(&fb);
 	return r;
 }
 
@@ -306,7 +456,7 @@ static void read_sums(sqlite3_stmt *st, struct mib *m)
 /* Steps a ranking statement and emits its contexts; with accept, the limit counts the
  * accepted ones (the statement then has no LIMIT of its own). */
 static int emit_ranked(struct store *s, const struct store_ctx_filter *f, sqlite3_stmt *rank,
-		       bool judge, store_ctx_cb cb, void *arg)
+		       bool judge, struct ctx_emit *e)
 {
 	unsigned n = 0;
 	int rc;
@@ -320,7 +470,7 @@ static int emit_ranked(struct store *s, const struct store_ctx_filter *f, sqlite
 			if (!f->accept(&sums, f->accept_arg))
 				continue;
 		}
-		r = emit_ctx(s, f, sqlite3_column_int64(rank, 0), cb, arg);
+		r = emit_ctx(s, f, e, sqlite3_column_int64(rank, 0));
 		if (r)
 			return r;
 		if (f->limit && ++n >= f->limit)
@@ -333,7 +483,7 @@ static int emit_ranked(struct store *s, const struct store_ctx_filter *f, sqlite
  * (N index entries for the top N; with accept, as many as it takes to accept N). Same
  * order, ties included, as grouping every row. */
 #define TOT_SELECT "SELECT t.context_id, t.alloc_count, t.total_size, t.total_lifetime_ns," \
-	" t.total_access_count FROM ctx_totals t WHERE t.rows > 0" \
+	" t.total_access_count, t.binary_id FROM ctx_totals t WHERE t.rows > 0" \
 	" AND (?2 IS NULL OR t.binary_id IN" \
 	" (SELECT id FROM binaries WHERE build_id = ?2 OR path = ?2)) ORDER BY "
 #define TOT_TAIL " DESC, t.context_id LIMIT ?1"
@@ -347,7 +497,7 @@ static const char *const tot_sql[] = {
 };
 
 static int query_contexts_totals(struct store *s, const struct store_ctx_filter *f,
-				 store_ctx_cb cb, void *arg)
+				 struct ctx_emit *e)
 {
 	sqlite3_stmt *ids = store__stmt(s, tot_sql[f->sort]);
 
@@ -359,7 +509,7 @@ static int query_contexts_totals(struct store *s, const struct store_ctx_filter 
 	sqlite3_bind_int64(ids, 1, f->limit && !f->accept ? (int64_t)f->limit : -1);
 	if (f->binary)
 		sqlite3_bind_text(ids, 2, f->binary, -1, SQLITE_STATIC);
-	return emit_ranked(s, f, ids, f->accept != NULL, cb, arg);
+	return emit_ranked(s, f, ids, f->accept != NULL, e);
 }
 
 /* accept() as the SQL function mpd_accept(alloc_count, total_size, lifetime, accesses),
@@ -380,12 +530,12 @@ static void sql_accept(sqlite3_context *c, int argc, sqlite3_value **v)
 /* The ranking query over the mib rows that pass the filters, grouped by context, without
  * joins; each filter is written in only when given, so that the planner can serve a
  * time range from mib_bucket and a pid from mib_process. */
-static void group_rank_sql(char *sql, size_t n, const struct store_ctx_filter *f)
+static void group_rank_sql(char *sql, size_t n, const struct store_ctx_filter *f, bool by_time)
 {
 	snprintf(sql, n, "SELECT m.context_id, sum(m.alloc_count), sum(m.total_size),"
-		 " sum(m.total_lifetime_ns), sum(m.total_access_count) FROM mib m"
+		 " sum(m.total_lifetime_ns), sum(m.total_access_count) FROM mib m%s"
 		 " WHERE m.alloc_count > 0%s%s%s%s GROUP BY m.context_id%s ORDER BY %s DESC,"
-		 " m.context_id LIMIT ?1",
+		 " m.context_id LIMIT ?1", by_time ? " INDEXED BY mib_bucket" : "",
 		 f->binary ? " AND m.context_id IN (SELECT c.id FROM contexts c JOIN binaries b"
 			     " ON b.id = c.binary_id WHERE b.build_id = ?2 OR b.path = ?2)" : "",
 		 f->pid ? " AND m.process_id IN (SELECT id FROM processes WHERE pid = ?3)" : "",
@@ -396,8 +546,10 @@ static void group_rank_sql(char *sql, size_t n, const struct store_ctx_filter *f
 		 group_key[f->sort]);
 }
 
+/* by_time: the rows come from mib_bucket's range (few rows in a narrow range), else
+ * the planner's choice (a scan of mib in context order for a wide one). */
 static int query_contexts_grouped(struct store *s, const struct store_ctx_filter *f,
-				  store_ctx_cb cb, void *arg)
+				  bool by_time, struct ctx_emit *e)
 {
 	sqlite3 *db = store__db(s);
 	char sql[RANK_SQL_MAX];
@@ -410,14 +562,204 @@ static int query_contexts_grouped(struct store *s, const struct store_ctx_filter
 		if (rc != SQLITE_OK)
 			return store__fail(s, rc, "registering the context filter");
 	}
-	group_rank_sql(sql, sizeof(sql), f);
+	group_rank_sql(sql, sizeof(sql), f, by_time);
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return store__fail(s, rc, "preparing the context ranking");
 	bind_filter(st, f);
-	r = emit_ranked(s, f, st, false, cb, arg);
+	r = emit_ranked(s, f, st, false, e);
 	sqlite3_finalize(st);
 	return r;
+}
+
+/* ---- row filters: a bounded walk of ctx_totals ----
+ * A context's sums over the rows a filter keeps are at most its ctx_totals sums (every
+ * summed column is >= 0). So for a summed key, walking ctx_totals by that key and
+ * combining each context's matching rows (one range of the mib primary key) has found
+ * the exact top N as soon as the next context's total cannot beat the N-th found. The
+ * walk visits the contexts whose total reaches the N-th filtered value: a few thousand
+ * of 1M for a pid or an hour of a day, where grouping reads millions of rows. */
+#define WALK_MAX_CONTEXTS 20000  /* a walk that would read more contexts' rows gives way
+				  * to grouping the rows (a pid's skipped contexts count 1/16) */
+#define WALK_MAX_LIMIT 1000      /* larger --limit values group the rows */
+#define RANGE_PROBE_ROWS 30000   /* a time range with fewer rows is grouped from mib_bucket */
+
+#define WALK_MAX_BINARIES 64     /* a pid's executables the walk keeps apart */
+
+/* A context has rows of a process only if it is a context of the process's executable
+ * (contexts.binary_id), so a pid walk skips every other binary's contexts unread. */
+static const char pid_binaries_sql[] = "SELECT DISTINCT binary_id FROM processes WHERE pid = ?1";
+
+static int pid_binaries(struct store *s, int32_t pid, int64_t *ids, unsigned *n)
+{
+	sqlite3_stmt *st = store__stmt(s, pid_binaries_sql);
+	int rc;
+
+	*n = 0;
+	if (!st)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+
+	sqlite3_bind_int(st, 1, pid);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == WALK_MAX_BINARIES) {
+			*n = UINT32_MAX;       /* too many to keep apart: no pruning */
+			return 0;
+		}
+		ids[(*n)++] = sqlite3_column_int64(st, 0);
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "reading a pid's executables");
+}
+
+static bool in_set(const int64_t *ids, unsigned n, int64_t id)
+{
+	if (n == UINT32_MAX)
+		return true;
+	for (unsigned i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+static const char ctx_sums_sql[] = "SELECT count(*), sum(m.alloc_count), sum(m.total_size),"
+	" sum(m.total_lifetime_ns), sum(m.total_access_count) FROM mib m"
+	" WHERE m.context_id = ?6 AND " ROWS_WHERE;
+
+struct ranked { int64_t key, id; };
+
+static int64_t sort_key(const struct mib *m, enum store_sort k)
+{
+	switch (k) {
+	case STORE_SORT_COUNT: return (int64_t)m->alloc_count;
+	case STORE_SORT_LIFETIME: return (int64_t)m->total_lifetime_ns;
+	case STORE_SORT_ACCESSES: return (int64_t)m->total_access_count;
+	default: return (int64_t)m->total_size;
+	}
+}
+
+/* Whether (key, id) ranks before r: larger key first, then smaller id (the SQL order). */
+static bool ranks_before(int64_t key, int64_t id, const struct ranked *r)
+{
+	return key > r->key || (key == r->key && id < r->id);
+}
+
+/* One context's sums over the filtered rows; 0 if it has none, 1 if it has. */
+static int filtered_sums(struct store *s, const struct store_ctx_filter *f, int64_t ctx,
+			 struct mib *sums)
+{
+	sqlite3_stmt *st = store__stmt(s, ctx_sums_sql);
+	int rc;
+
+	if (!st)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+
+	bind_filter(st, f);
+	sqlite3_bind_int64(st, 6, ctx);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW)
+		return store__fail(s, rc, "summing a context's rows");
+	if (!sqlite3_column_int64(st, 0))
+		return 0;
+	read_sums(st, sums);
+	return 1;
+}
+
+/* 0: done (contexts emitted); -EAGAIN: a bounded walk ran past WALK_MAX_CONTEXTS,
+ * nothing was emitted, group the rows instead. */
+static int query_contexts_walk(struct store *s, const struct store_ctx_filter *f,
+			       struct ctx_emit *e, bool bounded)
+{
+	sqlite3_stmt *ids = store__stmt(s, tot_sql[f->sort]);
+	struct ranked *top;
+	unsigned n = 0;
+	uint64_t walked = 0;
+	int rc, r = 0;
+
+	if (!ids)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = ids;
+
+	int64_t bins[WALK_MAX_BINARIES];
+	unsigned nbins = UINT32_MAX;
+
+	if (f->pid && (r = pid_binaries(s, f->pid, bins, &nbins)) < 0)
+		return r;
+	if (!nbins)
+		return 0;                  /* no such process: no rows */
+	top = calloc(f->limit, sizeof(*top));
+	if (!top)
+		return store__error(s, -ENOMEM, "out of memory");
+	sqlite3_bind_int64(ids, 1, -1);
+	if (f->binary)
+		sqlite3_bind_text(ids, 2, f->binary, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(ids)) == SQLITE_ROW) {
+		struct mib total, sums;
+		int64_t id = sqlite3_column_int64(ids, 0), key;
+
+		read_sums(ids, &total);
+		key = sort_key(&total, f->sort);
+		if (n == f->limit && !ranks_before(key, id, &top[n - 1]))
+			break;             /* nothing further down can rank in the top N */
+		/* Skipping costs an index entry, reading a context its rows: 1/16th. */
+		bool skip = !in_set(bins, nbins, sqlite3_column_int64(ids, 5));
+
+		walked += skip ? 1 : 16;
+		if (bounded && walked > 16 * WALK_MAX_CONTEXTS) {
+			r = -EAGAIN;
+			break;
+		}
+		if (skip)
+			continue;
+		r = filtered_sums(s, f, id, &sums);
+		if (r < 0)
+			break;
+		if (r == 0 || (f->accept && !f->accept(&sums, f->accept_arg))) {
+			r = 0;
+			continue;
+		}
+		r = 0;
+		key = sort_key(&sums, f->sort);
+		if (n == f->limit && !ranks_before(key, id, &top[n - 1]))
+			continue;
+		unsigned i = n < f->limit ? n++ : n - 1;
+
+		for (; i > 0 && ranks_before(key, id, &top[i - 1]); i--)
+			top[i] = top[i - 1];
+		top[i] = (struct ranked){ key, id };
+	}
+	if (r == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		r = store__fail(s, rc, "ranking contexts");
+	/* Emitted while the walk's statement still holds the read snapshot. */
+	for (unsigned i = 0; r == 0 && i < n; i++)
+		r = emit_ctx(s, f, e, top[i].id);
+	free(top);
+	return r;
+}
+
+/* Whether the time range holds fewer than RANGE_PROBE_ROWS rows (an index-only count
+ * that stops there); false when mib_bucket is missing. */
+static bool time_range_small(struct store *s, const struct store_ctx_filter *f)
+{
+	static const char probe_sql[] = "SELECT count(*) FROM (SELECT 1 FROM mib m"
+		" INDEXED BY mib_bucket WHERE m.bucket_start >= ?4 AND m.bucket_start < ?5"
+		" LIMIT ?1)";
+	sqlite3 *db = store__db(s);
+	sqlite3_stmt *st;
+	bool small = false;
+
+	if (sqlite3_prepare_v2(db, probe_sql, -1, &st, NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_int64(st, 1, RANGE_PROBE_ROWS);
+	sqlite3_bind_int64(st, 4, f->since_ns ? f->since_ns : INT64_MIN);
+	sqlite3_bind_int64(st, 5, f->until_ns ? f->until_ns : INT64_MAX);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		small = sqlite3_column_int64(st, 0) < RANGE_PROBE_ROWS;
+	sqlite3_finalize(st);
+	return small;
 }
 
 /* Whether the time filter keeps every stored row (it then is no filter): since at or
@@ -453,8 +795,8 @@ static int time_filter_moot(struct store *s, const struct store_ctx_filter *f, b
 	return 0;
 }
 
-int store_query_contexts(struct store *s, const struct store_ctx_filter *f, store_ctx_cb cb,
-			 void *arg)
+static int query_contexts(struct store *s, const struct store_ctx_filter *f,
+			  struct ctx_emit *e)
 {
 	static const struct store_ctx_filter all = { .sort = STORE_SORT_BYTES };
 	struct store_ctx_filter g;
@@ -472,9 +814,47 @@ int store_query_contexts(struct store *s, const struct store_ctx_filter *f, stor
 		g.since_ns = g.until_ns = 0;
 		f = &g;
 	}
-	if (!f->pid && !f->since_ns && !f->until_ns && store_schema_version(s) >= 2)
-		return query_contexts_totals(s, f, cb, arg);
-	return query_contexts_grouped(s, f, cb, arg);
+	bool rows = f->pid || f->since_ns || f->until_ns, totals = store_schema_version(s) >= 2;
+	bool walkable = totals && rows && f->sort != STORE_SORT_DENSITY && f->limit &&
+			f->limit <= WALK_MAX_LIMIT;
+
+	switch (f->plan) {
+	case STORE_PLAN_AUTO:
+		break;
+	case STORE_PLAN_TOTALS:
+		if (!rows && totals)
+			return query_contexts_totals(s, f, e);
+		return query_contexts_grouped(s, f, false, e);
+	case STORE_PLAN_WALK:
+		if (walkable && (r = query_contexts_walk(s, f, e, false)) != -EAGAIN)
+			return r;
+		return query_contexts_grouped(s, f, false, e);
+	case STORE_PLAN_GROUP_BY_TIME:
+		return query_contexts_grouped(s, f, f->since_ns || f->until_ns, e);
+	default:
+		return query_contexts_grouped(s, f, false, e);
+	}
+	if (!rows && totals)
+		return query_contexts_totals(s, f, e);
+	if (!rows)
+		return query_contexts_grouped(s, f, false, e);
+	/* Row filters: a narrow time range from its index, else the walk where the key is
+	 * a sum and the limit small, else (or when the walk would go too deep) grouping. */
+	if ((f->since_ns || f->until_ns) && time_range_small(s, f))
+		return query_contexts_grouped(s, f, true, e);
+	if (walkable && (r = query_contexts_walk(s, f, e, true)) != -EAGAIN)
+		return r;
+	return query_contexts_grouped(s, f, false, e);
+}
+
+int store_query_contexts(struct store *s, const struct store_ctx_filter *f, store_ctx_cb cb,
+			 void *arg)
+{
+	struct ctx_emit e = { .cb = cb, .arg = arg };
+	int r = query_contexts(s, f, &e);
+
+	fcache_free(&e.fc);
+	return r;
 }
 
 /* ---- time buckets ---- */

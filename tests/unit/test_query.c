@@ -1282,26 +1282,32 @@ static int f_collect(const struct store_ctx_row *r, void *arg)
 static void f_check(struct store *s, const struct f_ctx *c, struct store_ctx_filter f, int cls)
 {
 	struct f_want want[F_CTX];
-	struct f_got got = {0};
 	unsigned n = f_reference(c, &f, cls, want);
 
 	if (cls >= 0) {
 		f.accept = f_accept;
 		f.accept_arg = &cls;
 	}
-	OK(store_query_contexts(s, &f, f_collect, &got));
-	if (got.n != n)
-		fail_msg("binary %s pid %d since %lld until %lld sort %d limit %u class %d: %u "
-			 "contexts, want %u", f.binary ? f.binary : "-", f.pid,
-			 (long long)(f.since_ns ? f.since_ns - F_T0 : -1),
-			 (long long)(f.until_ns ? f.until_ns - F_T0 : -1), f.sort, f.limit, cls,
-			 got.n, n);
-	for (unsigned i = 0; i < n; i++) {
-		if (got.v[i].id != want[i].id)
-			fail_msg("sort %d pid %d since %lld: row %u is context %lld, want %lld",
-				 f.sort, f.pid, (long long)f.since_ns, i, (long long)got.v[i].id,
-				 (long long)want[i].id);
-		assert_memory_equal(&got.v[i].m, &want[i].m, sizeof(struct mib));
+	/* Every plan, forced, and the automatic choice. */
+	for (int plan = STORE_PLAN_AUTO; plan <= STORE_PLAN_GROUP_BY_TIME; plan++) {
+		struct f_got got = {0};
+
+		f.plan = (enum store_plan)plan;
+		OK(store_query_contexts(s, &f, f_collect, &got));
+		if (got.n != n)
+			fail_msg("plan %d binary %s pid %d since %lld until %lld sort %d limit %u "
+				 "class %d: %u contexts, want %u", plan, f.binary ? f.binary : "-",
+				 f.pid, (long long)(f.since_ns ? f.since_ns - F_T0 : -1),
+				 (long long)(f.until_ns ? f.until_ns - F_T0 : -1), f.sort, f.limit,
+				 cls, got.n, n);
+		for (unsigned i = 0; i < n; i++) {
+			if (got.v[i].id != want[i].id)
+				fail_msg("plan %d sort %d pid %d since %lld: row %u is context "
+					 "%lld, want %lld", plan, f.sort, f.pid,
+					 (long long)f.since_ns, i, (long long)got.v[i].id,
+					 (long long)want[i].id);
+			assert_memory_equal(&got.v[i].m, &want[i].m, sizeof(struct mib));
+		}
 	}
 }
 
@@ -1336,6 +1342,7 @@ static void test_filters_match_reference(void **state)
 	 * moot one), and grouping the rows (pid, time, both, with a binary). */
 	const struct store_ctx_filter rows[] = {
 		{ 0 }, { .since_ns = F_T0 }, { .pid = 10 }, { .since_ns = F_T0 + 3 * F_MIN },
+		{ .until_ns = F_T0 + 2 * F_MIN }, { .pid = 20, .binary = "bb02" },
 		{ .binary = "aa01", .until_ns = F_T0 + 5 * F_MIN },
 		{ .pid = 10, .since_ns = F_T0 + F_MIN, .until_ns = F_T0 + 5 * F_MIN },
 		{ .binary = "/srv/one" },
@@ -1343,7 +1350,7 @@ static void test_filters_match_reference(void **state)
 
 	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		for (int k = 0; k <= STORE_SORT_ACCESSES; k++)
-			for (unsigned lim = 0; lim <= 5; lim += 5)
+			for (unsigned lim = 0; lim <= 10; lim += 5)
 				for (int cls = -1; cls <= CLASSIFY_HOT; cls++) {
 					struct store_ctx_filter q = rows[i];
 
