@@ -622,9 +622,35 @@ static bool in_set(const int64_t *ids, unsigned n, int64_t id)
 	return false;
 }
 
-static const char ctx_sums_sql[] = "SELECT count(*), sum(m.alloc_count), sum(m.total_size),"
-	" sum(m.total_lifetime_ns), sum(m.total_access_count) FROM mib m"
-	" WHERE m.context_id = ?6 AND " ROWS_WHERE;
+/* One context's sums over the rows the filters keep; each filter is written in only
+ * when given, so that a pid becomes a seek on the mib primary key (context_id,
+ * process_id) instead of a test on every row of the context. ?6: the context. */
+static void ctx_sums_sql(char *sql, size_t n, const struct store_ctx_filter *f)
+{
+	snprintf(sql, n, "SELECT count(*), sum(m.alloc_count), sum(m.total_size),"
+		 " sum(m.total_lifetime_ns), sum(m.total_access_count) FROM mib m"
+		 " WHERE m.context_id = ?6 AND m.alloc_count > 0%s%s%s",
+		 f->pid ? " AND m.process_id IN (SELECT id FROM processes WHERE pid = ?3)" : "",
+		 f->since_ns ? " AND m.bucket_start >= ?4" : "",
+		 f->until_ns ? " AND m.bucket_start < ?5" : "");
+}
+
+/* One context's sums over the filtered rows (st: ctx_sums_sql, bound); 0 if it has none,
+ * 1 if it has. */
+static int filtered_sums(struct store *s, sqlite3_stmt *st, int64_t ctx, struct mib *sums)
+{
+	int rc;
+
+	sqlite3_reset(st);
+	sqlite3_bind_int64(st, 6, ctx);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW)
+		return store__fail(s, rc, "summing a context's rows");
+	if (!sqlite3_column_int64(st, 0))
+		return 0;
+	read_sums(st, sums);
+	return 1;
+}
 
 struct ranked { int64_t key, id; };
 
@@ -642,29 +668,6 @@ static int64_t sort_key(const struct mib *m, enum store_sort k)
 static bool ranks_before(int64_t key, int64_t id, const struct ranked *r)
 {
 	return key > r->key || (key == r->key && id < r->id);
-}
-
-/* One context's sums over the filtered rows; 0 if it has none, 1 if it has. */
-static int filtered_sums(struct store *s, const struct store_ctx_filter *f, int64_t ctx,
-			 struct mib *sums)
-{
-	sqlite3_stmt *st = store__stmt(s, ctx_sums_sql);
-	int rc;
-
-	if (!st)
-		return -EIO;
-
-	_cleanup_reset_ sqlite3_stmt *guard = st;
-
-	bind_filter(st, f);
-	sqlite3_bind_int64(st, 6, ctx);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW)
-		return store__fail(s, rc, "summing a context's rows");
-	if (!sqlite3_column_int64(st, 0))
-		return 0;
-	read_sums(st, sums);
-	return 1;
 }
 
 /* 0: done (contexts emitted); -EAGAIN: a bounded walk ran past WALK_MAX_CONTEXTS,
@@ -690,9 +693,19 @@ static int query_contexts_walk(struct store *s, const struct store_ctx_filter *f
 		return r;
 	if (!nbins)
 		return 0;                  /* no such process: no rows */
+	char sql[RANK_SQL_MAX];
+	sqlite3_stmt *sums_st = NULL;
+
+	ctx_sums_sql(sql, sizeof(sql), f);
+	rc = sqlite3_prepare_v2(store__db(s), sql, -1, &sums_st, NULL);
+	if (rc != SQLITE_OK)
+		return store__fail(s, rc, "preparing the context sums");
+	bind_filter(sums_st, f);
 	top = calloc(f->limit, sizeof(*top));
-	if (!top)
+	if (!top) {
+		sqlite3_finalize(sums_st);
 		return store__error(s, -ENOMEM, "out of memory");
+	}
 	sqlite3_bind_int64(ids, 1, -1);
 	if (f->binary)
 		sqlite3_bind_text(ids, 2, f->binary, -1, SQLITE_STATIC);
@@ -714,7 +727,7 @@ static int query_contexts_walk(struct store *s, const struct store_ctx_filter *f
 		}
 		if (skip)
 			continue;
-		r = filtered_sums(s, f, id, &sums);
+		r = filtered_sums(s, sums_st, id, &sums);
 		if (r < 0)
 			break;
 		if (r == 0 || (f->accept && !f->accept(&sums, f->accept_arg))) {
@@ -733,6 +746,7 @@ static int query_contexts_walk(struct store *s, const struct store_ctx_filter *f
 	}
 	if (r == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)
 		r = store__fail(s, rc, "ranking contexts");
+	sqlite3_finalize(sums_st);
 	/* Emitted while the walk's statement still holds the read snapshot. */
 	for (unsigned i = 0; r == 0 && i < n; i++)
 		r = emit_ctx(s, f, e, top[i].id);
