@@ -483,7 +483,7 @@ static int emit_ranked(struct store *s, const struct store_ctx_filter *f, sqlite
  * (N index entries for the top N; with accept, as many as it takes to accept N). Same
  * order, ties included, as grouping every row. */
 #define TOT_SELECT "SELECT t.context_id, t.alloc_count, t.total_size, t.total_lifetime_ns," \
-	" t.total_access_count, t.binary_id FROM ctx_totals t WHERE t.rows > 0" \
+	" t.total_access_count FROM ctx_totals t WHERE t.rows > 0" \
 	" AND (?2 IS NULL OR t.binary_id IN" \
 	" (SELECT id FROM binaries WHERE build_id = ?2 OR path = ?2)) ORDER BY "
 #define TOT_TAIL " DESC, t.context_id LIMIT ?1"
@@ -579,48 +579,9 @@ static int query_contexts_grouped(struct store *s, const struct store_ctx_filter
  * the exact top N as soon as the next context's total cannot beat the N-th found. The
  * walk visits the contexts whose total reaches the N-th filtered value: a few thousand
  * of 1M for a pid or an hour of a day, where grouping reads millions of rows. */
-#define WALK_MAX_CONTEXTS 20000  /* a walk that would read more contexts' rows gives way
-				  * to grouping the rows (a pid's skipped contexts count 1/16) */
+#define WALK_MAX_CONTEXTS 20000  /* a walk that needs more gives way to grouping the rows */
 #define WALK_MAX_LIMIT 1000      /* larger --limit values group the rows */
 #define RANGE_PROBE_ROWS 30000   /* a time range with fewer rows is grouped from mib_bucket */
-
-#define WALK_MAX_BINARIES 64     /* a pid's executables the walk keeps apart */
-
-/* A context has rows of a process only if it is a context of the process's executable
- * (contexts.binary_id), so a pid walk skips every other binary's contexts unread. */
-static const char pid_binaries_sql[] = "SELECT DISTINCT binary_id FROM processes WHERE pid = ?1";
-
-static int pid_binaries(struct store *s, int32_t pid, int64_t *ids, unsigned *n)
-{
-	sqlite3_stmt *st = store__stmt(s, pid_binaries_sql);
-	int rc;
-
-	*n = 0;
-	if (!st)
-		return -EIO;
-
-	_cleanup_reset_ sqlite3_stmt *guard = st;
-
-	sqlite3_bind_int(st, 1, pid);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == WALK_MAX_BINARIES) {
-			*n = UINT32_MAX;       /* too many to keep apart: no pruning */
-			return 0;
-		}
-		ids[(*n)++] = sqlite3_column_int64(st, 0);
-	}
-	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "reading a pid's executables");
-}
-
-static bool in_set(const int64_t *ids, unsigned n, int64_t id)
-{
-	if (n == UINT32_MAX)
-		return true;
-	for (unsigned i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
 
 /* One context's sums over the rows the filters keep; each filter is written in only
  * when given, so that a pid becomes a seek on the mib primary key (context_id,
@@ -678,7 +639,7 @@ static int query_contexts_walk(struct store *s, const struct store_ctx_filter *f
 	sqlite3_stmt *ids = store__stmt(s, tot_sql[f->sort]);
 	struct ranked *top;
 	unsigned n = 0;
-	uint64_t walked = 0;
+	unsigned walked = 0;
 	int rc, r = 0;
 
 	if (!ids)
@@ -686,13 +647,6 @@ static int query_contexts_walk(struct store *s, const struct store_ctx_filter *f
 
 	_cleanup_reset_ sqlite3_stmt *guard = ids;
 
-	int64_t bins[WALK_MAX_BINARIES];
-	unsigned nbins = UINT32_MAX;
-
-	if (f->pid && (r = pid_binaries(s, f->pid, bins, &nbins)) < 0)
-		return r;
-	if (!nbins)
-		return 0;                  /* no such process: no rows */
 	char sql[RANK_SQL_MAX];
 	sqlite3_stmt *sums_st = NULL;
 
@@ -717,16 +671,10 @@ static int query_contexts_walk(struct store *s, const struct store_ctx_filter *f
 		key = sort_key(&total, f->sort);
 		if (n == f->limit && !ranks_before(key, id, &top[n - 1]))
 			break;             /* nothing further down can rank in the top N */
-		/* Skipping costs an index entry, reading a context its rows: 1/16th. */
-		bool skip = !in_set(bins, nbins, sqlite3_column_int64(ids, 5));
-
-		walked += skip ? 1 : 16;
-		if (bounded && walked > 16 * WALK_MAX_CONTEXTS) {
+		if (bounded && ++walked > WALK_MAX_CONTEXTS) {
 			r = -EAGAIN;
 			break;
 		}
-		if (skip)
-			continue;
 		r = filtered_sums(s, sums_st, id, &sums);
 		if (r < 0)
 			break;

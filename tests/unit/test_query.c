@@ -1184,6 +1184,11 @@ static void f_build(const char *db, struct f_ctx *c)
 	c[11].rows[c[11].nrows++] = (struct f_row){ 0, F_T0 + 5 * F_MIN + 30 * SEC }; /* empty */
 	c[12].nrows = 1;
 	c[12].rows[0] = (struct f_row){ 0, F_T0 };                         /* only empty */
+	/* After an exec: a context of /srv/one with rows of pid 20, whose process row says
+	 * /srv/two (the process was first seen running it). */
+	c[F_CTX - 1].bin = 0;
+	for (unsigned j = 0; j < c[F_CTX - 1].nrows; j++)
+		c[F_CTX - 1].rows[j].proc = 3;
 	OK(store_begin(w));
 	/* Contexts first in index order, so that context k has id k + 1. */
 	for (unsigned j = 0; j < F_ROWS_MAX; j++)
@@ -1342,7 +1347,7 @@ static void test_filters_match_reference(void **state)
 	 * moot one), and grouping the rows (pid, time, both, with a binary). */
 	const struct store_ctx_filter rows[] = {
 		{ 0 }, { .since_ns = F_T0 }, { .pid = 10 }, { .since_ns = F_T0 + 3 * F_MIN },
-		{ .until_ns = F_T0 + 2 * F_MIN }, { .pid = 20, .binary = "bb02" },
+		{ .until_ns = F_T0 + 2 * F_MIN }, { .pid = 20, .binary = "bb02" }, { .pid = 20 },
 		{ .binary = "aa01", .until_ns = F_T0 + 5 * F_MIN },
 		{ .pid = 10, .since_ns = F_T0 + F_MIN, .until_ns = F_T0 + 5 * F_MIN },
 		{ .binary = "/srv/one" },
