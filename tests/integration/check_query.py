@@ -96,6 +96,24 @@ def reference(db, binary=None, pid=None, since=None, until=None, sort="bytes", l
     return rows[:limit] if limit else rows
 
 
+def check_generated(path):
+    """gen_store drops mib's triggers and indexes while loading: they must be back, and
+    ctx_totals equal to grouping the rows, as the writer keeps it."""
+    db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'mib'")}
+    want = {"mib_totals_ins", "mib_totals_del", "mib_totals_upd", "mib_process", "mib_bucket"}
+    if not want <= names:
+        fail("gen_store: missing on mib: %r" % sorted(want - names))
+    diff = db.execute(
+        "SELECT count(*) FROM (SELECT context_id, count(*) n, sum(alloc_count) a, sum(total_size)"
+        " s, sum(total_lifetime_ns) l, sum(total_access_count) x FROM mib WHERE alloc_count > 0"
+        " GROUP BY context_id EXCEPT SELECT context_id, rows, alloc_count, total_size,"
+        " total_lifetime_ns, total_access_count FROM ctx_totals)").fetchone()[0]
+    if diff:
+        fail("gen_store: %d contexts' ctx_totals differ from their rows" % diff)
+    db.close()
+
+
 def check_filters(a, path):
     db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
     noon = T0_S + 720 * 60
@@ -310,6 +328,7 @@ def main():
         db = sqlite3.connect(path)
         db.execute("VACUUM INTO ?", (pristine,))
         db.close()
+        check_generated(path)
         check_filters(a, path)
         check_table(a, path)
         check_csv(a, path)
