@@ -29,10 +29,23 @@ static inline void store_closep(struct store **s) { store_close(*s); }
 unsigned export_frame_lines(const struct store_frame *f, struct export_line *lines,
 			    unsigned max)
 {
-	/* The store keeps one symbol per return address today; inline chains and
-	 * file/line arrive with the DWARF symbolizer and expand here. */
-	if (!max || !f->function)
-		return 0;
+	unsigned n = 0;
+
+	/* DWARF lines (schema >= 3): the inline chain, leaf first, as the store keeps it. */
+	for (unsigned i = 0; i < f->nlines && n < max; i++) {
+		const struct store_line *l = &f->lines[i];
+		const char *fn = l->function ? l->function : i + 1 == f->nlines ? f->function : NULL;
+
+		if (!fn)
+			continue;
+		lines[n++] = (struct export_line){ .function = fn,
+			.mangled = l->mangled ? l->mangled : i + 1 == f->nlines ? f->mangled : NULL,
+			.file = l->file, .line = l->line, .column = l->column,
+			.start_line = l->decl_line };
+	}
+	if (n || !max || !f->function)
+		return n;
+	/* Only the ELF symbol. */
 	lines[0] = (struct export_line){ .function = f->function, .mangled = f->mangled };
 	return 1;
 }

@@ -33,8 +33,6 @@ struct ctx_out {
 	FILE *out;
 	enum query_format fmt;
 	unsigned n;
-	int cls;            /* only contexts of this enum classify_class; -1 for all */
-	unsigned limit;     /* with cls: rows to print, 0 for all */
 };
 
 /* "0x1234": a frame without a symbol, by file offset. */
@@ -158,7 +156,9 @@ static void elide_middle(char *s, size_t width)
 	memcpy(s + head, "...", 3);
 }
 
-/* Leaf-first "f < g < h", cut to W_STACK columns. */
+/* Leaf-first "f < g < h", cut to W_STACK columns: names without return types and
+ * parameters, template arguments collapsed where a name does not fit, a last name cut
+ * with "...". */
 static void stack_cell(char *cell, const struct store_ctx_row *r)
 {
 	char buf[4 * W_STACK + 8];
@@ -173,10 +173,17 @@ static void stack_cell(char *cell, const struct store_ctx_row *r)
 
 		if (!name)
 			break;
-		if (f->function)
+		if (f->function) {
+			size_t room = len + strlen(STACK_SEP) < W_STACK ?
+				      W_STACK - len - (i ? strlen(STACK_SEP) : 0) : 0;
+
+			/* Template arguments go first when the name does not fit. */
 			fmt_func_short(name, namesz, f->function);
-		else
+			if (strlen(name) > room)
+				fmt_func_compact(name, namesz, f->function);
+		} else {
 			frame_addr(name, 32, f);
+		}
 		/* A leaf too long alone is shown alone, both ends kept; later names are cut. */
 		if (i == 0 && strlen(name) > W_STACK) {
 			elide_middle(name, W_STACK);
@@ -226,8 +233,6 @@ static int ctx_cb(const struct store_ctx_row *r, void *arg)
 {
 	struct ctx_out *o = arg;
 
-	if (o->cls >= 0 && (int)classify_mib(&r->mib) != o->cls)
-		return 0;
 	switch (o->fmt) {
 	case QUERY_JSON:
 		fputs(o->n ? ",\n" : "\n", o->out);
@@ -240,23 +245,29 @@ static int ctx_cb(const struct store_ctx_row *r, void *arg)
 		print_ctx_table(o->out, r);
 	}
 	o->n++;
-	return o->cls >= 0 && o->limit && o->n >= o->limit ? 1 : 0;   /* 1: enough rows */
+	return 0;
+}
+
+/* --class: judged by the store on the summed MIB, before a context's frames are read. */
+static bool class_accept(const struct mib *sums, void *arg)
+{
+	return (int)classify_mib(sums) == *(const int *)arg;
 }
 
 /* cls >= 0: only that class; the limit then counts the rows that pass. */
 static int print_contexts(FILE *out, struct store *s, const struct store_ctx_filter *f,
 			  enum query_format fmt, int cls)
 {
-	struct ctx_out o = { .out = out, .fmt = fmt, .cls = cls, .limit = f ? f->limit : 0 };
-	struct store_ctx_filter all_rows;
+	struct ctx_out o = { .out = out, .fmt = fmt };
+	struct store_ctx_filter g = { .sort = STORE_SORT_BYTES };
 	int r;
 
-	if (cls >= 0 && f) {
-		all_rows = *f;
-		all_rows.limit = 0;
-		f = &all_rows;
+	if (f)
+		g = *f;
+	if (cls >= 0) {
+		g.accept = class_accept;
+		g.accept_arg = &cls;
 	}
-
 	if (fmt == QUERY_JSON)
 		fputc('[', out);
 	else if (fmt == QUERY_CSV)
@@ -265,7 +276,7 @@ static int print_contexts(FILE *out, struct store *s, const struct store_ctx_fil
 		      "est_accesses,lifetime_access_density,class" EOL_CSV, out);
 	else
 		print_ctx_table_header(out);
-	r = store_query_contexts(s, f, ctx_cb, &o);
+	r = store_query_contexts(s, &g, ctx_cb, &o);
 	if (r < 0)
 		return r;
 	if (fmt == QUERY_JSON)

@@ -36,12 +36,13 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o);
 
 /* One source line of a return address: a frame expands to its inline chain, innermost
  * (the inlined callee) first and the real function last, as pprof's Location.line.
- * file/line are NULL/0 until the symbolizer records them. */
+ * From the frame's DWARF lines when the store has them, else its ELF symbol alone. */
 struct export_line {
 	const char *function;     /* display name, NULL when unknown */
 	const char *mangled;      /* may be NULL */
 	const char *file;         /* may be NULL */
 	int64_t line, column;     /* 0 when unknown */
+	int64_t start_line;       /* the function's declaration line, 0 when unknown */
 };
 /* Fills up to max lines for f and returns how many (0 when nothing is known about it). */
 unsigned export_frame_lines(const struct store_frame *f, struct export_line *lines,

@@ -1,6 +1,7 @@
 /* Output primitives (see format.h). Every function here is total: any input bytes give
  * well-formed output of the documented maximum width, never a crash or a bad escape. */
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "reporter/format.h"
@@ -175,6 +176,31 @@ static bool strip_suffix(char *s, size_t *len, const char *suffix)
 	return true;
 }
 
+/* Where a demangled name's qualified name starts: after its return type ("void ns::f"),
+ * the last space outside <>, (), [] and {} before any "operator" (whose own spaces, as in
+ * "operator new", belong to the name). */
+static size_t name_start(const char *s, size_t len)
+{
+	size_t start = 0;
+	int depth = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (!depth && !strncmp(s + i, "operator", 8) &&
+		    (i == 0 || s[i - 1] == ':' || s[i - 1] == ' ' || s[i - 1] == '*' ||
+		     s[i - 1] == '&'))
+			break;
+		if (c == '<' || c == '(' || c == '[' || c == '{')
+			depth++;
+		else if ((c == '>' || c == ')' || c == ']' || c == '}') && depth > 0)
+			depth--;
+		else if (c == ' ' && !depth)
+			start = i + 1;
+	}
+	return start;
+}
+
 void fmt_func_short(char *dst, size_t dstsz, const char *func)
 {
 	size_t len;
@@ -187,18 +213,77 @@ void fmt_func_short(char *dst, size_t dstsz, const char *func)
 	       strip_suffix(dst, &len, " &&") || strip_suffix(dst, &len, " &") ||
 	       strip_suffix(dst, &len, " noexcept"))
 		;
-	if (len < 2 || dst[len - 1] != ')')
-		return;
-	/* Find the '(' that opens the final parameter list; keep names that start with one. */
-	int depth = 0;
+	bool params = false;
 
-	for (size_t i = len; i-- > 0;) {
-		if (dst[i] == ')')
-			depth++;
-		else if (dst[i] == '(' && --depth == 0) {
-			if (i > 0)
-				dst[i] = '\0';
-			return;
+	if (len >= 2 && dst[len - 1] == ')') {
+		/* Find the '(' that opens the final parameter list; keep names that start
+		 * with one. */
+		int depth = 0;
+
+		for (size_t i = len; i-- > 0;) {
+			if (dst[i] == ')')
+				depth++;
+			else if (dst[i] == '(' && --depth == 0) {
+				if (i > 0) {
+					dst[i] = '\0';
+					len = i;
+					params = true;
+				}
+				break;
+			}
 		}
 	}
+	/* A return type comes only with a demangled function's parameter list. */
+	size_t start = params ? name_start(dst, len) : 0;
+
+	if (start && start < len)
+		memmove(dst, dst + start, len - start + 1);
+}
+
+void fmt_func_compact(char *dst, size_t dstsz, const char *func)
+{
+	static const char op_chars[] = "<>=!+-*/%^&|~[](),";
+	size_t len = func ? strlen(func) + 1 : 1, n = 0;
+	char *src = malloc(len);
+	int depth = 0;
+
+	if (!dstsz)
+		goto out;
+	if (!src) {
+		fmt_func_short(dst, dstsz, func);
+		return;
+	}
+	fmt_func_short(src, len, func);
+	for (size_t i = 0; src[i] && n + 1 < dstsz; i++) {
+		if (!depth && !strncmp(src + i, "operator", 8)) {
+			/* The operator's own '<' and '>' are not template brackets. */
+			size_t j = i + 8;
+
+			while (src[j] && strchr(op_chars, src[j]))
+				j++;
+			for (; i < j && n + 1 < dstsz; i++)
+				dst[n++] = src[i];
+			i--;
+			continue;
+		}
+		if (src[i] == '<') {
+			if (depth++ == 0) {
+				const char *open = src[i + 1] == '>' ? "<" : "<...";
+
+				for (const char *p = open; *p && n + 1 < dstsz; p++)
+					dst[n++] = *p;
+			}
+			continue;
+		}
+		if (src[i] == '>' && depth > 0) {
+			if (--depth == 0)
+				dst[n++] = '>';
+			continue;
+		}
+		if (!depth)
+			dst[n++] = src[i];
+	}
+	dst[n] = '\0';
+out:
+	free(src);
 }

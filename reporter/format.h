@@ -26,6 +26,11 @@ const char *fmt_density(char *buf, double d);             /* %.3g */
  * '?'), ending in "..." when cut; dst must hold width + 1 bytes. Returns the length. */
 size_t fmt_cell(char *dst, size_t width, const char *src);
 
-/* A function name for display: a demangled name's parameter list and trailing
- * qualifiers are dropped ("ns::f(int) const" -> "ns::f"). Writes into dst (dstsz). */
+/* A function name for display: a demangled name's return type, parameter list and
+ * trailing qualifiers are dropped ("void ns::f<int>(int) const" -> "ns::f<int>").
+ * Writes into dst (dstsz). */
 void fmt_func_short(char *dst, size_t dstsz, const char *func);
+/* fmt_func_short(), then every template argument list collapsed to "<...>", for narrow
+ * columns: "std::vector<...>::_M_realloc_insert<...>". An operator's own '<' and '>'
+ * ("operator<<", "operator->") are kept. */
+void fmt_func_compact(char *dst, size_t dstsz, const char *func);

@@ -1,8 +1,9 @@
 /* `memprofd export html`: one self-contained HTML report (no network at view time: the
- * styles, the data and the small vanilla-JS viewer are all inline). The summary and the
- * top-contexts table are rendered here, so they read without JavaScript; the script
- * sorts the table and draws the flame graph and the heap map (bytes allocated by class
- * per time bucket) from the JSON data block. Every byte from the store is escaped for
+ * styles, the data and the small vanilla-JS viewer are all inline). The summary, the
+ * top-contexts table and the hot and cold data symbols are rendered here, so they read
+ * without JavaScript; the script sorts the tables (also from a #sort=TABLE:COLUMN[:asc]
+ * view link) and draws the flame graph and the heap map (bytes allocated by class per
+ * time bucket) from the JSON data block. Every byte from the store is escaped for
  * its context: HTML text, attributes, or JSON inside <script>. */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,6 +20,7 @@
 #define HTML_TOP_CONTEXTS 200     /* rows of the top-contexts table */
 #define HTML_FLAME_CONTEXTS 20000 /* contexts drawn in the flame graph; the rest as one */
 #define HTML_NAME_MAX 512         /* longest frame name shown */
+#define HTML_DATA_SYMBOLS 100     /* rows of each hot/cold data symbol table */
 
 /* ---- escaping ---- */
 
@@ -222,6 +224,63 @@ static int bucket_cb(const struct store_bucket_row *r, void *arg)
 	return 0;
 }
 
+/* ---- static data symbols ---- */
+
+struct data_out {
+	FILE *rows[2];                 /* hot, cold: table rows */
+	char *buf[2];
+	size_t len[2];
+	unsigned n[2], total;
+	int pass;                      /* 0: hot, 1: cold */
+};
+
+static void data_row(FILE *out, const struct store_data_row *r)
+{
+	char b1[FMT_BUF], b2[FMT_BUF], b3[FMT_BUF], b4[FMT_BUF], addr[32];
+	double dens = store_data_density(r->est_accesses, r->size, r->observed_ns);
+
+	snprintf(addr, sizeof(addr), "0x%" PRIx64, r->address);
+	fputs("<tr><td class=\"sym\">", out);
+	html_text(out, r->symbol && *r->symbol ? r->symbol : addr);
+	fputs("</td><td class=\"sect\">", out);
+	html_text(out, r->section && *r->section ? r->section : "-");
+	fprintf(out, "</td><td data-v=\"%" PRIu64 "\">%s</td><td data-v=\"%" PRIu64 "\">%s</td>"
+		"<td data-v=\"%" PRIu64 "\">%s</td><td data-v=\"%.9g\">%s</td></tr>\n",
+		r->size, fmt_bytes(b1, r->size), r->access_samples, fmt_count(b2, r->access_samples),
+		r->est_accesses, fmt_count(b3, r->est_accesses), dens, fmt_density(b4, dens));
+}
+
+/* One walk per table: hot symbols by density, cold ones by size (the biggest are what a
+ * cold section saves); each table keeps its first HTML_DATA_SYMBOLS. */
+static int data_cb(const struct store_data_row *r, void *arg)
+{
+	struct data_out *d = arg;
+	enum classify_class c = classify_data(r->est_accesses, r->size, r->observed_ns);
+	int i = d->pass;
+
+	if (i == 0)
+		d->total++;
+	if (c != (i == 0 ? CLASSIFY_HOT : CLASSIFY_COLD))
+		return 0;
+	if (d->n[i]++ < HTML_DATA_SYMBOLS)
+		data_row(d->rows[i], r);
+	return 0;
+}
+
+static void data_table(FILE *out, const struct data_out *d, int i, const char *what)
+{
+	fprintf(out, "<h3>%s (%u)</h3>\n", what, d->n[i]);
+	if (!d->n[i]) {
+		fprintf(out, "<p class=\"empty\">No %s data symbols.</p>\n", what);
+		return;
+	}
+	fprintf(out, "<table id=\"data-%s\" class=\"sortable\"><thead><tr><th class=\"l\">symbol"
+		"</th><th class=\"l\">section</th><th>size</th><th>samples</th><th>est. accesses</th>"
+		"<th>density</th></tr></thead>\n<tbody>\n", what);
+	fwrite(d->buf[i], 1, d->len[i], out);
+	fputs("</tbody></table>\n", out);
+}
+
 /* ---- the page ---- */
 
 static const char html_style[] =
@@ -233,7 +292,8 @@ static const char html_style[] =
 	"td.stack{text-align:left;font-family:monospace;max-width:640px;overflow:hidden;"
 	"text-overflow:ellipsis}td.cls{text-align:left}tr.hot td.cls{color:#c0392b}"
 	"tr.cold td.cls{color:#2471a3}table.kv td:first-child{text-align:left;color:#666}"
-	"table.kv td{text-align:left}.empty{color:#888;font-style:italic}"
+	"table.kv td{text-align:left}th.l,td.sym,td.sect{text-align:left}"
+	".empty{color:#888;font-style:italic}"
 	"#flame-graph{position:relative;width:100%;overflow:hidden;font:11px monospace}"
 	"#flame-graph .fr{position:absolute;height:17px;box-sizing:border-box;border:1px solid"
 	" #fff;overflow:hidden;white-space:nowrap;padding:0 2px;cursor:pointer}"
@@ -256,6 +316,10 @@ static const char html_script[] =
 	"   var c=(p!==undefined&&q!==undefined)?(parseFloat(p)-parseFloat(q)):"
 	"x.textContent.localeCompare(y.textContent);return desc?-c:c});\n"
 	"  rows.forEach(function(r){tb.appendChild(r)})})})});\n"
+	/* #sort=TABLE:COLUMN[:asc|desc] opens the page sorted (a link to a view) */
+	"var sm=/^#sort=([\\w-]+):(\\d+)(?::(asc|desc))?$/.exec(location.hash);\n"
+	"if(sm){var st=document.getElementById(sm[1]),sh=st&&st.tHead.rows[0].cells[+sm[2]];"
+	"if(sh){if(sm[3]==='asc')sh.classList.add('desc');sh.click()}}\n"
 	/* flame graph */
 	"var W={bytes:0,objects:1,accesses:2},fg=document.getElementById('flame-graph'),"
 	"sel=document.getElementById('flame-weight');\n"
@@ -366,9 +430,13 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 	size_t tl_len = 0;
 	FILE *tl = NULL;
 	struct bucket_out b = { .h = &h };
+	struct data_out d = {0};
 	int r = 0;
 
 	h.rows = open_memstream(&h.rows_buf, &h.rows_len);
+	for (int i = 0; i < 2; i++)
+		if (!(d.rows[i] = open_memstream(&d.buf[i], &d.len[i])))
+			r = -ENOMEM;
 	h.stacks = open_memstream(&h.stacks_buf, &h.stacks_len);
 	tl = open_memstream(&tl_buf, &tl_len);
 	if (!h.rows || !h.stacks || !tl)
@@ -385,6 +453,15 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 		r = store_query_buckets(s, &f, bucket_cb, &b);
 		bucket_flush(&b);
 	}
+	for (d.pass = 0; d.pass < 2 && r == 0; d.pass++) {
+		struct store_data_filter df = { .binary = o->binary, .now_ns = o->now_ns,
+			.sort = d.pass ? STORE_DATA_SORT_SIZE : STORE_DATA_SORT_DENSITY };
+
+		r = store_query_data(s, &df, data_cb, &d);
+	}
+	for (int i = 0; i < 2; i++)
+		if (d.rows[i])
+			fclose(d.rows[i]);
 	if (h.rows)
 		fclose(h.rows);
 	if (h.stacks)
@@ -408,19 +485,21 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 		if (h.n) {
 			fputs("<table id=\"ctx-table\" class=\"sortable\"><thead><tr><th>#</th>"
 			      "<th>bytes</th><th>allocs</th><th>avg lifetime</th><th>accesses</th>"
-			      "<th>density</th><th>class</th><th>stack (leaf first)</th></tr></thead>"
-			      "\n<tbody>\n", out);
+			      "<th>density</th><th class=\"l\">class</th>"
+			      "<th class=\"l\">stack (leaf first)</th></tr></thead>\n<tbody>\n", out);
 			fwrite(h.rows_buf, 1, h.rows_len, out);
 			fputs("</tbody></table>\n", out);
 		} else {
 			fputs("<p class=\"empty\">No allocation contexts recorded.</p>\n", out);
 		}
-		/* Static data symbols come with the data-access table; the section is the
-		 * place they will show, empty until then. */
-		fputs("</section>\n<section id=\"data\"><h2>Hot and cold data symbols</h2>\n"
-		      "<h3>hot</h3><p class=\"empty\">No static data accesses recorded.</p>\n"
-		      "<h3>cold</h3><p class=\"empty\">No static data accesses recorded.</p>\n"
-		      "</section>\n<section id=\"flame\"><h2>Flame graph</h2>\n"
+		fputs("</section>\n<section id=\"data\"><h2>Hot and cold data symbols</h2>\n", out);
+		if (d.total) {
+			data_table(out, &d, 0, "hot");
+			data_table(out, &d, 1, "cold");
+		} else {
+			fputs("<p class=\"empty\">No static data accesses recorded.</p>\n", out);
+		}
+		fputs("</section>\n<section id=\"flame\"><h2>Flame graph</h2>\n"
 		      "<label>weight <select id=\"flame-weight\"><option>bytes</option>"
 		      "<option>objects</option><option>accesses</option></select></label> "
 		      "(click a frame to zoom, again to reset)\n<div id=\"flame-graph\"></div>\n"
@@ -446,6 +525,8 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 	free(h.rows_buf);
 	free(h.stacks_buf);
 	free(tl_buf);
+	free(d.buf[0]);
+	free(d.buf[1]);
 	free(h.classes);
 	strtab_free(&h.names);
 	return r;

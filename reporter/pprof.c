@@ -146,7 +146,7 @@ static int function_id(struct pprof *p, const struct export_line *l, uint64_t *i
 {
 	const char *mangled = l->mangled ? l->mangled : l->function, *file = l->file ? l->file : "";
 	size_t a = strlen(l->function), b = strlen(mangled), c = strlen(file), idx;
-	char *key = malloc(a + b + c + 3);
+	char *key = malloc(a + b + c + 3 + sizeof(l->start_line));
 	int r;
 
 	if (!key)
@@ -154,7 +154,8 @@ static int function_id(struct pprof *p, const struct export_line *l, uint64_t *i
 	memcpy(key, l->function, a + 1);
 	memcpy(key + a + 1, mangled, b + 1);
 	memcpy(key + a + b + 2, file, c + 1);
-	r = strtab_intern(&p->funcs, key, a + b + c + 2, &idx);
+	memcpy(key + a + b + c + 3, &l->start_line, sizeof(l->start_line));
+	r = strtab_intern(&p->funcs, key, a + b + c + 3 + sizeof(l->start_line), &idx);
 	free(key);
 	if (r < 0)
 		return r;
@@ -178,6 +179,7 @@ static int function_id(struct pprof *p, const struct export_line *l, uint64_t *i
 	f->name = name;
 	f->system_name = sys;
 	f->filename = fname;
+	f->start_line = l->start_line;
 	return vec_push(&p->functions, f);
 }
 

@@ -123,12 +123,24 @@ int store_forget_process(struct store *s, int32_t pid, uint64_t start_ns);
 enum store_sort { STORE_SORT_BYTES, STORE_SORT_COUNT, STORE_SORT_LIFETIME,
 		  STORE_SORT_DENSITY, STORE_SORT_ACCESSES };
 
+/* How store_query_contexts() finds the top contexts; the result is the same whichever.
+ * AUTO picks; the others are for tests and bench/query_bench, and fall back to GROUP
+ * where they do not apply (TOTALS with row filters; WALK for density or no limit). */
+enum store_plan { STORE_PLAN_AUTO, STORE_PLAN_TOTALS, STORE_PLAN_WALK, STORE_PLAN_GROUP,
+		  STORE_PLAN_GROUP_BY_TIME };
+
 struct store_ctx_filter {
 	const char *binary;      /* build-id hex or path; NULL for all */
 	int32_t pid;             /* 0 for all */
 	int64_t since_ns, until_ns; /* bucket_start range, 0 for open */
 	enum store_sort sort;
-	unsigned limit;          /* 0 = no limit */
+	unsigned limit;          /* 0 = no limit; with accept, counts the contexts it accepts */
+	/* Optional: only contexts for which accept() returns true, judged on their summed
+	 * alloc_count, total_size, total_lifetime_ns and total_access_count (the other
+	 * fields are 0) before anything else of them is read; `query --class` is this. */
+	bool (*accept)(const struct mib *sums, void *arg);
+	void *accept_arg;
+	enum store_plan plan;    /* 0: automatic */
 	bool hist;               /* also combine each context's AccessHistogram (schema >= 6) */
 };
 

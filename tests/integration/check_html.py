@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """check_html: `memprofd export html` opened in headless Chromium (Debian's chromium):
 the rendered DOM must show the top context (by bytes, from `memprofd query contexts`) in
-the first row of the top-contexts table, the viewer script must have run (flame graph
-frames, heap map cells, data-ready), and nothing may be fetched from the network. The
+the first row of the top-contexts table, the summary and the hot and cold data symbol
+tables must be there, the viewer script must have run (flame graph frames, heap map
+cells, data-ready), a view link (#sort=) must sort the table by the clicked column, and
+nothing may be fetched from the network. The
 screenshot is saved into the meson test log folder. Store from bench/gen_store, no BPF.
 Exits 0 pass, 1 fail, 77 skip (no chromium)."""
 import argparse
@@ -40,6 +42,30 @@ def chromium(exe, work, extra):
     return run([exe] + CHROMIUM_FLAGS + ["--user-data-dir=" + profile] + extra)
 
 
+def short_name(name):
+    """The report's display name: no parameter list, no C++ return type
+    (reporter/format.c fmt_func_short, for the names gen_store makes)."""
+    for q in (" const", " &&", " &", " noexcept"):
+        if name.endswith(q):
+            name = name[:-len(q)]
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(name[i], 0)
+        if depth == 0:
+            name = name[:i] if i else name
+            break
+    depth, start = 0, 0
+    for i, c in enumerate(name):
+        if name.startswith("operator", i) and not depth:
+            break
+        depth += 1 if c in "<([{" else -1 if c in ">)]}" and depth else 0
+        if c == " " and not depth:
+            start = i + 1
+    return name[start:]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
@@ -73,17 +99,37 @@ def main():
         if not m:
             fail("no top-contexts table rows in the DOM")
         row = html.unescape(re.sub(r"<[^>]+>", " ", m.group(1)))
-        leaf = top["frames"][0]["function"]
+        leaf = short_name(top["frames"][0]["function"])
         if leaf not in row:
             fail("first row %r does not show the top context's leaf %r" % (row[:300], leaf))
         if ('data-v="%d"' % top["total_size"]) not in m.group(1):
             fail("first row does not carry the top context's %d bytes" % top["total_size"])
+        if '<section id="summary">' not in dom or "allocation contexts" not in dom:
+            fail("no summary section")
+        # Hot and cold static data symbols (gen_store makes a tenth of them hot).
+        for cls in ("hot", "cold"):
+            t = re.search(r'<table id="data-%s"[^>]*>.*?<tbody>(.*?)</tbody>' % cls, dom, re.S)
+            if not t or len(re.findall(r"<tr", t.group(1))) < 3:
+                fail("no %s data symbols table with rows" % cls)
         nframes = len(re.findall(r'class="fr"', dom))
         ncells = len(re.findall(r'<rect[^>]*class="cell', dom))
         if nframes < 3:
             fail("flame graph drew %d frames" % nframes)
         if ncells < 3:
             fail("heap map drew %d cells" % ncells)
+
+        # Sortable: a view link (#sort=TABLE:COLUMN:asc) clicks the header on load; the
+        # allocs column (2) must then ascend, and its header say so.
+        dom = chromium(exe, work, ["--virtual-time-budget=10000", "--dump-dom",
+                                   "file://" + page + "#sort=ctx-table:2:asc"]).decode(
+                                       "utf-8", errors="replace")
+        m = re.search(r'<table id="ctx-table"[^>]*>.*?<tbody>(.*?)</tbody>', dom, re.S)
+        rows = re.findall(r"<tr[^>]*>(.*?)</tr>", m.group(1) if m else "", re.S)
+        allocs = [int(re.findall(r'data-v="([^"]+)"', r)[2]) for r in rows]
+        if len(allocs) < 3 or allocs != sorted(allocs) or allocs == sorted(allocs, reverse=True):
+            fail("sorting by allocs: %r" % allocs[:10])
+        if not re.search(r'<th class="asc">allocs', dom):
+            fail("the allocs header is not marked ascending after sorting")
 
         os.makedirs(a.log_dir, exist_ok=True)
         shot = os.path.join(os.path.abspath(a.log_dir), "check_html.png")

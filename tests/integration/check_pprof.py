@@ -63,6 +63,21 @@ def expected(ctx):
     return [ctx["alloc_count"], ctx["total_size"], ctx["est_accesses"], ctx["total_lifetime_ms"]]
 
 
+def locations_of(ctx):
+    """`query contexts` JSON frames grouped by return address: each address is one entry
+    per function of its inline chain, leaf first, the inlined ones flagged (the last,
+    the function the address is in, is not), so a group ends at inlined: false."""
+    groups, cur = [], []
+    for fr in ctx["frames"]:
+        cur.append(fr)
+        if not fr["inlined"]:
+            groups.append(cur)
+            cur = []
+    if cur:
+        fail("query: frames end inside an inline chain: %r" % cur)
+    return groups
+
+
 def check_protoc(raw, proto, contexts):
     proto_dir, proto_name = os.path.split(os.path.abspath(proto))
     text = run(["protoc", "--proto_path=" + proto_dir, "--decode", "perftools.profiles.Profile",
@@ -87,23 +102,37 @@ def check_protoc(raw, proto, contexts):
     for m in maps.values():
         if not strings[m.get("build_id", [0])[0]]:
             fail("protoc: mapping %d has no build-id" % m["id"][0])
+    inlined_locs = 0
     for i, (s, ctx) in enumerate(zip(samples, contexts)):
         vals = s.get("value", [])
         vals += [0] * (4 - len(vals))
         if vals != expected(ctx):
             fail("protoc: sample %d values %r, query says %r" % (i, vals, expected(ctx)))
         ids = s.get("location_id", [])
-        if len(ids) != len(ctx["frames"]):
-            fail("protoc: sample %d has %d locations, %d frames" % (i, len(ids), len(ctx["frames"])))
-        for lid, fr in zip(ids, ctx["frames"]):     # both leaf first
+        groups = locations_of(ctx)
+        if len(ids) != len(groups):
+            fail("protoc: sample %d has %d locations, %d return addresses" % (i, len(ids), len(groups)))
+        for lid, grp in zip(ids, groups):     # both leaf first
             loc = locs[lid]
-            if hex(loc.get("address", [0])[0]) != fr["address"]:
+            if hex(loc.get("address", [0])[0]) != grp[0]["address"]:
                 fail("protoc: sample %d location %#x, frame %s" % (i, loc.get("address", [0])[0],
-                                                                  fr["address"]))
-            names = [funcs[l.get("function_id", [0])[0]] for l in loc.get("line", [])]
-            if fr["function"] is not None and names[-1:] != [fr["function"]]:
-                fail("protoc: sample %d frame %s: lines %r, function %r" % (
-                    i, fr["address"], names, fr["function"]))
+                                                                  grp[0]["address"]))
+            lines = loc.get("line", [])
+            names = [funcs[l.get("function_id", [0])[0]] for l in lines]
+            if grp[0]["file"] is None:      # no DWARF: at most the ELF symbol
+                if grp[0]["function"] is not None and names[-1:] != [grp[0]["function"]]:
+                    fail("protoc: sample %d frame %s: lines %r, function %r" % (
+                        i, grp[0]["address"], names, grp[0]["function"]))
+                continue
+            # An inline chain: one Line per function, innermost first, caller last.
+            if names != [fr["function"] for fr in grp]:
+                fail("protoc: sample %d location %s: lines %r, query says %r" % (
+                    i, grp[0]["address"], names, [fr["function"] for fr in grp]))
+            if [l.get("line", [0])[0] for l in lines] != [fr["line"] or 0 for fr in grp]:
+                fail("protoc: sample %d location %s: line numbers differ" % (i, grp[0]["address"]))
+            inlined_locs += len(grp) > 1
+    if not inlined_locs:
+        fail("protoc: no location with inline lines (the store has inline chains)")
     print("protoc: %d samples, %d locations, %d functions, %d mappings match the store" % (
         len(samples), len(locs), len(funcs), len(maps)))
 
@@ -156,7 +185,7 @@ def check_pprof_format(gz_path, contexts, workdir):
         if vals != expected(ctx):
             fail("pprof-format: sample %d values %r, query says %r" % (i, vals, expected(ctx)))
         got = [hex(addr[l]) for l in s["locs"]]
-        if got != [fr["address"] for fr in ctx["frames"]]:
+        if got != [g[0]["address"] for g in locations_of(ctx)]:
             fail("pprof-format: sample %d addresses %r" % (i, got))
     if not out["mappings"] or not all(m["build_id"] for m in out["mappings"]):
         fail("pprof-format: mappings without build-ids: %r" % out["mappings"])

@@ -88,6 +88,26 @@ static int setup(void **state)
 	OK(store_put_mib(w, &app, 3, ctx_c, 2, BUCKET1, &mib_c));
 	OK(store_put_mib(w, &other, 4, ctx_other, 1, BUCKET0, &big));
 	OK(store_commit(w));
+
+	/* Static data of a 10 s run: hot (1e6 / 8 B / 10 s), cold (never sampled, and
+	 * 100 / 4 KiB / 10 s), notcold (10 / 1 B / 10 s = 1), and another binary's. */
+	int64_t run;
+	struct store_run rd = { .command = "app", .started_ns = BUCKET0 };
+	struct store_run_stats rs = { .ended_ns = BUCKET0 + 10000000000ll, .status = "ok" };
+	const struct store_data data[] = {
+		{ "abcd01", "/srv/app", "hot_counter", ".data", 0x4000, 8, 100, 1000000 },
+		{ "abcd01", "/srv/app", "big_cold_table", ".bss", 0x5000, 65536, 0, 0 },
+		{ "abcd01", "/srv/app", "<cold&odd>", ".rodata", 0x9000, 4096, 1, 100 },
+		{ "abcd01", "/srv/app", "lukewarm", ".data", 0x8000, 1, 1, 10 },
+		{ "ffee02", "/srv/other", "other_hot", ".data", 0x4000, 8, 100, 1000000 },
+	};
+
+	OK(store_run_begin(w, &rd, &run));
+	OK(store_run_update(w, run, &rs));
+	OK(store_begin(w));
+	for (unsigned i = 0; i < sizeof(data) / sizeof(data[0]); i++)
+		OK(store_put_data(w, run, &data[i]));
+	OK(store_commit(w));
 	store_close(w);
 	if (store_open(&f->s, f->db, STORE_RDONLY, err, sizeof(err)) < 0)
 		fail_msg("%s", err);
@@ -342,6 +362,23 @@ static void test_html_report(void **state)
 	assert_non_null(strstr(buf, want));
 	assert_non_null(strstr(buf, "id=\"data\""));
 	assert_non_null(strstr(buf, "id=\"flame-graph\""));
+	/* Hot and cold data symbols: hot by density, cold biggest first, names escaped;
+	 * notcold ones and other binaries' stay out. */
+	char *hot = strstr(buf, "<table id=\"data-hot\""), *cold = strstr(buf, "<table id=\"data-cold\"");
+
+	assert_non_null(hot);
+	assert_non_null(cold);
+	assert_true(hot < cold);
+	assert_non_null(strstr(hot, "<td class=\"sym\">hot_counter</td>"));
+	assert_true(strstr(hot, "hot_counter") < cold);
+	assert_true(strstr(cold, "big_cold_table") < strstr(cold, "&lt;cold&amp;odd&gt;"));
+	assert_non_null(strstr(buf, "<h3>hot (1)</h3>"));
+	assert_non_null(strstr(buf, "<h3>cold (2)</h3>"));
+	assert_null(strstr(buf, "lukewarm"));
+	assert_null(strstr(buf, "other_hot"));
+	/* The summary, and a view link sorts a table on load. */
+	assert_non_null(strstr(buf, "<section id=\"summary\">"));
+	assert_non_null(strstr(buf, "location.hash"));
 	/* Other binaries stay out. */
 	assert_null(strstr(buf, "other_fn"));
 	free(buf);

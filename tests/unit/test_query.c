@@ -310,6 +310,13 @@ static void build(struct fixture *f)
 	};
 
 	OK(store_put_mib(s, &odd, 5, longleaf, 2, 0, &mweird));
+	struct store_frame tmpl[] = {
+		{ "", "/srv/o,d\"d", 0x70, "void std::vector<std::pair<int, long> >::push_back("
+		  "std::pair<int, long>&&)", NULL },
+		{ "", "/srv/o,d\"d", 0x60, "main", NULL },
+	};
+
+	OK(store_put_mib(s, &odd, 6, tmpl, 2, 0, &mweird));
 	OK(store_commit(s));
 
 	int64_t run;
@@ -534,6 +541,8 @@ static void test_table_width(void **state)
 	/* A leaf name too long alone keeps both ends, without its parameter list. */
 	assert_non_null(strstr(out, " std::vecto...NNNNN_M_realloc_insert\n"));
 	assert_null(strstr(out, "(int&)"));
+	/* A name that does not fit loses its template arguments first, then is cut. */
+	assert_non_null(strstr(out, " std::vector<...>::push_back < main\n"));
 	free(out);
 	CAPTURE(out, query_print_binaries(fp, f->s, QUERY_TABLE));
 	assert_width(out, FMT_TABLE_WIDTH);
@@ -605,6 +614,34 @@ static void test_units(void **state)
 	assert_string_equal(fn, "plain_c");
 	fmt_func_short(fn, sizeof(fn), "(weird)");
 	assert_string_equal(fn, "(weird)");
+	/* Return types go with the parameter list; an operator's own spaces stay. */
+	fmt_func_short(fn, sizeof(fn), "void std::vector<int>::f<a::b<c> >(int) const");
+	assert_string_equal(fn, "std::vector<int>::f<a::b<c> >");
+	fmt_func_short(fn, sizeof(fn), "unsigned long (anonymous namespace)::g(char*)");
+	assert_string_equal(fn, "(anonymous namespace)::g");
+	fmt_func_short(fn, sizeof(fn), "void* ns::C::operator new[](unsigned long)");
+	assert_string_equal(fn, "ns::C::operator new[]");
+	fmt_func_short(fn, sizeof(fn), "odd name without parameters");
+	assert_string_equal(fn, "odd name without parameters");
+
+	/* Compact: template argument lists collapsed, an operator's brackets kept. */
+	struct { const char *in, *want; } compact[] = {
+		{ "void std::vector<std::pair<int, long>, std::allocator<std::pair<int, long> > >::"
+		  "_M_realloc_insert<int&>(int&)", "std::vector<...>::_M_realloc_insert<...>" },
+		{ "std::ostream& std::operator<< <std::char_traits<char> >(std::ostream&, char)",
+		  "std::operator<< <...>" },
+		{ "a<b>::operator<=>(x) const", "a<...>::operator<=>" },
+		{ "ns::C::operator->() const", "ns::C::operator->" },
+		{ "f<>()", "f<>" },
+		{ "plain_c", "plain_c" },
+	};
+
+	for (unsigned i = 0; i < sizeof(compact) / sizeof(compact[0]); i++) {
+		fmt_func_compact(fn, sizeof(fn), compact[i].in);
+		assert_string_equal(fn, compact[i].want);
+	}
+	fmt_func_compact(fn, 8, compact[0].in);
+	assert_string_equal(fn, "std::ve");
 }
 
 static void test_parse_time(void **state)
@@ -1140,6 +1177,267 @@ static void test_cmd_query_data(void **state)
 	free(out); free(err);
 }
 
+/* ---- filters: every path of store_query_contexts() against a reference ----
+ * A store with two binaries, a reused pid, ten buckets and 60 contexts (ties, empty
+ * MIBs, cold, hot and notcold ones); for each filter the contexts and their combined
+ * MIBs must equal what this test computes from the rows it wrote, with mib_combine(),
+ * ordered by the key descending then context id. */
+
+#define F_CTX 60
+#define F_ROWS_MAX 8
+#define F_T0 (1700000000ll * SEC)
+#define F_MIN (60 * SEC)
+
+struct f_row { int proc; int64_t bucket; struct mib m; };
+struct f_ctx { int bin; unsigned nrows; struct f_row rows[F_ROWS_MAX]; };
+
+static const struct { int32_t pid; uint64_t start; int bin; } f_procs[] = {
+	{ 10, 1, 0 }, { 10, 2, 0 }, { 11, 3, 0 }, { 20, 4, 1 },   /* pid 10 reused */
+};
+static const char *const f_bins[2][2] = { { "aa01", "/srv/one" }, { "bb02", "/srv/two" } };
+
+static uint64_t f_rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t f_next(void)
+{
+	f_rng ^= f_rng << 13;
+	f_rng ^= f_rng >> 7;
+	f_rng ^= f_rng << 17;
+	return f_rng;
+}
+
+static struct mib f_mib(unsigned kind)
+{
+	uint64_t n = 1 + f_next() % 50, size = 8u << (f_next() % 10), life, acc;
+
+	switch (kind) {
+	case 0: life = 300 * SEC; acc = 0; break;                         /* cold */
+	case 1: life = 1000000; acc = n * size * 3; break;                /* hot */
+	default: life = (1 + f_next() % 5000) * 1000000; acc = f_next() % 2 ? 0 : n * 100;
+	}
+	return (struct mib){ .alloc_count = n, .total_size = n * size, .min_size = size,
+		.max_size = size * 2, .total_lifetime_ns = n * life, .min_lifetime_ns = life / 2,
+		.max_lifetime_ns = life * 3, .alloc_ts_ns = F_T0 + f_next() % (10 * F_MIN),
+		.dealloc_ts_ns = F_T0 + 10 * F_MIN + f_next() % 1000, .alloc_cpu = f_next() % 4,
+		.dealloc_cpu = f_next() % 4, .num_migrated_cpu = f_next() % 2,
+		.access_samples = acc / 1000, .total_access_count = acc, .min_access_count = 1,
+		.max_access_count = acc };
+}
+
+static void f_build(const char *db, struct f_ctx *c)
+{
+	struct store *w;
+	char err[256], name[F_CTX][16];
+
+	if (store_open(&w, db, STORE_RDWR, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+	for (int k = 0; k < F_CTX; k++) {
+		c[k].bin = k % 5 == 4;
+		c[k].nrows = 1 + f_next() % (F_ROWS_MAX - 1);
+		for (unsigned j = 0; j < c[k].nrows; j++) {
+			int p = c[k].bin ? 3 : (int)(f_next() % 3);
+
+			/* distinct (process, bucket) per row: the bucket index is j */
+			c[k].rows[j] = (struct f_row){ p, F_T0 + (int64_t)j * F_MIN, f_mib(k % 3) };
+		}
+	}
+	c[7] = c[6];                                   /* a full tie in every key */
+	for (unsigned j = c[0].nrows; j < F_ROWS_MAX - 1; j++)   /* the last bucket: +6 min */
+		c[0].rows[c[0].nrows++] = (struct f_row){ 0, F_T0 + (int64_t)j * F_MIN, f_mib(0) };
+	c[11].rows[c[11].nrows++] = (struct f_row){ 0, F_T0 + 5 * F_MIN + 30 * SEC }; /* empty */
+	c[12].nrows = 1;
+	c[12].rows[0] = (struct f_row){ 0, F_T0 };                         /* only empty */
+	/* After an exec: a context of /srv/one with rows of pid 20, whose process row says
+	 * /srv/two (the process was first seen running it). */
+	c[F_CTX - 1].bin = 0;
+	for (unsigned j = 0; j < c[F_CTX - 1].nrows; j++)
+		c[F_CTX - 1].rows[j].proc = 3;
+	OK(store_begin(w));
+	/* Contexts first in index order, so that context k has id k + 1. */
+	for (unsigned j = 0; j < F_ROWS_MAX; j++)
+		for (int k = 0; k < F_CTX; k++) {
+			if (j >= c[k].nrows)
+				continue;
+			const struct f_row *r = &c[k].rows[j];
+			struct store_proc p = { .pid = f_procs[r->proc].pid,
+				.start_ns = f_procs[r->proc].start, .exe = f_bins[c[k].bin][1],
+				.build_id = f_bins[c[k].bin][0] };
+			struct store_frame fr = { f_bins[c[k].bin][0], f_bins[c[k].bin][1],
+						  0x100 + (uint64_t)k, name[k], NULL };
+
+			snprintf(name[k], sizeof(name[k]), "ctx_%d", k);
+			OK(store_put_mib(w, &p, (uint64_t)k + 1, &fr, 1, r->bucket, &r->m));
+		}
+	OK(store_commit(w));
+	store_close(w);
+}
+
+struct f_want { int64_t id; struct mib m; };
+
+static double f_key(const struct mib *m, enum store_sort k)
+{
+	switch (k) {
+	case STORE_SORT_COUNT: return (double)m->alloc_count;
+	case STORE_SORT_LIFETIME: return (double)m->total_lifetime_ns;
+	case STORE_SORT_DENSITY: return store_lifetime_access_density(m);
+	case STORE_SORT_ACCESSES: return (double)m->total_access_count;
+	default: return (double)m->total_size;
+	}
+}
+
+static enum store_sort f_sort;
+
+static int f_cmp(const void *a, const void *b)
+{
+	const struct f_want *x = a, *y = b;
+	double kx = f_key(&x->m, f_sort), ky = f_key(&y->m, f_sort);
+
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static bool f_accept(const struct mib *sums, void *arg)
+{
+	return (int)classify_mib(sums) == *(int *)arg;
+}
+
+static unsigned f_reference(const struct f_ctx *c, const struct store_ctx_filter *f, int cls,
+			    struct f_want *out)
+{
+	unsigned n = 0;
+
+	for (int k = 0; k < F_CTX; k++) {
+		struct mib m = {0};
+
+		if (f->binary && strcmp(f->binary, f_bins[c[k].bin][0]) &&
+		    strcmp(f->binary, f_bins[c[k].bin][1]))
+			continue;
+		for (unsigned j = 0; j < c[k].nrows; j++) {
+			const struct f_row *r = &c[k].rows[j];
+
+			if ((f->pid && f_procs[r->proc].pid != f->pid) ||
+			    (f->since_ns && r->bucket < f->since_ns) ||
+			    (f->until_ns && r->bucket >= f->until_ns))
+				continue;
+			mib_combine(&m, &r->m);
+		}
+		if (!m.alloc_count || (cls >= 0 && (int)classify_mib(&m) != cls))
+			continue;
+		out[n++] = (struct f_want){ k + 1, m };
+	}
+	f_sort = f->sort;
+	qsort(out, n, sizeof(*out), f_cmp);
+	return f->limit && n > f->limit ? f->limit : n;
+}
+
+struct f_got { unsigned n; struct f_want v[F_CTX]; };
+
+static int f_collect(const struct store_ctx_row *r, void *arg)
+{
+	struct f_got *g = arg;
+
+	assert_true(g->n < F_CTX);
+	assert_int_equal(r->nframes, 1);
+	char want[16];
+
+	snprintf(want, sizeof(want), "ctx_%d", (int)r->context_id - 1);
+	assert_string_equal(r->frames[0].function, want);
+	g->v[g->n++] = (struct f_want){ r->context_id, r->mib };
+	return 0;
+}
+
+static void f_check(struct store *s, const struct f_ctx *c, struct store_ctx_filter f, int cls)
+{
+	struct f_want want[F_CTX];
+	unsigned n = f_reference(c, &f, cls, want);
+
+	if (cls >= 0) {
+		f.accept = f_accept;
+		f.accept_arg = &cls;
+	}
+	/* Every plan, forced, and the automatic choice. */
+	for (int plan = STORE_PLAN_AUTO; plan <= STORE_PLAN_GROUP_BY_TIME; plan++) {
+		struct f_got got = {0};
+
+		f.plan = (enum store_plan)plan;
+		OK(store_query_contexts(s, &f, f_collect, &got));
+		if (got.n != n)
+			fail_msg("plan %d binary %s pid %d since %lld until %lld sort %d limit %u "
+				 "class %d: %u contexts, want %u", plan, f.binary ? f.binary : "-",
+				 f.pid, (long long)(f.since_ns ? f.since_ns - F_T0 : -1),
+				 (long long)(f.until_ns ? f.until_ns - F_T0 : -1), f.sort, f.limit,
+				 cls, got.n, n);
+		for (unsigned i = 0; i < n; i++) {
+			if (got.v[i].id != want[i].id)
+				fail_msg("plan %d sort %d pid %d since %lld: row %u is context "
+					 "%lld, want %lld", plan, f.sort, f.pid,
+					 (long long)f.since_ns, i, (long long)got.v[i].id,
+					 (long long)want[i].id);
+			assert_memory_equal(&got.v[i].m, &want[i].m, sizeof(struct mib));
+		}
+	}
+}
+
+static void test_filters_match_reference(void **state)
+{
+	struct fixture *f = *state;
+	static struct f_ctx c[F_CTX];
+	char err[256];
+
+	f_build(f->db, c);
+	if (store_open(&f->s, f->db, STORE_RDONLY, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+
+	const char *bins[] = { NULL, "aa01", "/srv/two" };
+	const int32_t pids[] = { 0, 10, 11, 20 };
+	/* 0: open; F_T0: the first bucket (moot); one ns later; +3 min. Until the last
+	 * bucket (+6 min) leaves it out, one ns later is moot. */
+	const int64_t sinces[] = { 0, F_T0, F_T0 + 1, F_T0 + 3 * F_MIN };
+	const int64_t untils[] = { 0, F_T0 + 5 * F_MIN, F_T0 + 6 * F_MIN, F_T0 + 6 * F_MIN + 1 };
+
+	for (unsigned b = 0; b < 3; b++)
+		for (unsigned p = 0; p < 4; p++)
+			for (unsigned si = 0; si < 4; si++)
+				for (unsigned u = 0; u < 4; u++) {
+					struct store_ctx_filter q = { .binary = bins[b],
+						.pid = pids[p], .since_ns = sinces[si],
+						.until_ns = untils[u] };
+
+					f_check(f->s, c, q, -1);
+				}
+	/* Every key, limit and class, on the ranking paths: ctx_totals (no row filter, a
+	 * moot one), and grouping the rows (pid, time, both, with a binary). */
+	const struct store_ctx_filter rows[] = {
+		{ 0 }, { .since_ns = F_T0 }, { .pid = 10 }, { .since_ns = F_T0 + 3 * F_MIN },
+		{ .until_ns = F_T0 + 2 * F_MIN }, { .pid = 20, .binary = "bb02" }, { .pid = 20 },
+		{ .binary = "aa01", .until_ns = F_T0 + 5 * F_MIN },
+		{ .pid = 10, .since_ns = F_T0 + F_MIN, .until_ns = F_T0 + 5 * F_MIN },
+		{ .binary = "/srv/one" },
+	};
+
+	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		for (int k = 0; k <= STORE_SORT_ACCESSES; k++)
+			for (unsigned lim = 0; lim <= 10; lim += 5)
+				for (int cls = -1; cls <= CLASSIFY_HOT; cls++) {
+					struct store_ctx_filter q = rows[i];
+
+					q.sort = (enum store_sort)k;
+					q.limit = lim;
+					f_check(f->s, c, q, cls);
+				}
+	/* The tie (contexts 7 and 8: ids 7, 8) comes in id order; the empty context never. */
+	struct f_got all = {0};
+
+	OK(store_query_contexts(f->s, NULL, f_collect, &all));
+	assert_int_equal(all.n, F_CTX - 1);
+	for (unsigned i = 0; i + 1 < all.n; i++)
+		if (all.v[i].id == 7)
+			assert_int_equal(all.v[i + 1].id, 8);
+	for (unsigned i = 0; i < all.n; i++)
+		assert_true(all.v[i].id != 13);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1158,6 +1456,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_status_governor, setup, teardown),
 		cmocka_unit_test(test_classify_data),
 		cmocka_unit_test_setup_teardown(test_cmd_query_data, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_filters_match_reference, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
