@@ -125,8 +125,6 @@ int sampled_attach_links(struct sampled *s, const char *path, int pid,
 	int err;
 
 	out[0] = out[1] = NULL;
-	/* Known before the process runs, so its frames symbolize even if it exits early. */
-	bin_register(&s->r->procs, path, path);
 	out[0] = bpf_program__attach_usdt(s->skel->progs.on_alloc, pid, path, "memprofd", "alloc", NULL);
 	if (!out[0]) {
 		err = -errno;
@@ -147,7 +145,11 @@ int sampled_attach_links(struct sampled *s, const char *path, int pid,
 int sampled_attach_binary(struct sampled *s, const char *path, int pid)
 {
 	struct bpf_link *l[SAMPLED_LINKS];
-	int n = sampled_attach_links(s, path, pid, l), err;
+	int n, err;
+
+	/* Known before the process runs, so its frames symbolize even if it exits early. */
+	bin_register(&s->r->procs, path, path);
+	n = sampled_attach_links(s, path, pid, l);
 
 	if (n <= 0)
 		return n;

@@ -53,7 +53,7 @@ static void read_comm(struct proctab *t, struct proc *p)
 
 bool proc_running(uint32_t pid, uint64_t start_ns)
 {
-	char path[64], buf[1024];
+	char path[64], buf[1024], state;
 	struct timespec bt, mt;
 	unsigned long long ticks;
 	FILE *f;
@@ -65,9 +65,9 @@ bool proc_running(uint32_t pid, uint64_t start_ns)
 	fclose(f);
 	buf[n] = '\0';
 	const char *p = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
-	/* Fields after comm: state is 3rd, starttime 22nd. */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-			 "%*d %*d %*d %*d %llu", &ticks) != 1)
+	/* Fields after comm: state is 3rd, starttime 22nd. A zombie has ended. */
+	if (!p || sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &state, &ticks) != 2 || state == 'Z' || state == 'X')
 		return false;
 	/* /proc's start time is in clock ticks of CLOCK_BOOTTIME, BPF's in monotonic ns. */
 	clock_gettime(CLOCK_BOOTTIME, &bt);

@@ -131,7 +131,8 @@ int sampled_open(struct sampled **out, struct recorder *r);
  * it, including ones started later). 1 attached, 0 path has no sampler probes, -errno. */
 int sampled_attach_binary(struct sampled *s, const char *path, int pid);
 /* The same, with the two links (memprofd:alloc, memprofd:free) handed to the caller, who
- * destroys them (bpf_link__destroy) to detach; the daemon attaches each sampler file once. */
+ * destroys them (bpf_link__destroy) to detach, and without registering path for symbols
+ * (the daemon attaches each sampler file once, through a descriptor it holds). */
 #define SAMPLED_LINKS 2
 struct bpf_link;
 int sampled_attach_links(struct sampled *s, const char *path, int pid,

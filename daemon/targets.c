@@ -30,6 +30,8 @@ struct tfile {
 	dev_t dev;
 	ino_t ino;
 	bool probes;                   /* it has probes (attached); false: it has none */
+	int fd;                        /* with probes: the file, held open (its path for
+	                                * symbols is /proc/self/fd/FD), else -1 */
 	struct bpf_link *links[SAMPLED_LINKS];   /* sampled mode: its USDT links */
 };
 
@@ -57,10 +59,11 @@ static int64_t mono_ms(void)
 
 /* ---- process identity ---- */
 
-/* The start time of pid in clock ticks since boot (/proc/PID/stat field 22). */
+/* The start time of pid in clock ticks since boot (/proc/PID/stat field 22); -ESRCH for
+ * a process that ended, zombies included. */
 static int start_ticks(pid_t pid, unsigned long long *ticks)
 {
-	char path[64], buf[1024];
+	char path[64], buf[1024], state;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -71,10 +74,10 @@ static int start_ticks(pid_t pid, unsigned long long *ticks)
 	buf[n] = '\0';
 	const char *p = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
 	/* Fields after comm: state is 3rd, starttime 22nd. */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-			 "%*d %*d %*d %*d %llu", ticks) != 1)
+	if (!p || sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &state, ticks) != 2)
 		return -EINVAL;
-	return 0;
+	return state == 'Z' || state == 'X' ? -ESRCH : 0;
 }
 
 static long clk_tck(void)
@@ -114,11 +117,12 @@ static bool map_has(const struct targets *t, uint32_t pid)
 	return bpf_map_lookup_elem(map_fd(t), &pid, &v) == 0;
 }
 
-static int map_add(const struct targets *t, uint32_t pid)
+/* start_ns: the process's task start time (CLOCK_MONOTONIC ns) when an exec record gave
+ * it, else 0; the map keeps it as the BPF fork program does for children, so that a sweep
+ * can tell a reused PID (and spe whose samples they are). */
+static int map_add(const struct targets *t, uint32_t pid, uint64_t start_ns)
 {
-	uint64_t any = 0;
-
-	if (bpf_map_update_elem(map_fd(t), &pid, &any, BPF_ANY))
+	if (bpf_map_update_elem(map_fd(t), &pid, &start_ns, BPF_ANY))
 		return log_error_errno(-errno, "daemon: adding target %u: %s", pid, strerror(errno));
 	return 0;
 }
@@ -129,47 +133,82 @@ static void map_remove(const struct targets *t, uint32_t pid)
 		log_warn("daemon: removing target %u: %s", pid, strerror(errno));
 }
 
-static size_t map_count(const struct targets *t)
+/* Counts the targets, dropping those that ended without their exit being seen (added
+ * just after it, or the exit record lost): a later process with the PID must not be
+ * traced for them. */
+static size_t map_sweep(const struct targets *t)
 {
 	int fd = map_fd(t);
-	uint32_t k, next;
-	size_t n = 0;
+	uint32_t k, next, *gone = NULL;
+	size_t n = 0, ngone = 0, cap = 0;
+	unsigned long long ticks;
 
 	for (int e = bpf_map_get_next_key(fd, NULL, &next); e == 0;
 	     e = bpf_map_get_next_key(fd, &k, &next)) {
+		uint64_t start = 0;
+
 		k = next;
-		n++;
+		if (bpf_map_lookup_elem(fd, &k, &start) == 0 &&
+		    (start ? proc_running(k, start) : start_ticks((pid_t)k, &ticks) == 0)) {
+			n++;
+			continue;
+		}
+		if (ngone == cap) {    /* deleting while walking would restart the walk */
+			uint32_t *v = realloc(gone, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+			if (!v)
+				break;
+			gone = v;
+		}
+		gone[ngone++] = k;
 	}
+	for (size_t i = 0; i < ngone; i++)
+		map_remove(t, gone[i]);
+	free(gone);
 	return n;
 }
 
 /* ---- binaries, once per inode ---- */
 
 /* Probes the file at path (exact: allocator uprobes; sampled: the sampler's USDT probes)
- * unless its inode was seen: 1 it has probes, 0 it has none, -errno. */
+ * unless its inode was seen: 1 it has probes, 0 it has none, -errno. The file is opened
+ * once and probed through /proc/self/fd: a process gone meanwhile (its /proc/PID/root
+ * with it) cannot fail the attach half-way, so the first short-lived process of a
+ * binary already leaves it probed for the next ones. */
 static int file_probe(struct targets *t, const char *path)
 {
 	struct stat st;
-	int n;
+	char fdpath[64];
+	int n, fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (stat(path, &st) < 0)
+	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) < 0) {
+		n = -errno;
+		close(fd);
+		return n;
+	}
 	for (size_t i = 0; i < t->nfiles; i++)
-		if (t->files[i].dev == st.st_dev && t->files[i].ino == st.st_ino)
+		if (t->files[i].dev == st.st_dev && t->files[i].ino == st.st_ino) {
+			close(fd);
 			return t->files[i].probes;
+		}
 	if (t->nfiles == TARGETS_FILES_MAX) {
-		static bool warned;
-		if (!warned)
+		if (!t->files_full)
 			log_warn("daemon: %d binaries looked at already; not probing %s or any further one",
 				 TARGETS_FILES_MAX, path);
-		warned = true;
+		t->files_full = true;
+		close(fd);
 		return 0;
 	}
-	struct tfile f = { .dev = st.st_dev, .ino = st.st_ino };
-	n = t->smp ? sampled_attach_links(t->smp, path, -1, f.links) : exact_attach_binary(t->r, path);
+	struct tfile f = { .dev = st.st_dev, .ino = st.st_ino, .fd = -1 };
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	n = t->smp ? sampled_attach_links(t->smp, fdpath, -1, f.links) : exact_attach_binary(t->r, fdpath);
+	if (n <= 0)
+		close(fd);
 	if (n < 0)
-		return n;   /* not cached: e.g. the process (its /proc/PID/root) went away */
+		return n;
 	f.probes = n > 0;
+	f.fd = n > 0 ? fd : -1;
 	t->files[t->nfiles++] = f;
 	return f.probes;
 }
@@ -432,11 +471,12 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 		if (known)
 			return;
 	}
-	if (map_add(t, (uint32_t)pid))
+	unsigned long long ticks;
+	if (map_add(t, (uint32_t)pid, start_ns))
 		return;
 	/* Added after its exit (no exit event will remove it) or to a successor of the
 	 * PID: take it back, or a later process with this PID would be traced. */
-	if (start_ns && !proc_running((uint32_t)pid, start_ns)) {
+	if (start_ns ? !proc_running((uint32_t)pid, start_ns) : start_ticks(pid, &ticks) < 0) {
 		map_remove(t, (uint32_t)pid);
 		return;
 	}
@@ -519,7 +559,7 @@ void targets_rescan(struct targets *t)
 		consider(t, (pid_t)pid, 0, WHY_RESCAN);
 	}
 	closedir(dir);
-	t->ntraced = map_count(t);   /* what lost lifecycle records skewed */
+	t->ntraced = map_sweep(t);   /* what lost lifecycle records skewed */
 }
 
 size_t targets_unsampled_list(const struct targets *t, char *buf, size_t n)
@@ -562,9 +602,12 @@ int targets_init(struct targets *t, struct recorder *r, struct sampled *smp,
 
 void targets_free(struct targets *t)
 {
-	for (size_t i = 0; t->files && i < t->nfiles; i++)
+	for (size_t i = 0; t->files && i < t->nfiles; i++) {
 		for (int k = 0; k < SAMPLED_LINKS; k++)
 			bpf_link__destroy(t->files[i].links[k]);
+		if (t->files[i].fd >= 0)
+			close(t->files[i].fd);
+	}
 	free(t->files);
 	free(t->pending);
 	free(t->unsampled);

@@ -34,6 +34,7 @@ struct targets {
 	char sampler_hint[4096];         /* library path the hint names */
 	struct tfile *files;
 	size_t nfiles;
+	bool files_full;                 /* TARGETS_FILES_MAX reached (said once) */
 	struct tpending *pending;
 	size_t npending;
 	struct tunsampled *unsampled;

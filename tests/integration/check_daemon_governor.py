@@ -140,16 +140,23 @@ def main():
         # 2. The rates really dropped: events per tick at the configured rates vs at the
         # floor (a tick's events ran at the scales the previous tick left).
         full, low = {"alloc": [], "access": []}, {"alloc": [], "access": []}
+        cpu = {"full": [], "floor": []}
         for k in sorted(ticks):
             prev = ticks.get(k - 1)
             if not prev:
                 continue
+            sc = source(prev, "alloc")["scale"]
+            if sc == 1 or sc <= FLOOR + 1e-9:
+                cpu["full" if sc == 1 else "floor"].append(ticks[k]["cpu"])
             for name in ("alloc", "access"):
                 sc, ev = source(prev, name)["scale"], source(ticks[k], name)["events"]
                 if sc == 1:
                     full[name].append(ev)
                 elif sc <= FLOOR + 1e-9:
                     low[name].append(ev)
+        t.log("the daemon's CPU per tick, %% of one CPU: at the configured rates %s, at the "
+              "floor %s" % (["%.1f" % (100 * c) for c in cpu["full"]],
+                            ["%.1f" % (100 * c) for c in cpu["floor"]]))
         for name in ("alloc", "access"):
             t.log("%s events per tick: at the configured rate %r, at the floor %r" % (
                 name, full[name], low[name]))
