@@ -20,6 +20,7 @@
 #include "daemon/log.h"
 #include "daemon/rules.h"
 #include "daemon/targets.h"
+#include "sampler/sampler.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
 
@@ -386,10 +387,14 @@ static void unsampled_add(struct targets *t, pid_t pid, unsigned long long ticks
 		}
 	if (!logged_before(t, id->exe)) {
 		char hint[PATH_MAX + 256];
+		char mean[96] = "";
 		sampled_missing_hint(pid, t->sampler_hint, hint, sizeof(hint));
+		if (t->cfg->sample_bytes != SAMPLER_DEFAULT_MEAN)
+			snprintf(mean, sizeof(mean), ", with Environment=MEMPROFD_SAMPLE_BYTES=%llu "
+				 "([sampling] sample_bytes)", (unsigned long long)t->cfg->sample_bytes);
 		log_warn("daemon: pid %d (%s) matches [target %s] but has no memprofd sampler "
-			 "loaded, so it is not profiled (alloc = sampled); %s", (int)pid, id->exe,
-			 rule ? rule : "?", hint);
+			 "loaded, so it is not profiled (alloc = sampled); %s%s", (int)pid, id->exe,
+			 rule ? rule : "?", hint, mean);
 	}
 	if (t->nunsampled == TARGETS_UNSAMPLED_MAX) {
 		t->unsampled_over++;

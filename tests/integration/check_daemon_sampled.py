@@ -4,7 +4,8 @@ that preloads libmemprofd_sampler and runs before the daemon starts (found by th
 walk of /proc), one that starts after it (found at its exec; hot_cold, which waits for a
 file before allocating, so the test knows the daemon attached first), and one selected by
 the rules that lacks the sampler. Asserts: both sampled targets' allocations are recorded;
-the one without the sampler is logged once with both ways to load it and listed in `query
+the one without the sampler is logged once with both ways to load it (and the config's
+sample_bytes as MEMPROFD_SAMPLE_BYTES) and listed in `query
 status` (table and JSON) until it ends; hot_cold's accesses are attributed as with
 `record`: its hot heap context and hot global rank far above the cold ones in `query
 contexts` and `query data`; an exited target is forgotten (the daemon's process count in
@@ -29,7 +30,7 @@ MIN_SAMPLES = 100   # as check_soft: 3 s of hot_cold at 1 kHz per CPU
 
 def config(db, hot_cold, churn):
     return ("[store]\ndb = %s\nflush_interval = 200ms\nretention = 1d\ncompact = off\n"
-            "[sampling]\nalloc = sampled\naccess = soft\naccess_freq = 1000\n"
+            "[sampling]\nalloc = sampled\nsample_bytes = 64K\naccess = soft\naccess_freq = 1000\n"
             "[governor]\ninterval = 1s\ncpu_budget = 6400%%\n"
             "[targets]\nrescan_interval = 1s\n"
             "[target hot]\nexe = %s\n[target churn]\nexe = %s\n" % (db, hot_cold, churn))
@@ -169,7 +170,8 @@ def main():
         want = "memprofd: warning: daemon: pid %d (%s) matches [target churn]" % (bare.pid, a.churn)
         if len(lines) != 1 or not lines[0].startswith(want) or \
                 "Environment=LD_PRELOAD=" + a.sampler not in lines[0] or \
-                "-lmemprofd_sampler" not in lines[0]:
+                "-lmemprofd_sampler" not in lines[0] or \
+                "Environment=MEMPROFD_SAMPLE_BYTES=65536 ([sampling] sample_bytes)" not in lines[0]:
             fails.append("want one log line for the bare churn with both ways to load the "
                          "sampler; stderr: %s" % err)
         else:
