@@ -16,6 +16,12 @@
  * (ev_salloc), not only its death. */
 volatile bool send_allocs;
 
+/* Thinning, the daemon's overhead governor's knob: each sample of a target is kept with
+ * probability keep_q16 / SAMPLED_KEEP_ONE and its weight divided by that probability, so
+ * estimates stay unbiased while the records user space handles drop in proportion. The
+ * sampler's trap in the workload and this program's run up to the coin are not saved. */
+volatile unsigned int keep_q16 = SAMPLED_KEEP_ONE;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SAMPLED_LIVE_MAX);
@@ -94,6 +100,19 @@ int BPF_USDT(on_alloc, u64 addr, u64 size, u64 weight_q16, u64 flags, u64 caller
 	if (!is_target(tgid) || !addr)
 		return 0;
 	u64 start_ns = proc_start_ns();
+	u32 keep = keep_q16;
+	if (keep < SAMPLED_KEEP_ONE) {
+		if (!keep || (bpf_get_prandom_u32() & (SAMPLED_KEEP_ONE - 1)) >= keep) {
+			/* No stack, no record: only a live entry, so that its free is known. */
+			struct live_key tk = { .tgid = tgid, .addr = addr };
+			struct slive_val tv = { .size = size, .start_ns = start_ns,
+						.flags = (u32)flags | SAMPLED_F_THINNED };
+			bpf_map_update_elem(&live, &tk, &tv, BPF_ANY);
+			count(SCNT_THINNED);
+			return 0;
+		}
+		weight_q16 = weight_q16 * SAMPLED_KEEP_ONE / keep;
+	}
 	struct live_key k = { .tgid = tgid, .addr = addr };
 	struct slive_val v = {
 		.size = size, .start_ns = start_ns, .weight_q16 = weight_q16,
@@ -147,6 +166,11 @@ int BPF_USDT(on_free, u64 addr)
 	v = bpf_map_lookup_elem(&live, &k);
 	if (!v) {
 		count(CNT_UNMATCHED_FREE);   /* sampled before the tracer attached */
+		return 0;
+	}
+	if (v->flags & SAMPLED_F_THINNED) {
+		count(SCNT_THINNED_FREES);
+		bpf_map_delete_elem(&live, &k);
 		return 0;
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);

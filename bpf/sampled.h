@@ -9,6 +9,9 @@
 #define SAMPLED_CALLER_SEARCH 8        /* frames searched for the sampler's caller */
 #define SAMPLED_DEFAULT_SKIP 2         /* sampler frames dropped when the caller is not found */
 #define SAMPLED_WEIGHT_SHIFT 16        /* weights are Q48.16, as the probe passes them */
+#define SAMPLED_KEEP_ONE (1u << 16)    /* keep_q16 that keeps every sample (no thinning) */
+#define SAMPLED_F_THINNED 0x80000000u  /* slive_val.flags: dropped by thinning; kept in the
+                                        * live map only so its free is known, not reported */
 
 enum {
 	EV_SFREE = 16,                 /* a sampled object died */
@@ -19,6 +22,8 @@ enum {
 enum sampled_counter {
 	SCNT_NO_REGION = CNT_MAX,      /* samples outside the region: their free is not seen */
 	SCNT_NO_CALLER,                /* stacks where the caller was not found (default skip) */
+	SCNT_THINNED,                  /* samples of targets dropped by thinning (keep_q16) */
+	SCNT_THINNED_FREES,            /* frees of those (their objects' deaths, not reported) */
 	SCNT_MAX,
 };
 

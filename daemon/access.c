@@ -17,8 +17,7 @@
 #include "daemon/src_soft.h"
 #include "daemon/src_spe.h"
 
-/* The BPF targets map of the allocation mode in use (which processes are recorded). */
-static int access_targets_fd(const struct recorder *r)
+int recorder_targets_fd(const struct recorder *r)
 {
 	return r->sampled ? sampled_targets_fd(r->sampled) : bpf_map__fd(r->skel->maps.targets);
 }
@@ -67,7 +66,7 @@ static int op_spe_target(void *arg, uint32_t tgid, uint64_t *start_ns)
 	struct recorder *r = arg;
 	uint64_t v = 0;
 
-	if (bpf_map_lookup_elem(access_targets_fd(r), &tgid, &v))
+	if (bpf_map_lookup_elem(recorder_targets_fd(r), &tgid, &v))
 		return 0;
 	hmap_foreach(&r->procs.procs, i) {
 		struct proc *p = r->procs.procs.vals[i];
@@ -113,7 +112,7 @@ static int setup(struct recorder *r, enum access_src req, uint64_t freq, uint64_
 		return 0;
 	}
 	struct src_soft_opts so = { .events = &r->access.events, .freq = freq, .period = period,
-				    .targets_fd = access_targets_fd(r) };
+				    .targets_fd = recorder_targets_fd(r) };
 	if ((e = src_soft_open(&r->soft, &so, on_sample, r, why, sizeof(why))) < 0) {
 		snprintf(err, errsz, "access source %s: %s", access_src_name(r->access.src), why);
 		r->soft = NULL;
@@ -130,12 +129,12 @@ int access_setup(struct recorder *r, const char *mode, bool required, uint64_t f
 	int e;
 
 	if (access_src_parse(mode, &req) < 0)
-		return log_error_errno(-EINVAL, "record: --access: unknown source '%s'", mode);
+		return log_error_errno(-EINVAL, "%s: --access: unknown source '%s'", recorder_cmd(r), mode);
 	if (req == ACCESS_OFF)
 		return 0;
 	if ((e = setup(r, req, freq, period, err, sizeof(err))) < 0) {
 		if (required)
-			return log_error_errno(e, "record: %s", err);
+			return log_error_errno(e, "%s: %s", recorder_cmd(r), err);
 		/* The default: a recording without access sampling beats no recording. */
 		fprintf(stderr, "memprofd: access: %s; recording without access sampling "
 			"(--access off says so quietly)\n", err);

@@ -86,12 +86,27 @@ static bool may_reread(struct addrspace *as, const struct proc *p)
 	return true;
 }
 
+void addrspace_forget(struct addrspace *as, const struct proc *p)
+{
+	uint64_t h = hash_u64((uintptr_t)p) | 1;
+	struct retry_ent *e = hmap_find(&as->retries, h, retry_eq, p);
+
+	if (e) {
+		hmap_remove(&as->retries, h, e);
+		free(e);
+	}
+}
+
 void addrspace_region(struct addrspace *as, uint32_t tgid, uint64_t start_ns, uint64_t addr,
 		      uint64_t sp, struct attrib_region *out)
 {
 	struct proc *p = proc_find(as->t, tgid, start_ns);
 
 	memset(out, 0, sizeof(*out));
+	/* A target none of whose allocations was seen yet (a running process the daemon
+	 * found; sampled mode sees few): known from now on, while it runs. */
+	if (!p && proc_running(tgid, start_ns))
+		p = proc_get(as->t, tgid, start_ns);
 	if (!p)
 		return;
 	if (!p->maps_loaded) {

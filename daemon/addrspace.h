@@ -16,6 +16,8 @@ struct addrspace;
 
 int addrspace_open(struct addrspace **out, struct proctab *t);
 void addrspace_close(struct addrspace *as);
+/* p is about to be freed (proc_forget): its retry clock goes with it. */
+void addrspace_forget(struct addrspace *as, const struct proc *p);
 /* attrib_ops.region: (tgid, start_ns)'s region of addr; REGION_NONE for an unknown process. */
 void addrspace_region(struct addrspace *as, uint32_t tgid, uint64_t start_ns, uint64_t addr,
 		      uint64_t sp, struct attrib_region *out);

@@ -95,7 +95,7 @@ int exact_open(struct recorder *r)
 
 	r->skel = alloc_bpf__open();
 	if (!r->skel)
-		return log_error_errno(-errno, "record: opening BPF object: %s", strerror(errno));
+		return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r), strerror(errno));
 	r->uprobe_multi = uprobe_multi_supported();
 	if (r->uprobe_multi) {
 		bpf_program__set_expected_attach_type(r->skel->progs.alloc_entry, UPROBE_MULTI_ATTACH_TYPE);
@@ -105,7 +105,7 @@ int exact_open(struct recorder *r)
 	r->skel->rodata->watch_all_exec = r->watch_all_exec;
 	err = alloc_bpf__load(r->skel);
 	if (err)
-		return log_error_errno(err, "record: loading BPF programs: %s%s", strerror(-err),
+		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
 	err = events_attach_lifecycle(r->skel->progs.on_fork, r->skel->progs.on_exec,
 				      r->skel->progs.on_exit, &r->links, &r->nlinks, &r->links_cap);
@@ -113,7 +113,7 @@ int exact_open(struct recorder *r)
 		return err;
 	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), on_event, r, NULL);
 	if (!r->rb)
-		return log_error_errno(-errno, "record: ring buffer: %s", strerror(errno));
+		return log_error_errno(-errno, "%s: ring buffer: %s", recorder_cmd(r), strerror(errno));
 	return 0;
 }
 
@@ -165,7 +165,7 @@ int exact_attach_binary(struct recorder *r, const char *path)
 	if (!err)
 		err = attach(r, r->skel->progs.free_entry, path, foff, fcookie, nf, false);
 	if (err)
-		return log_error_errno(err, "record: attaching uprobes to %s: %s", path, strerror(-err));
+		return log_error_errno(err, "%s: attaching uprobes to %s: %s", recorder_cmd(r), path, strerror(-err));
 	return attached;
 }
 

@@ -68,6 +68,7 @@ struct sampled {
 	uint64_t samples;         /* sampled deaths aggregated */
 	double est_objects;       /* sum of their weights */
 	uint64_t watermark;       /* every record made before this has been consumed */
+	uint64_t records;         /* sampled allocations and frees read (EV_SALLOC, EV_SFREE) */
 };
 
 static uint64_t mono_now(void)
@@ -102,10 +103,11 @@ int sampled_open(struct sampled **out, struct recorder *r)
 
 	s->skel = sampled_bpf__open();
 	if (!s->skel)
-		return log_error_errno(-errno, "record: opening BPF object: %s", strerror(errno));
+		return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r), strerror(errno));
+	s->skel->rodata->watch_all_exec = r->watch_all_exec;
 	err = sampled_bpf__load(s->skel);
 	if (err)
-		return log_error_errno(err, "record: loading BPF programs: %s%s", strerror(-err),
+		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
 	err = events_attach_lifecycle(s->skel->progs.on_fork, s->skel->progs.on_exec,
 				      s->skel->progs.on_exit, &s->links, &s->nlinks, &s->links_cap);
@@ -113,32 +115,50 @@ int sampled_open(struct sampled **out, struct recorder *r)
 		return err;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
 	if (!s->rb)
-		return log_error_errno(-errno, "record: ring buffer: %s", strerror(errno));
+		return log_error_errno(-errno, "%s: ring buffer: %s", recorder_cmd(r), strerror(errno));
 	return 0;
+}
+
+int sampled_attach_links(struct sampled *s, const char *path, int pid,
+			 struct bpf_link *out[SAMPLED_LINKS])
+{
+	int err;
+
+	out[0] = out[1] = NULL;
+	out[0] = bpf_program__attach_usdt(s->skel->progs.on_alloc, pid, path, "memprofd", "alloc", NULL);
+	if (!out[0]) {
+		err = -errno;
+		return err == -ENOENT ? 0 : log_error_errno(err, "%s: attaching USDT memprofd:alloc in %s: %s",
+							    recorder_cmd(s->r), path, strerror(-err));
+	}
+	out[1] = bpf_program__attach_usdt(s->skel->progs.on_free, pid, path, "memprofd", "free", NULL);
+	if (!out[1]) {
+		err = -errno;
+		bpf_link__destroy(out[0]);
+		out[0] = NULL;
+		return log_error_errno(err, "%s: attaching USDT memprofd:free in %s: %s", recorder_cmd(s->r),
+				       path, strerror(-err));
+	}
+	return 1;
 }
 
 int sampled_attach_binary(struct sampled *s, const char *path, int pid)
 {
-	struct bpf_link *la, *lf;
-	int err;
+	struct bpf_link *l[SAMPLED_LINKS];
+	int n, err;
 
 	/* Known before the process runs, so its frames symbolize even if it exits early. */
 	bin_register(&s->r->procs, path, path);
-	la = bpf_program__attach_usdt(s->skel->progs.on_alloc, pid, path, "memprofd", "alloc", NULL);
-	if (!la) {
-		err = -errno;
-		return err == -ENOENT ? 0 : log_error_errno(err, "record: attaching USDT memprofd:alloc in %s: %s",
-							    path, strerror(-err));
-	}
-	if ((err = add_link(s, la)))
-		return err;
-	lf = bpf_program__attach_usdt(s->skel->progs.on_free, pid, path, "memprofd", "free", NULL);
-	if (!lf) {
-		err = -errno;
-		return log_error_errno(err, "record: attaching USDT memprofd:free in %s: %s", path, strerror(-err));
-	}
-	if ((err = add_link(s, lf)))
-		return err;
+	n = sampled_attach_links(s, path, pid, l);
+
+	if (n <= 0)
+		return n;
+	for (int i = 0; i < SAMPLED_LINKS; i++)
+		if ((err = add_link(s, l[i]))) {
+			if (i == 0)
+				bpf_link__destroy(l[1]);
+			return err;
+		}
 	return 1;
 }
 
@@ -256,16 +276,30 @@ static const char *other_allocator(int pid)
 	return what;
 }
 
-void sampled_report_missing(int pid, const char *sampler_path)
+void sampled_missing_hint(int pid, const char *sampler_path, char *buf, size_t n)
 {
 	const char *lib = sampler_path && *sampler_path ? sampler_path : "/usr/lib/x86_64-linux-gnu/libmemprofd_sampler.so";
 	const char *other = other_allocator(pid);
 
+	snprintf(buf, n, "restart it with the sampler preloaded (systemd unit: Environment=LD_PRELOAD=%s) "
+		 "or linked in (-lmemprofd_sampler)%s%s%s", lib, other ? " (it uses " : "",
+		 other ? other : "", other ? ", which the preloaded sampler forwards to)" : "");
+}
+
+void sampled_report_missing(int pid, const char *sampler_path)
+{
+	char hint[PATH_MAX + 256];
+
+	sampled_missing_hint(pid, sampler_path, hint, sizeof(hint));
+	/* The hint's allocator note comes last there; here "or --alloc exact" is inserted. */
+	char *note = strstr(hint, " (it uses ");
+	char tail[128] = "";
+	if (note) {
+		snprintf(tail, sizeof(tail), "%s", note);
+		*note = '\0';
+	}
 	log_error("record: --pid %d: the process has no memprofd sampler loaded (--alloc sampled needs it); "
-		  "restart it with the sampler preloaded (systemd unit: Environment=LD_PRELOAD=%s) "
-		  "or linked in (-lmemprofd_sampler), or record it with --alloc exact%s%s%s",
-		  pid, lib, other ? " (it uses " : "", other ? other : "",
-		  other ? ", which the preloaded sampler forwards to)" : "");
+		  "%s, or record it with --alloc exact%s", pid, hint, tail);
 }
 
 int sampled_setup_child_env(char ***envp_out, const char *sampler_path)
@@ -398,6 +432,10 @@ int sampled_reap(struct sampled *s, uint32_t tgid, uint64_t start_ns, uint64_t t
 			continue;
 		if (v.ts_ns > ts_ns)
 			continue;
+		if (v.flags & SAMPLED_F_THINNED) {   /* a sample thinning dropped: never reported */
+			bpf_map_delete_elem(fd, &keys[i]);
+			continue;
+		}
 		struct proc *p = proc_get(&s->r->procs, keys[i].tgid, v.start_ns);
 		uint64_t dead = ts_ns > v.ts_ns ? ts_ns : v.ts_ns;
 		bpf_map_delete_elem(fd, &keys[i]);
@@ -429,6 +467,8 @@ static int on_event(void *ctx, void *data, size_t len)
 	r->events++;
 	if (len < sizeof(*h))
 		return 0;
+	if (h->type == EV_SFREE || h->type == EV_SALLOC)
+		s->records++;
 	if (h->type == EV_SFREE) {
 		const struct ev_sfree *e = data;
 		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
@@ -451,6 +491,8 @@ static int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	events_common(r, data, len, reap_cb);
+	if (r->lifecycle && h->type >= EV_FORK && h->type <= EV_NEWEXEC)
+		r->lifecycle(r->lifecycle_arg, h->type, h->tgid, h->start_ns);
 	return 0;
 }
 
@@ -481,6 +523,20 @@ uint64_t sampled_watermark(const struct sampled *s)
 int sampled_targets_fd(const struct sampled *s)
 {
 	return bpf_map__fd(s->skel->maps.targets);
+}
+
+int sampled_ring_fd(const struct sampled *s)
+{
+	return ring_buffer__epoll_fd(s->rb);
+}
+
+double sampled_set_keep(struct sampled *s, double keep)
+{
+	double q = keep * SAMPLED_KEEP_ONE;
+	uint32_t k = q >= SAMPLED_KEEP_ONE ? SAMPLED_KEEP_ONE : q < 1 ? 1 : (uint32_t)llround(q);
+
+	s->skel->data->keep_q16 = k;
+	return (double)k / SAMPLED_KEEP_ONE;
 }
 
 void sampled_send_allocs(struct sampled *s, bool on)
@@ -524,6 +580,11 @@ void sampled_counters(struct sampled *s, uint64_t out[SCNT_MAX])
 			out[c] += v[i];
 	}
 	free(v);
+}
+
+uint64_t sampled_records(const struct sampled *s)
+{
+	return s ? s->records : 0;
 }
 
 void sampled_stats(const struct sampled *s, uint64_t *samples, double *est_objects)

@@ -59,6 +59,9 @@ struct aproc {
 	uint32_t tgid;
 	uint64_t start_ns;
 	struct itree objs;        /* unsettled objects */
+	struct hmap live;         /* hash(start) -> struct aobj * of the live ones: a free finds
+	                           * its object in O(1), however many dead ones share its
+	                           * address (the sampler's region reuses its slots) */
 	struct hmap pend;         /* hash(page) -> struct pbucket * */
 	bool exited;              /* no object of it can come any more */
 };
@@ -129,6 +132,7 @@ static void pend_free(struct aproc *p)
 static void proc_free(struct aproc *p)
 {
 	free_hists(p->objs.root);
+	hmap_free(&p->live);
 	pend_free(p);
 	free(p);
 }
@@ -228,8 +232,15 @@ static struct aobj *dead_pop(struct attrib *a)
 	return top;
 }
 
+static uint64_t live_hash(uint64_t addr)
+{
+	return hash_u64(addr) | 1;
+}
+
 static void set_free(struct attrib *a, struct aobj *o, uint64_t free_ns, uint32_t cpu)
 {
+	if (o->free_ns == LIVE)
+		hmap_remove(&o->p->live, live_hash(o->node.start), o);
 	o->free_ns = free_ns;
 	o->fcpu = cpu;
 	dead_push(a, o);
@@ -253,19 +264,15 @@ static struct aobj *lookup(struct aproc *p, uint64_t addr, uint64_t t)
 	return (struct aobj *)itree_stab(&p->objs, addr, alive_at, &k);
 }
 
-struct stab_live { uint64_t addr; };
-static int live_starting_at(struct itree_node *n, void *arg)
+static bool live_starting_at(const void *val, const void *key)
 {
-	return n->start == ((const struct stab_live *)arg)->addr &&
-	       ((const struct aobj *)n)->free_ns == LIVE;
+	return ((const struct aobj *)val)->node.start == *(const uint64_t *)key;
 }
 
 /* The live object starting at addr, if any. */
 static struct aobj *find_live(struct aproc *p, uint64_t addr)
 {
-	struct stab_live k = { addr };
-
-	return (struct aobj *)itree_stab(&p->objs, addr, live_starting_at, &k);
+	return hmap_find(&p->live, live_hash(addr), live_starting_at, &addr);
 }
 
 /* A new object of p, indexed; NULL with *err set when the index is full or memory is. */
@@ -415,6 +422,15 @@ int attrib_alloc(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t ad
 	o->ctx = ctx;
 	o->alloc_ns = alloc_ns;
 	o->free_ns = LIVE;
+	if (hmap_insert(&p->live, live_hash(addr), o)) {
+		/* Out of memory: not indexed after all; the caller keeps the object. */
+		itree_erase(&p->objs, &o->node);
+		a->nobjs--;
+		a->c.objects = a->nobjs;
+		o->node.l = a->free_objs ? &a->free_objs->node : NULL;
+		a->free_objs = o;
+		return -ENOMEM;
+	}
 	o->acpu = o->fcpu = cpu;
 	o->weight_q16 = weight_q16;
 	claim_pending(a, p, o);
@@ -714,6 +730,34 @@ void attrib_process_exit(struct attrib *a, uint32_t tgid, uint64_t start_ns, uin
 	end_live(a, p, ts_ns);
 	p->exited = true;
 	release_pending(a, p);
+}
+
+bool attrib_holds(struct attrib *a, uint32_t tgid, uint64_t start_ns)
+{
+	struct aproc *p = proc_find(a, tgid, start_ns);
+
+	return p && (p->objs.root || p->pend.n);
+}
+
+size_t attrib_forget_gone(struct attrib *a, attrib_gone_fn gone, void *arg)
+{
+	struct aproc **v;
+	size_t n = 0;
+
+	if (!a->procs.n || !(v = malloc(a->procs.n * sizeof(*v))))
+		return 0;
+	hmap_foreach(&a->procs, i) {
+		struct aproc *p = a->procs.vals[i];
+		if (!p->objs.root && gone(arg, p->tgid, p->start_ns))
+			v[n++] = p;
+	}
+	for (size_t i = 0; i < n; i++) {
+		release_pending(a, v[i]);
+		hmap_remove(&a->procs, proc_hash(v[i]->tgid, v[i]->start_ns), v[i]);
+		proc_free(v[i]);
+	}
+	free(v);
+	return n;
 }
 
 void attrib_finish(struct attrib *a, uint64_t end_ns)

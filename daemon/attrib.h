@@ -176,6 +176,15 @@ void attrib_finish(struct attrib *a, uint64_t end_ns);
  * source gave its last objects); held samples no object claimed go to their class. */
 void attrib_process_exit(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns);
 
+/* Whether attribution still holds anything of process (tgid, start_ns): objects not yet
+ * settled, or samples held for objects not yet known. */
+bool attrib_holds(struct attrib *a, uint32_t tgid, uint64_t start_ns);
+/* A long-running recorder (the daemon) forgets processes: every process that holds no
+ * unsettled object and that gone() says has ended is dropped, its held samples counted
+ * in their classes first. Returns the processes dropped. */
+typedef bool (*attrib_gone_fn)(void *arg, uint32_t tgid, uint64_t start_ns);
+size_t attrib_forget_gone(struct attrib *a, attrib_gone_fn gone, void *arg);
+
 const struct attrib_counts *attrib_counts(const struct attrib *a);
 /* Static-data table, unordered; the pointer is valid until the next attrib call. */
 const struct attrib_data_entry *attrib_data(const struct attrib *a, size_t *n);

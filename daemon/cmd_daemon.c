@@ -1,21 +1,23 @@
 /* `memprofd daemon [--config PATH]`: the systemd service. One thread, one poll loop over
- * the ring buffer's epoll fd and a signalfd; every periodic job (flush, governor,
- * maintenance, checkpoint, /proc rescan, watchdog) is a deadline checked after each
- * wake-up. Invariants: SIGTERM ends with a final flush within DAEMON_STOP_BUDGET_MS; a
- * config with errors never replaces the running one; maintenance never runs while a
- * flush is failing (the recorder could rewrite a bucket that compaction already folded).
- * Written against daemon/recorder.h's exact mode; sampled mode joins when it exists. */
+ * the allocation ring, the access-sample ring and a signalfd; every periodic job (flush,
+ * governor, maintenance, checkpoint, /proc rescan, watchdog, targets waiting for their
+ * sampler) is a deadline checked after each wake-up. Invariants: one daemon per database
+ * (an flock beside it); SIGTERM ends with a final flush within DAEMON_STOP_BUDGET_MS of
+ * the signal, whoever holds the database's lock; a config with errors never replaces the
+ * running one; maintenance never runs while a flush is failing (the recorder could
+ * rewrite a bucket that compaction already folded). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <bpf/libbpf.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -26,15 +28,16 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/recorder.h"
-#include "daemon/rules.h"
+#include "daemon/src_soft.h"
+#include "daemon/targets.h"
 #include "store/store.h"
-#include "symbolizer/elfsym.h"
-#include "symbolizer/maps.h"
 
-#define DAEMON_STOP_BUDGET_MS 1500   /* SIGTERM -> exit well inside systemd's 2 s promise */
-#define DAEMON_ATTACHED_MAX 4096     /* distinct allocator binaries (inodes) probed */
+#define DAEMON_STOP_BUDGET_MS 1200   /* SIGTERM -> flushed, leaving 0.8 s of the 2 s
+                                      * promise for closing the probes and the store */
 #define DAEMON_MAX_WAIT_MS 1000      /* longest poll, so deadlines are never late by more */
-
+#define DAEMON_BUSY_TIMEOUT_MS 200   /* SQLite lock wait of a running flush (then: retry) */
+#define DAEMON_FLUSH_RETRY_MS 100    /* pause between final flush attempts */
+#define DAEMON_LOCK_SUFFIX ".lock"   /* DB.lock: the one-daemon-per-database flock */
 
 static const char daemon_usage[] =
 	"usage: memprofd daemon [--config PATH] [--check]\n"
@@ -46,28 +49,24 @@ static const char daemon_usage[] =
 	"  --check         only validate the configuration, then exit (0 ok, 2 errors)\n"
 	"Signals: SIGHUP reloads the config, SIGTERM/SIGINT flush and exit.\n";
 
-/* An allocator binary probed once: uprobes are per inode, so a second attach of the
- * same file would count every call twice. */
-struct attached {
-	dev_t dev;
-	ino_t ino;
-};
-
 struct daemon {
 	struct config cfg;
 	struct recorder r;
+	struct sampled *smp;             /* alloc = sampled, else NULL (exact) */
+	struct targets tg;
 	struct governor gov;
+	int gov_alloc, gov_access;       /* governor source indices, -1 if none */
+	uint64_t gov_events_alloc, gov_events_access;   /* counters at the previous tick */
+	double keep;                     /* sampled records kept (thinning), 1 = all */
 	int64_t gov_changed_ns;          /* CLOCK_REALTIME of the governor's last rate change */
 	int sfd;
-	struct attached att[DAEMON_ATTACHED_MAX];
-	size_t natt;
-	size_t ntargets;                 /* processes added to the BPF targets map */
-	uint64_t skipped_full;           /* matching processes not traced: max_processes */
+	int lock_fd;                     /* flock on DB.lock: one daemon per database */
 	int64_t next_flush, next_gov, next_maint, next_ckpt, next_rescan, next_wd;
 	uint64_t wd_usec;
 	uint64_t gov_cpu_ns;             /* at the previous governor tick */
 	int64_t gov_at;
 	bool stop;
+	int64_t stop_at;                 /* CLOCK_MONOTONIC ms the stop signal was read */
 	char stop_reason[96];
 };
 
@@ -106,158 +105,36 @@ static void print_errors(const char *errs)
 	}
 }
 
-/* ---- targets ---- */
-
-static bool attached_before(struct daemon *d, const struct stat *st)
+/* One daemon per database: two would fail each other's flushes on SQLite's lock. An
+ * flock on DB.lock (released by the kernel however the holder ends), with the holder's
+ * pid in it for the message. 0, or 1 after the one-line error. */
+static int lock_db(struct daemon *d)
 {
-	for (size_t i = 0; i < d->natt; i++)
-		if (d->att[i].dev == st->st_dev && d->att[i].ino == st->st_ino)
-			return true;
-	return false;
-}
+	char path[PATH_MAX], pid[32] = "";
+	int fd;
 
-/* Probes the allocator binaries pid maps (its exe and libc/libstdc++), each inode once,
- * through /proc/PID/root so that containers' own files are the ones probed. */
-static int attach_process_binaries(struct daemon *d, pid_t pid)
-{
-	struct maps m = { 0 };
-	char path[MAPS_PATH_MAX + 64];
-	int err = maps_read_pid(&m, pid);
+	if (snprintf(path, sizeof(path), "%s" DAEMON_LOCK_SUFFIX, d->cfg.db) >= (int)sizeof(path))
+		return log_error_errno(1, "daemon: %s: path too long", d->cfg.db);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd < 0)
+		return log_error_errno(1, "daemon: %s: %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
 
-	if (err)
-		return err;
-	for (size_t i = 0; i < m.n; i++) {
-		const char *p = m.v[i].path, *base = strrchr(p, '/');
-		struct stat st;
-
-		if (!base || (i > 0 && !strcmp(m.v[i - 1].path, p)))
-			continue;
-		base++;
-		/* The executable may link an allocator statically; libraries by name. */
-		bool exe_map = m.v[i].offset == 0 && i == 0;
-		if (!exe_map && strncmp(base, "libc.so", 7) && strncmp(base, "libstdc++.so", 12) &&
-		    strncmp(base, "libjemalloc.so", 14) && strncmp(base, "libtcmalloc", 11))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, p);
-		if (stat(path, &st) < 0 || attached_before(d, &st))
-			continue;
-		if (d->natt == DAEMON_ATTACHED_MAX) {
-			log_warn("daemon: %d allocator binaries probed already; not probing %s",
-				 DAEMON_ATTACHED_MAX, p);
-			continue;
-		}
-		int n = exact_attach_binary(&d->r, path);
-		if (n < 0) {
-			maps_free(&m);
-			return n;
-		}
-		d->att[d->natt++] = (struct attached){ st.st_dev, st.st_ino };
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		if (e == EWOULDBLOCK)
+			return log_error_errno(1, "daemon: %s: another memprofd daemon (pid %s) writes "
+					       "this database; one daemon per database (lock %s)",
+					       d->cfg.db, *pid ? pid : "?", path);
+		return log_error_errno(1, "daemon: %s: locking: %s", path, strerror(e));
 	}
-	maps_free(&m);
+	if (ftruncate(fd, 0) == 0)
+		dprintf(fd, "%d\n", (int)getpid());
+	d->lock_fd = fd;
 	return 0;
-}
-
-/* Whether pid still is the process that started at start_ns (monotonic): /proc's start
- * time is in clock ticks of CLOCK_BOOTTIME. */
-static bool same_process(pid_t pid, uint64_t start_ns)
-{
-	char path[64], buf[1024];
-	struct timespec bt, mt;
-	unsigned long long ticks;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "re")))
-		return false;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	const char *p = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
-	/* Fields after comm: state is 3rd, starttime 22nd. */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-			 "%*d %*d %*d %*d %llu", &ticks) != 1)
-		return false;
-	clock_gettime(CLOCK_BOOTTIME, &bt);
-	clock_gettime(CLOCK_MONOTONIC, &mt);
-	long hz = sysconf(_SC_CLK_TCK);
-	int64_t off = (bt.tv_sec - mt.tv_sec) * 1000000000LL + (bt.tv_nsec - mt.tv_nsec);
-	int64_t want = ((int64_t)start_ns + off) / (1000000000LL / (hz > 0 ? hz : 100));
-	return (int64_t)ticks >= want - 1 && (int64_t)ticks <= want + 1;
-}
-
-/* start_ns: the process instance an exec event named (0: found by a rescan). */
-static void consider_pid(struct daemon *d, pid_t pid, uint64_t start_ns)
-{
-	struct proc_identity id;
-	char exe[64];
-
-	if (pid == getpid() || rules_read_identity(pid, &id) < 0 || !id.exe[0])
-		return;   /* gone, a kernel thread, or ourselves */
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
-	if (elf_build_id_of(exe, id.build_id, sizeof(id.build_id)) < 0)
-		id.build_id[0] = '\0';
-	struct rule_match m = rules_match(&d->cfg, &id);
-
-	if (m.verdict != RULE_TARGET)
-		return;
-	bool known = exact_is_target(&d->r, (uint32_t)pid);
-	if (!known && d->ntargets >= d->cfg.max_processes) {
-		d->skipped_full++;
-		return;
-	}
-	if (attach_process_binaries(d, pid) < 0 || known)
-		return;
-	if (exact_add_target(&d->r, (uint32_t)pid))
-		return;
-	/* Added after its exit (no exit event will remove it) or to a successor of the
-	 * PID: take it back, or a later process with this PID would be traced. */
-	if (start_ns && !same_process(pid, start_ns)) {
-		exact_remove_target(&d->r, (uint32_t)pid);
-		return;
-	}
-	d->ntargets++;
-}
-
-/* Ring-buffer lifecycle records, after the recorder handled them: new processes are
- * checked against the rules at once; forks of targets were added in the kernel. */
-static void on_lifecycle(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns)
-{
-	struct daemon *d = arg;
-
-	switch (type) {
-	case EV_NEWEXEC:
-	case EV_EXEC:     /* a target's new image may bring allocator binaries to probe */
-		consider_pid(d, (pid_t)tgid, start_ns);
-		break;
-	case EV_FORK:
-		d->ntargets++;
-		break;
-	case EV_EXIT:
-		if (d->ntargets)
-			d->ntargets--;
-		break;
-	}
-}
-
-/* Walks /proc. Already traced processes are skipped by the BPF targets map's own
- * update (BPF_ANY), so a rescan is idempotent; forks of targets are added in-kernel. */
-static void rescan(struct daemon *d)
-{
-	DIR *dir = opendir("/proc");
-	struct dirent *e;
-
-	if (!dir)
-		return;
-	while ((e = readdir(dir))) {
-		char *end;
-		long pid = strtol(e->d_name, &end, 10);
-
-		if (*end || pid <= 0)
-			continue;
-		consider_pid(d, (pid_t)pid, 0);
-	}
-	closedir(dir);
-	d->ntargets = exact_count_targets(&d->r);   /* what lost lifecycle records skewed */
 }
 
 /* ---- periodic jobs ---- */
@@ -280,10 +157,11 @@ static uint64_t self_rss_bytes(void)
  * tick writes the record again anyway. */
 static void governor_store(struct daemon *d, enum gov_action act)
 {
-	char hist[GOV_HISTORY * (GOV_TEXT + 1)];
+	char hist[GOV_HISTORY * (GOV_TEXT + 1)], unsampled[TARGETS_UNSAMPLED_SHOWN * 300];
 
 	if (d->r.flush_error_logged)
 		return;
+	targets_unsampled_list(&d->tg, unsampled, sizeof(unsampled));
 	struct store_governor g = {
 		.at_ns = real_ns(), .budget = d->gov.cfg.budget, .cpu = d->gov.last_usage,
 		.min_scale = d->gov.cfg.min_scale, .ticks = d->gov.ticks,
@@ -292,14 +170,23 @@ static void governor_store(struct daemon *d, enum gov_action act)
 		.decision = d->gov.last, .history = hist,
 		.rss_bytes = self_rss_bytes(), .cache_bytes = store_cache_used(d->r.store),
 		.procs_held = d->r.procs.procs.n, .aggs_held = agg_count(&d->r.aggs),
+		.targets = { .traced = d->tg.ntraced, .unsampled = targets_unsampled_count(&d->tg),
+			     .skipped = d->tg.skipped_full, .unsampled_list = unsampled },
 	};
 
 	governor_history(&d->gov, hist, sizeof(hist));
-	for (unsigned i = 0; i < d->gov.nsrc && i < STORE_GOV_MAX_SOURCES; i++)
-		g.src[g.nsrc++] = (struct store_gov_source){
-			.name = d->gov.src[i].name, .scale = d->gov.src[i].scale, .rate = -1,
-			.events = d->gov.src[i].events,
-		};
+	for (unsigned i = 0; i < d->gov.nsrc && i < STORE_GOV_MAX_SOURCES; i++) {
+		struct store_gov_source *src = &g.src[g.nsrc++];
+
+		*src = (struct store_gov_source){ .name = d->gov.src[i].name,
+			.scale = d->gov.src[i].scale, .rate = -1, .events = d->gov.src[i].events };
+		if ((int)i == d->gov_alloc) {
+			src->rate = d->keep * 100;
+			src->unit = "% of samples kept";
+		} else if ((int)i == d->gov_access) {
+			src->rate = src_soft_rate(d->r.soft, &src->unit);
+		}
+	}
 	int err = store_begin(d->r.store);
 
 	if (!err)
@@ -312,27 +199,64 @@ static void governor_store(struct daemon *d, enum gov_action act)
 	}
 }
 
+/* Events of each scaled source since the previous tick. */
+static void governor_events(struct daemon *d, uint64_t ev[GOV_MAX_SOURCES])
+{
+	memset(ev, 0, GOV_MAX_SOURCES * sizeof(ev[0]));
+	if (d->gov_alloc >= 0) {
+		uint64_t n = sampled_records(d->smp);
+
+		ev[d->gov_alloc] = n - d->gov_events_alloc;
+		d->gov_events_alloc = n;
+	}
+	if (d->gov_access >= 0) {
+		struct src_soft_stats st;
+
+		src_soft_stats(d->r.soft, &st);
+		ev[d->gov_access] = st.events - d->gov_events_access;
+		d->gov_events_access = st.events;
+	}
+}
+
+/* The governor's scales in force: thinning of the sampled records, the access source's
+ * sampling rate. What it cannot lower: exact mode's traps and records, and the traps the
+ * sampler's probes cost in the workloads (thinning happens after them). */
+static void governor_apply(struct daemon *d)
+{
+	if (d->gov_alloc >= 0)
+		d->keep = sampled_set_keep(d->smp, governor_scale(&d->gov, (unsigned)d->gov_alloc));
+	if (d->gov_access >= 0) {
+		int e = src_soft_set_scale(d->r.soft, governor_scale(&d->gov, (unsigned)d->gov_access));
+		if (e < 0)
+			log_warn("governor: changing the access sampling rate: %s", strerror(-e));
+	}
+}
+
 static void governor_job(struct daemon *d, int64_t now)
 {
-	uint64_t cpu = self_cpu_ns();
+	uint64_t cpu = self_cpu_ns(), ev[GOV_MAX_SOURCES];
 
-	/* Exact allocation tracking has no rate to lower, so no source is registered and
-	 * the governor measures and reports only. A sampled recorder registers its source
-	 * in run() and applies governor_scale() here. */
+	governor_events(d, ev);
 	enum gov_action act = governor_tick(&d->gov, (uint64_t)(now - d->gov_at) * 1000000ULL,
-					    cpu - d->gov_cpu_ns, NULL);
+					    cpu - d->gov_cpu_ns, ev);
 	d->gov_cpu_ns = cpu;
 	d->gov_at = now;
-	if (act == GOV_LOWER || act == GOV_RAISE)
+	if (act == GOV_LOWER || act == GOV_RAISE) {
 		d->gov_changed_ns = real_ns();
+		governor_apply(d);
+	}
+	targets_prune(&d->tg);
 	governor_store(d, act);
+	uint64_t bare = targets_unsampled_count(&d->tg);
+	char extra[160] = "";
+	if (bare)
+		snprintf(extra, sizeof(extra), ", %llu without the sampler", (unsigned long long)bare);
 	if (d->r.mem_dropped_aggs)
-		notify_status("%zu processes, %llu events, %s; %llu aggregates dropped over "
-			      "memory_limit", d->ntargets, (unsigned long long)d->r.events,
-			      d->gov.last, (unsigned long long)d->r.mem_dropped_aggs);
-	else
-		notify_status("%zu processes, %llu events, %s", d->ntargets,
-			      (unsigned long long)d->r.events, d->gov.last);
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+			 "; %llu aggregates dropped over memory_limit",
+			 (unsigned long long)d->r.mem_dropped_aggs);
+	notify_status("%zu processes%s, %llu events, %s", d->tg.ntraced, extra,
+		      (unsigned long long)d->r.events, d->gov.last);
 }
 
 static void maintenance_job(struct daemon *d)
@@ -372,8 +296,10 @@ static void reload(struct daemon *d)
 	}
 	if (strcmp(nc.db, d->cfg.db))
 		log_warn("daemon: [store] db changed to %s: takes effect on restart", nc.db);
-	if (nc.alloc != d->cfg.alloc || nc.access != d->cfg.access)
-		log_warn("daemon: [sampling] alloc/access changes take effect on restart");
+	if (nc.alloc != d->cfg.alloc || nc.access != d->cfg.access ||
+	    nc.access_freq_hz != d->cfg.access_freq_hz || nc.access_period != d->cfg.access_period)
+		log_warn("daemon: [sampling] alloc/access/access_freq/access_period changes take "
+			 "effect on restart");
 	if (nc.cache_bytes != d->cfg.cache_bytes && store_set_cache(d->r.store, nc.cache_bytes))
 		log_warn("daemon: %s", store_errmsg(d->r.store));
 	free(nc.db);
@@ -381,6 +307,8 @@ static void reload(struct daemon *d)
 	d->cfg.db = NULL;
 	nc.alloc = d->cfg.alloc;
 	nc.access = d->cfg.access;
+	nc.access_freq_hz = d->cfg.access_freq_hz;
+	nc.access_period = d->cfg.access_period;
 	config_free(&d->cfg);
 	d->cfg = nc;
 	d->gov.cfg.budget = nc.cpu_budget;   /* scales kept: the next tick adapts them */
@@ -398,33 +326,52 @@ static void on_signal(struct daemon *d)
 			reload(d);
 		} else {
 			d->stop = true;
+			d->stop_at = mono_ms();
 			snprintf(d->stop_reason, sizeof(d->stop_reason), "stopped by %s",
 				 strsignal((int)si.ssi_signo));
 		}
 	}
 }
 
+/* Everything queued, everything still live, one commit: within the deadline whatever
+ * holds the database's lock (SQLite waits at most until the deadline). */
 static void final_flush(struct daemon *d, int64_t deadline)
 {
-	while (ring_buffer__consume(d->r.rb) > 0 && mono_ms() < deadline)
-		;
-	exact_reap(&d->r, 0, 0, (uint64_t)(mono_ms() * 1000000LL), (uint32_t)sched_getcpu());
-	int err = recorder_flush(&d->r, d->stop_reason);
+	uint64_t end = (uint64_t)mono_ms() * 1000000ULL;
 
-	while (err && mono_ms() + 100 < deadline) {
-		usleep(100000);
-		err = recorder_flush(&d->r, d->stop_reason);
+	if (d->smp) {
+		sampled_drain(d->smp);
+		sampled_reap(d->smp, 0, 0, end, (uint32_t)sched_getcpu());
+	} else {
+		while (ring_buffer__consume(d->r.rb) > 0 && mono_ms() < deadline)
+			;
+		exact_reap(&d->r, 0, 0, end, (uint32_t)sched_getcpu());
+	}
+	access_finish(&d->r, end);
+	int err = -ETIMEDOUT;
+
+	for (int64_t left; (left = deadline - mono_ms()) > 0;) {
+		store_set_busy_timeout(d->r.store, (int)left);
+		if (!(err = recorder_flush(&d->r, d->stop_reason)))
+			break;
+		if (deadline - mono_ms() > DAEMON_FLUSH_RETRY_MS)
+			usleep(DAEMON_FLUSH_RETRY_MS * 1000);
+		else
+			break;
 	}
 	if (err)
 		log_error("daemon: final flush failed: %s (at most %llu ms of data lost)",
-			  store_errmsg(d->r.store), (unsigned long long)d->cfg.flush_interval_ms);
+			  err == -ETIMEDOUT ? "out of time" : store_errmsg(d->r.store),
+			  (unsigned long long)d->cfg.flush_interval_ms);
+	store_set_busy_timeout(d->r.store, 0);
 	store_checkpoint(d->r.store);
 }
 
 static int64_t min_deadline(const struct daemon *d)
 {
 	int64_t t = d->next_flush;
-	const int64_t o[] = { d->next_gov, d->next_maint, d->next_ckpt, d->next_rescan, d->next_wd };
+	const int64_t o[] = { d->next_gov, d->next_maint, d->next_ckpt, d->next_rescan, d->next_wd,
+			      d->tg.next_recheck };
 
 	for (size_t i = 0; i < sizeof(o) / sizeof(o[0]); i++)
 		if (o[i] && o[i] < t)
@@ -432,28 +379,59 @@ static int64_t min_deadline(const struct daemon *d)
 	return t;
 }
 
+/* The allocation mode and the access source, as the config asks. 0, or 1 after the error. */
+static int open_sources(struct daemon *d)
+{
+	d->r.cmd = "daemon";
+	d->r.watch_all_exec = true;
+	d->r.lifecycle = targets_lifecycle;
+	d->r.lifecycle_arg = &d->tg;
+	if (d->cfg.alloc == CFG_ALLOC_SAMPLED) {
+		int e = sampled_open(&d->smp, &d->r);
+		d->r.sampled = d->smp;
+		if (e < 0)
+			return 1;
+	} else if (exact_open(&d->r) < 0) {
+		return 1;
+	}
+	/* auto falls back to no access sampling (and says why); a named source must open. */
+	if (access_setup(&d->r, config_access_name(d->cfg.access), d->cfg.access != CFG_ACCESS_AUTO,
+			 d->cfg.access_freq_hz, d->cfg.access_period) < 0)
+		return 1;
+	if (targets_init(&d->tg, &d->r, d->smp, &d->cfg) < 0)
+		return log_error_errno(1, "daemon: out of memory");
+	return 0;
+}
+
 static int run(struct daemon *d)
 {
-	char errbuf[512], settings[512];
+	char errbuf[512], settings[768];
 	int err;
 
+	if (lock_db(d))
+		return 1;
 	err = store_open(&d->r.store, d->cfg.db, STORE_RDWR, errbuf, sizeof(errbuf));
 	if (err)
 		return log_error_errno(1, "daemon: %s", errbuf);
 	if (store_set_cache(d->r.store, d->cfg.cache_bytes))
 		log_warn("daemon: %s", store_errmsg(d->r.store));
-	d->r.watch_all_exec = true;
-	d->r.lifecycle = on_lifecycle;
-	d->r.lifecycle_arg = d;
-	if (exact_open(&d->r) < 0)
+	/* A flush that finds the store locked fails soon and is retried at the next
+	 * interval: the loop (and SIGTERM's deadline) never waits on SQLite for long. */
+	store_set_busy_timeout(d->r.store, DAEMON_BUSY_TIMEOUT_MS);
+	if (open_sources(d))
 		return 1;
+	const char *access = d->r.attrib ? access_src_name(d->r.access.src) : "off";
 	snprintf(settings, sizeof(settings),
 		 "{\"config\":\"%s\",\"flush_ms\":%llu,\"bucket_s\":%d,\"cpu_budget\":%g,"
-		 "\"retention_s\":%llu,\"max_db_bytes\":%llu}", d->cfg.path,
+		 "\"retention_s\":%llu,\"max_db_bytes\":%llu,\"access\":\"%s\",\"access_freq\":%llu,"
+		 "\"access_period\":%llu}", d->cfg.path,
 		 (unsigned long long)d->cfg.flush_interval_ms, AGG_BUCKET_SECONDS, d->cfg.cpu_budget,
-		 (unsigned long long)d->cfg.retention_s, (unsigned long long)d->cfg.max_db_bytes);
+		 (unsigned long long)d->cfg.retention_s, (unsigned long long)d->cfg.max_db_bytes,
+		 access, (unsigned long long)d->cfg.access_freq_hz,
+		 (unsigned long long)d->cfg.access_period);
 	struct store_run run = { .command = "daemon", .alloc_mode = config_alloc_name(d->cfg.alloc),
-				 .access_mode = "off", .settings = settings, .started_ns = real_ns() };
+				 .access_mode = d->r.attrib ? config_access_name(d->cfg.access) : "off",
+				 .settings = settings, .started_ns = real_ns() };
 	err = store_begin(d->r.store);
 	if (!err)
 		err = store_run_begin(d->r.store, &run, &d->r.run_id);
@@ -466,6 +444,11 @@ static int run(struct daemon *d)
 
 	struct governor_cfg gc = { .budget = d->cfg.cpu_budget, .min_scale = d->cfg.min_scale };
 	governor_init(&d->gov, &gc);
+	/* What the governor can lower: thinning of sampled records and the access source's
+	 * rate (spe's is fixed: its AUX reader decodes records at the configured interval). */
+	d->keep = 1;
+	d->gov_alloc = d->smp ? governor_add_source(&d->gov, "alloc") : -1;
+	d->gov_access = d->r.soft ? governor_add_source(&d->gov, "access") : -1;
 	int64_t now = mono_ms();
 	d->gov_at = now;
 	d->gov_cpu_ns = self_cpu_ns();
@@ -475,15 +458,18 @@ static int run(struct daemon *d)
 	d->next_maint = now + 60000;       /* not in the start-up rush */
 	d->next_ckpt = now + (int64_t)d->cfg.checkpoint_interval_s * 1000;
 	d->next_wd = d->wd_usec ? now : 0;
-	rescan(d);
+	targets_rescan(&d->tg);
 	d->next_rescan = d->cfg.rescan_interval_s ? now + (int64_t)d->cfg.rescan_interval_s * 1000 : 0;
 	if (!d->cfg.ntargets)
 		log_warn("daemon: %s has no [target] rules: nothing will be profiled", d->cfg.path);
 	notify_ready(NULL);
-	notify_status("%zu processes traced", d->ntargets);
+	notify_status("%zu processes traced", d->tg.ntraced);
 
-	struct pollfd pfd[2] = { { .fd = ring_buffer__epoll_fd(d->r.rb), .events = POLLIN },
-				 { .fd = d->sfd, .events = POLLIN } };
+	struct pollfd pfd[3] = {
+		{ .fd = d->smp ? sampled_ring_fd(d->smp) : ring_buffer__epoll_fd(d->r.rb), .events = POLLIN },
+		{ .fd = d->sfd, .events = POLLIN },
+		{ .fd = d->r.soft ? src_soft_ring_fd(d->r.soft) : -1, .events = POLLIN },
+	};
 	while (!d->stop) {
 		int64_t wait = min_deadline(d) - mono_ms();
 
@@ -491,12 +477,17 @@ static int run(struct daemon *d)
 			wait = 0;
 		if (wait > DAEMON_MAX_WAIT_MS)
 			wait = DAEMON_MAX_WAIT_MS;
-		if (poll(pfd, 2, (int)wait) < 0 && errno != EINTR)
+		if (poll(pfd, 3, (int)wait) < 0 && errno != EINTR)
 			return log_error_errno(1, "daemon: poll: %s", strerror(errno));
 		/* Consume on every wake-up, not only on POLLIN: the kernel side wakes us only
-		 * when the ring is a quarter full. */
-		if (ring_buffer__consume(d->r.rb) < 0) {
+		 * when the ring is a quarter full. Allocations first: their drain time is
+		 * attribution's allocation watermark. */
+		if ((d->smp ? sampled_poll(d->smp, 0) : ring_buffer__consume(d->r.rb)) < 0) {
 			snprintf(d->stop_reason, sizeof(d->stop_reason), "error: ring buffer");
+			break;
+		}
+		if (access_poll(&d->r) < 0) {
+			snprintf(d->stop_reason, sizeof(d->stop_reason), "error: access samples");
 			break;
 		}
 		if (pfd[1].revents)
@@ -504,6 +495,7 @@ static int run(struct daemon *d)
 		if (d->stop)
 			break;
 		now = mono_ms();
+		targets_recheck(&d->tg, now);
 		if (now >= d->next_flush) {
 			/* Failures retry, logged once; meanwhile memory stays within the limit. */
 			if (recorder_flush(&d->r, "running") == 0)
@@ -517,7 +509,7 @@ static int run(struct daemon *d)
 			d->next_gov = now + (int64_t)d->cfg.governor_interval_s * 1000;
 		}
 		if (d->next_rescan && now >= d->next_rescan) {
-			rescan(d);
+			targets_rescan(&d->tg);
 			d->next_rescan = d->cfg.rescan_interval_s ? now + (int64_t)d->cfg.rescan_interval_s * 1000 : 0;
 		} else if (!d->next_rescan && d->cfg.rescan_interval_s) {
 			d->next_rescan = now;         /* after a reload */
@@ -536,7 +528,7 @@ static int run(struct daemon *d)
 		}
 	}
 	notify_stopping();
-	final_flush(d, mono_ms() + DAEMON_STOP_BUDGET_MS);
+	final_flush(d, (d->stop_at ? d->stop_at : mono_ms()) + DAEMON_STOP_BUDGET_MS);
 	return 0;
 }
 
@@ -570,6 +562,7 @@ int cmd_daemon(int argc, char **argv)
 	if (!d)
 		return log_error_errno(1, "daemon: out of memory");
 	d->sfd = -1;
+	d->lock_fd = -1;
 	if (config_load(&d->cfg, path, &errs)) {
 		print_errors(errs);
 		free(errs);
@@ -583,14 +576,9 @@ int cmd_daemon(int argc, char **argv)
 		return 0;
 	}
 	int rc = 1;
-	if (d->cfg.alloc != CFG_ALLOC_EXACT) {
-		log_error("daemon: %s: [sampling] alloc = %s is not available in this build yet; "
-			  "use alloc = exact", path, config_alloc_name(d->cfg.alloc));
-		goto out;
-	}
-	if (d->cfg.access != CFG_ACCESS_OFF && d->cfg.access != CFG_ACCESS_AUTO) {
-		log_error("daemon: %s: [sampling] access = %s is not available in this build yet",
-			  path, config_access_name(d->cfg.access));
+	if (d->cfg.alloc == CFG_ALLOC_OFF) {
+		log_error("daemon: %s: [sampling] alloc = off is not available in this build yet; "
+			  "use alloc = sampled or exact", path);
 		goto out;
 	}
 
@@ -607,6 +595,10 @@ int cmd_daemon(int argc, char **argv)
 		snprintf(d->stop_reason, sizeof(d->stop_reason), "ok");
 		rc = run(d);
 	}
+	/* Links before the objects they belong to (libbpf's USDT links use theirs). */
+	targets_free(&d->tg);
+	access_close(&d->r);
+	sampled_close(d->smp);
 	exact_close(&d->r);
 	agg_free(&d->r.aggs);
 	proctab_free(&d->r.procs);
@@ -614,6 +606,8 @@ int cmd_daemon(int argc, char **argv)
 	store_close(d->r.store);
 	if (d->sfd >= 0)
 		close(d->sfd);
+	if (d->lock_fd >= 0)
+		close(d->lock_fd);
 	sigprocmask(SIG_SETMASK, &orig, NULL);
 out:
 	config_free(&d->cfg);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "daemon/config.h"
+#include "daemon/src_pmu.h"
 
 #define MAX_ERRORS 50    /* further errors are counted, not listed */
 
@@ -41,7 +42,7 @@ static const struct key keys[] = {
 	{ "sampling", "sample_bytes", K_SIZE, OFF(sample_bytes), 1, 1ULL << 40 },
 	{ "sampling", "access", K_ACCESS, OFF(access), 0, 0 },
 	{ "sampling", "access_freq", K_UINT, OFF(access_freq_hz), 1, 100000 },
-	{ "sampling", "access_period", K_UINT, OFF(access_period), 1, 1ULL << 32 },
+	{ "sampling", "access_period", K_UINT, OFF(access_period), 0, 1ULL << 32 },
 	{ "governor", "cpu_budget", K_PERCENT, OFF(cpu_budget), 0, 0 },
 	{ "governor", "interval", K_SEC, OFF(governor_interval_s), 1, 3600 },
 	{ "governor", "min_scale", K_FRACTION, OFF(min_scale), 0, 0 },
@@ -79,8 +80,8 @@ void config_defaults(struct config *c)
 		.alloc = CFG_ALLOC_SAMPLED,
 		.sample_bytes = 512 * 1024,
 		.access = CFG_ACCESS_AUTO,
-		.access_freq_hz = 1000,
-		.access_period = 10007,
+		.access_freq_hz = SOFT_DEFAULT_FREQ,   /* as `memprofd record` */
+		.access_period = 0,                    /* each PMU source's own default */
 		.cpu_budget = 0.01,
 		.governor_interval_s = 10,
 		.min_scale = 1.0 / 64,

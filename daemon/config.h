@@ -58,8 +58,8 @@ struct config {
 	enum cfg_alloc alloc;
 	uint64_t sample_bytes;         /* sampled mode: mean bytes between sampled allocations */
 	enum cfg_access access;
-	uint64_t access_freq_hz;       /* soft source */
-	uint64_t access_period;        /* PMU sources: events per sample */
+	uint64_t access_freq_hz;       /* soft source, per CPU (SOFT_DEFAULT_FREQ) */
+	uint64_t access_period;        /* PMU sources: events per sample; 0: each one's default */
 	/* [governor] */
 	double cpu_budget;             /* fraction of one CPU, 0.01 = 1% */
 	uint64_t governor_interval_s;

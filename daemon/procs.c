@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include "daemon/procs.h"
@@ -48,6 +49,33 @@ static void read_comm(struct proctab *t, struct proc *p)
 		p->comm = intern_str(t->in, buf);
 	}
 	fclose(f);
+}
+
+bool proc_running(uint32_t pid, uint64_t start_ns)
+{
+	char path[64], buf[1024], state;
+	struct timespec bt, mt;
+	unsigned long long ticks;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
+	/* Fields after comm: state is 3rd, starttime 22nd. A zombie has ended. */
+	if (!p || sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &state, &ticks) != 2 || state == 'Z' || state == 'X')
+		return false;
+	/* /proc's start time is in clock ticks of CLOCK_BOOTTIME, BPF's in monotonic ns. */
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	long hz = sysconf(_SC_CLK_TCK);
+	int64_t off = (bt.tv_sec - mt.tv_sec) * 1000000000LL + (bt.tv_nsec - mt.tv_nsec);
+	int64_t want = ((int64_t)start_ns + off) / (1000000000LL / (hz > 0 ? hz : 100));
+	return (int64_t)ticks >= want - 1 && (int64_t)ticks <= want + 1;
 }
 
 struct proc *proc_get(struct proctab *t, uint32_t tgid, uint64_t start_ns)

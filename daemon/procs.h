@@ -41,6 +41,10 @@ struct proctab {
 };
 
 struct proc *proc_find(struct proctab *t, uint32_t tgid, uint64_t start_ns);
+/* Whether process pid still is the one that started at start_ns (task start time,
+ * CLOCK_MONOTONIC ns, as BPF reports it): false once it ended (a zombie too) or its PID
+ * was reused. */
+bool proc_running(uint32_t pid, uint64_t start_ns);
 /* Finds or creates; a new process takes exe/comm from /proc if it is still alive. */
 struct proc *proc_get(struct proctab *t, uint32_t tgid, uint64_t start_ns);
 void proc_set_exe(struct proctab *t, struct proc *p, const char *path);

@@ -10,6 +10,8 @@
 #include "store/store.h"
 #include "symbolizer/symcache.h"
 #include "daemon/attrib.h"
+#include "daemon/addrspace.h"
+#include <signal.h>
 
 static int64_t now_real_ns(void)
 {
@@ -213,17 +215,28 @@ static bool proc_gone(const struct proc *p)
 	return p->forget;
 }
 
+/* attrib_gone_fn: a process attribution may drop, once the recorder forgot it (or never
+ * knew it: samples read after its exit bring it back) and it no longer runs. */
+static bool attrib_proc_gone(void *arg, uint32_t tgid, uint64_t start_ns)
+{
+	struct recorder *r = arg;
+
+	return !proc_find(&r->procs, tgid, start_ns) && kill((pid_t)tgid, 0) < 0 && errno == ESRCH;
+}
+
 size_t recorder_forget_exited(struct recorder *r)
 {
 	size_t n = 0;
 	struct proc **v;
 
-	/* Attribution holds objects by (pid, start) that still come to recorder_add_mib. */
-	if (r->attrib || !r->procs.procs.n)
+	if (!r->procs.procs.n)
 		return 0;
+	/* Attribution holds objects by (pid, start) that still come to recorder_add_mib:
+	 * a process is kept until they have all settled. */
 	hmap_foreach(&r->procs.procs, i) {
 		struct proc *p = r->procs.procs.vals[i];
-		p->forget = p->exited && p->exit_written;
+		p->forget = p->exited && p->exit_written &&
+			    !(r->attrib && attrib_holds(r->attrib, p->pid, p->start_ns));
 	}
 	/* An aggregate the store does not hold yet keeps its process. */
 	hmap_foreach(&r->aggs.map, i) {
@@ -242,9 +255,13 @@ size_t recorder_forget_exited(struct recorder *r)
 	}
 	for (size_t i = 0; i < n; i++) {
 		store_forget_process(r->store, (int32_t)v[i]->pid, v[i]->start_ns);
+		if (r->addrspace)
+			addrspace_forget(r->addrspace, v[i]);
 		proc_forget(&r->procs, v[i]);
 	}
 	free(v);
+	if (r->attrib)
+		attrib_forget_gone(r->attrib, attrib_proc_gone, r);
 	r->procs_forgotten += n;
 	return n;
 }

@@ -18,6 +18,7 @@ struct bpf_link;
 struct store;
 
 struct recorder {
+	const char *cmd;                 /* "record" or "daemon", for messages (NULL: "record") */
 	struct alloc_bpf *skel;
 	struct ring_buffer *rb;
 	struct bpf_link **links;
@@ -57,6 +58,16 @@ struct recorder {
 	uint64_t procs_forgotten;        /* exited processes freed by recorder_forget_exited */
 };
 
+/* The subcommand name messages start with. */
+static inline const char *recorder_cmd(const struct recorder *r)
+{
+	return r->cmd ? r->cmd : "record";
+}
+
+/* The BPF targets map of the allocation mode in use: the processes recorded (the access
+ * sources share it). */
+int recorder_targets_fd(const struct recorder *r);
+
 int exact_open(struct recorder *r);
 /* Attaches the allocator probes to every allocator function `path` defines; returns the
  * number of functions attached (0 if it defines none) or -errno. */
@@ -76,9 +87,10 @@ void exact_counters(struct recorder *r, uint64_t out[CNT_MAX]);
 void exact_close(struct recorder *r);
 
 int recorder_flush(struct recorder *r, const char *status);
-/* Frees exited processes whose exit is committed and whose aggregates are all written
- * (those are freed too: nothing can add to them any more). After a successful flush;
- * a no-op while access attribution may still hold objects. Returns processes freed. */
+/* Frees exited processes whose exit is committed, whose aggregates are all written
+ * (those are freed too: nothing can add to them any more) and of which access
+ * attribution holds no unsettled object; attribution and the access source forget them
+ * too. After a successful flush. Returns processes freed. */
 size_t recorder_forget_exited(struct recorder *r);
 /* While aggregates take more than limit bytes, drops the oldest bucket's (counted in
  * mem_dropped_*, logged once per unwritable spell). For when flushes keep failing. */
@@ -118,11 +130,20 @@ int sampled_open(struct sampled **out, struct recorder *r);
 /* Attaches memprofd:alloc/free in the ELF file path (pid -1: every process that maps
  * it, including ones started later). 1 attached, 0 path has no sampler probes, -errno. */
 int sampled_attach_binary(struct sampled *s, const char *path, int pid);
+/* The same, with the two links (memprofd:alloc, memprofd:free) handed to the caller, who
+ * destroys them (bpf_link__destroy) to detach, and without registering path for symbols
+ * (the daemon attaches each sampler file once, through a descriptor it holds). */
+#define SAMPLED_LINKS 2
+struct bpf_link;
+int sampled_attach_links(struct sampled *s, const char *path, int pid,
+			 struct bpf_link *out[SAMPLED_LINKS]);
 /* The sampler a running process has (preloaded/dlopen'ed library, or linked into its
  * executable): 1 attached, 0 none, -errno. */
 int sampled_attach_pid(struct sampled *s, int pid);
 /* One error line: pid has no sampler, and the ways to load it (unit Environment=, -l). */
 void sampled_report_missing(int pid, const char *sampler_path);
+/* The two ways to load the sampler, as the end of such a line ("restart it with ..."). */
+void sampled_missing_hint(int pid, const char *sampler_path, char *buf, size_t n);
 /* Path of libmemprofd_sampler.so to inject: $MEMPROFD_SAMPLER, next to memprofd's build
  * or install prefix, then the system library directories. 0 or -ENOENT. */
 int sampled_find_library(char *out, size_t outsz);
@@ -137,6 +158,10 @@ int sampled_poll(struct sampled *s, int timeout_ms);
 uint64_t sampled_watermark(const struct sampled *s);
 int sampled_drain(struct sampled *s);          /* consumes everything queued */
 int sampled_targets_fd(const struct sampled *s);
+int sampled_ring_fd(const struct sampled *s);      /* epoll fd of its ring buffer */
+/* Thinning (bpf/sampled.bpf.c keep_q16): keeps each sample with probability keep, its
+ * weight divided by keep. Returns the probability in force (keep rounded to 1/65536). */
+double sampled_set_keep(struct sampled *s, double keep);
 /* With access attribution: the BPF side also sends each sampled allocation (EV_SALLOC). */
 void sampled_send_allocs(struct sampled *s, bool on);
 struct attrib_object;
@@ -144,6 +169,8 @@ struct attrib_object;
 void sampled_object(struct sampled *s, const struct attrib_object *o);
 int sampled_reap(struct sampled *s, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns, uint32_t cpu);
 void sampled_counters(struct sampled *s, uint64_t out[SCNT_MAX]);
+/* Sampled allocation and free records read so far (what thinning reduces). */
+uint64_t sampled_records(const struct sampled *s);
 /* Samples aggregated so far and the objects they stand for (sum of weights). */
 void sampled_stats(const struct sampled *s, uint64_t *samples, double *est_objects);
 void sampled_close(struct sampled *s);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -23,6 +24,7 @@
 
 struct sproc {
 	uint32_t tgid;
+	uint64_t start_ns;         /* the process instance whose maps these are */
 	struct maps maps;
 	bool loaded;
 	uint64_t loaded_at;
@@ -39,8 +41,11 @@ struct src_soft {
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	int *fds;
+	unsigned *fd_ev;             /* per fd: its event's index in ev */
+	int *fd_cpu;                 /* per fd: its CPU */
 	size_t nlinks;
 	struct src_events ev;
+	double scale;                /* of every event's configured rate (src_soft_set_scale) */
 	struct insn_decoder *dec;
 	struct hmap procs;           /* hash(tgid) -> struct sproc * */
 	struct hmap syms;            /* hash(build-id) -> struct symslot * */
@@ -72,18 +77,51 @@ static void sproc_drop(struct sproc *p)
 	p->loaded = false;
 }
 
-static struct sproc *sproc_get(struct src_soft *s, uint32_t tgid)
+static void sproc_remove(struct src_soft *s, struct sproc *p)
+{
+	sproc_drop(p);
+	hmap_remove(&s->procs, hash_u64(p->tgid) | 1, p);
+	free(p);
+	s->nprocs--;
+}
+
+/* Full: entries of processes that are gone (a sample read after their exit was handled
+ * brings one back) make room. */
+static void sproc_collect(struct src_soft *s)
+{
+	struct sproc *gone[64];
+	size_t n = 0;
+
+	hmap_foreach(&s->procs, i) {
+		struct sproc *p = s->procs.vals[i];
+		if (n < sizeof(gone) / sizeof(gone[0]) && kill((pid_t)p->tgid, 0) < 0 && errno == ESRCH)
+			gone[n++] = p;
+	}
+	for (size_t i = 0; i < n; i++)
+		sproc_remove(s, gone[i]);
+}
+
+/* One entry per PID: a sample of another instance (the PID was reused) replaces it. */
+static struct sproc *sproc_get(struct src_soft *s, uint32_t tgid, uint64_t start_ns)
 {
 	uint64_t h = hash_u64(tgid) | 1;
 	struct sproc *p = hmap_find(&s->procs, h, proc_eq, &tgid);
 
-	if (p)
+	if (p) {
+		if (p->start_ns != start_ns) {
+			sproc_drop(p);
+			p->start_ns = start_ns;
+		}
 		return p;
+	}
+	if (s->nprocs >= SOFT_PROCS_MAX)
+		sproc_collect(s);
 	if (s->nprocs >= SOFT_PROCS_MAX)
 		return NULL;
 	if (!(p = calloc(1, sizeof(*p))))
 		return NULL;
 	p->tgid = tgid;
+	p->start_ns = start_ns;
 	if (hmap_insert(&s->procs, h, p)) {
 		free(p);
 		return NULL;
@@ -246,8 +284,17 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 		return 0;
 	s->st.events++;
 	if (e->flags & SOFT_F_ADDR) {
-		/* A PMU source: the hardware gave the address (loads: the events sample loads). */
-		w = s->ev.n && s->ev.ev[0].est_per_sample ? s->ev.ev[0].est_per_sample : e->period;
+		/* A PMU source: the hardware gave the address (loads: the events sample loads).
+		 * The estimate is per configured period; a sample taken at another period (the
+		 * governor changed it) stands for proportionally more or fewer. */
+		const struct src_event *ev = s->ev.n ? &s->ev.ev[0] : NULL;
+		w = e->period;
+		if (ev && ev->est_per_sample) {
+			w = ev->est_per_sample;
+			if (!ev->attr.freq && ev->attr.sample_period && e->period)
+				w = (uint64_t)((double)ev->est_per_sample * (double)e->period /
+					       (double)ev->attr.sample_period + 0.5);
+		}
 		deliver(s, e, e->addr, 0, INSN_READ, 0, w);
 		return 1;
 	}
@@ -259,7 +306,7 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 	ip = ctx.regs.rip;
 	w = e->period * SOFT_EST_INSNS_PER_NS;
 
-	p = sproc_get(s, e->tgid);
+	p = sproc_get(s, e->tgid, e->start_ns);
 	m = p ? find_map(p, ip) : NULL;
 	if (!m)
 		s->st.no_mapping++;
@@ -322,6 +369,7 @@ int src_soft_open_offline(struct src_soft **out, src_soft_cb cb, void *arg)
 	}
 	s->cb = cb;
 	s->arg = arg;
+	s->scale = 1.0;
 	*out = s;
 	return 0;
 }
@@ -367,7 +415,9 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 	}
 	s->links = calloc((size_t)ncpu * s->ev.n, sizeof(*s->links));
 	s->fds = calloc((size_t)ncpu * s->ev.n, sizeof(*s->fds));
-	if (!s->links || !s->fds) {
+	s->fd_ev = calloc((size_t)ncpu * s->ev.n, sizeof(*s->fd_ev));
+	s->fd_cpu = calloc((size_t)ncpu * s->ev.n, sizeof(*s->fd_cpu));
+	if (!s->links || !s->fds || !s->fd_ev || !s->fd_cpu) {
 		r = -ENOMEM;
 		snprintf(err, errsz, "soft source: %s", strerror(ENOMEM));
 		goto fail;
@@ -393,6 +443,8 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 				goto fail;
 			}
 			s->fds[s->nlinks] = fd;
+			s->fd_ev[s->nlinks] = i;
+			s->fd_cpu[s->nlinks] = cpu;
 			s->links[s->nlinks++] = l;
 		}
 	}
@@ -424,8 +476,67 @@ void src_soft_forget(struct src_soft *s, uint32_t tgid)
 {
 	struct sproc *p = hmap_find(&s->procs, hash_u64(tgid) | 1, proc_eq, &tgid);
 
+	/* Removed, not only emptied: a daemon sees far more than SOFT_PROCS_MAX processes
+	 * come and go, and a later sample of tgid reads its maps again anyway. */
 	if (p)
-		sproc_drop(p);
+		sproc_remove(s, p);
+}
+
+/* ev's attr at scale of its configured rate: a frequency times scale, or a period
+ * divided by it (never 0). */
+static struct perf_event_attr scaled_attr(const struct src_event *ev, double scale)
+{
+	struct perf_event_attr a = ev->attr;
+	double v = a.freq ? (double)a.sample_freq * scale : (double)a.sample_period / scale;
+	uint64_t r = v < 1 ? 1 : (uint64_t)(v + 0.5);
+
+	if (a.freq)
+		a.sample_freq = r;
+	else
+		a.sample_period = r;
+	return a;
+}
+
+int src_soft_set_scale(struct src_soft *s, double scale)
+{
+	if (!(scale > 0) || scale > 1)
+		return -EINVAL;
+	/* Reopened, not changed in place: PERF_EVENT_IOC_PERIOD on a cpu-clock event takes a
+	 * period in ns even when it was opened by frequency, and its samples keep reporting
+	 * the period it was opened with, which the estimator reads. A new event reports its
+	 * own; samples of the old one still in the ring keep theirs. */
+	for (size_t i = 0; i < s->nlinks; i++) {
+		struct perf_event_attr a = scaled_attr(&s->ev.ev[s->fd_ev[i]], scale);
+		int fd = src_perf_event_open(&a, s->fd_cpu[i], NULL);
+		if (fd < 0)
+			return fd;
+		struct bpf_link *l = bpf_program__attach_perf_event(s->skel->progs.on_sample, fd);
+		if (!l) {
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+		bpf_link__destroy(s->links[i]);
+		close(s->fds[i]);
+		s->links[i] = l;
+		s->fds[i] = fd;
+	}
+	s->scale = scale;
+	return 0;
+}
+
+double src_soft_rate(const struct src_soft *s, const char **unit)
+{
+	const struct src_event *ev = s->ev.n ? &s->ev.ev[0] : NULL;
+
+	if (!ev) {
+		*unit = NULL;
+		return -1;
+	}
+	struct perf_event_attr a = scaled_attr(ev, s->scale);
+	bool clock = a.type == PERF_TYPE_SOFTWARE;
+	*unit = a.freq ? "Hz per CPU" : clock ? "ns of CPU per sample" : "events per sample";
+	return (double)(a.freq ? a.sample_freq : a.sample_period);
 }
 
 int src_soft_poll(struct src_soft *s, int timeout_ms)
@@ -497,6 +608,8 @@ void src_soft_close(struct src_soft *s)
 	}
 	free(s->links);
 	free(s->fds);
+	free(s->fd_ev);
+	free(s->fd_cpu);
 	soft_bpf__destroy(s->skel);
 	hmap_foreach(&s->procs, i) {
 		sproc_drop(s->procs.vals[i]);

@@ -53,6 +53,16 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 int src_soft_add_target(struct src_soft *s, uint32_t pid);
 /* A process exec'd or exited: its cached maps are dropped. */
 void src_soft_forget(struct src_soft *s, uint32_t tgid);
+/* Runs every event at scale (0 < scale <= 1) of its configured rate: frequency-mode
+ * events (cpu-clock) at freq * scale, period-mode ones (PMUs) at period / scale; the
+ * events are reopened (the old ones closed once the new ones sample). Estimates follow:
+ * a soft sample's weight comes from its own period, a PMU sample's is scaled by its
+ * period over the configured one. 0, -EINVAL, or -errno (then some CPUs may still run
+ * at the previous rate). */
+int src_soft_set_scale(struct src_soft *s, double scale);
+/* The rate in force for the first event and its unit ("Hz per CPU", "events per sample",
+ * "ns of CPU per sample"); -1 (unit NULL) when nothing is open. */
+double src_soft_rate(const struct src_soft *s, const char **unit);
 /* Reads what the ring holds (waiting up to timeout_ms); returns records read or -errno. */
 int src_soft_poll(struct src_soft *s, int timeout_ms);
 /* Every sample with time < this (CLOCK_MONOTONIC ns) has been delivered: for attrib_advance. */

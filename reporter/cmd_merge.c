@@ -111,6 +111,7 @@ struct src_schema {
 	bool mib_run;           /* v5: mib.run_id (before: the run of the row's process) */
 	bool mib_hist;          /* v6: mib.access_hist */
 	bool governor;          /* v7: governor, governor_sources */
+	bool daemon_targets;    /* v8: daemon_targets */
 };
 
 /* Whether the input has table (column NULL) or table.column. */
@@ -146,6 +147,8 @@ static int src_schema_read(struct merger *m, struct src_schema *sch)
 		r = src_has(m, "mib", "access_hist", &sch->mib_hist);
 	if (!r)
 		r = src_has(m, "governor", NULL, &sch->governor);
+	if (!r)
+		r = src_has(m, "daemon_targets", NULL, &sch->daemon_targets);
 	return r;
 }
 
@@ -221,6 +224,9 @@ static const char copy_governor_sql[] =
 	" JOIN temp.map_run mr ON mr.src = g.run_id;"
 	"INSERT INTO main.governor_sources SELECT mr.dst, g.source, g.scale, g.rate, g.unit, g.events"
 	" FROM src.governor_sources g JOIN temp.map_run mr ON mr.src = g.run_id;";
+static const char copy_targets_sql[] =
+	"INSERT INTO main.daemon_targets SELECT mr.dst, t.traced, t.unsampled, t.skipped,"
+	" t.unsampled_list FROM src.daemon_targets t JOIN temp.map_run mr ON mr.src = t.run_id;";
 
 static int exec_bound(struct merger *m, const char *sql, const char *text, const char *what)
 {
@@ -437,6 +443,8 @@ static int merge_one(struct merger *m, const char *in)
 		r = exec(m, copy_access_sql, in);
 	if (!r && sch.governor)
 		r = exec(m, copy_governor_sql, in);
+	if (!r && sch.daemon_targets)
+		r = exec(m, copy_targets_sql, in);
 	if (!r)
 		r = exec(m, "COMMIT", in);
 	else

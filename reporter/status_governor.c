@@ -1,8 +1,9 @@
 /* `memprofd query status`'s governor block: budget, measured CPU, each scaled source's
- * scale and rate, the last action and when, the recent rate changes, and the daemon's
- * memory at that tick. Table lines stay within FMT_TABLE_WIDTH (cells are cut by
+ * scale and rate, the last action and when, the recent rate changes, the daemon's
+ * memory and its targets (traced, and selected ones lacking the sampler) at that tick. Table lines stay within FMT_TABLE_WIDTH (cells are cut by
  * fmt_cell); JSON carries every field in full. */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -69,6 +70,18 @@ static int table_cb(int64_t run_id, const struct store_governor *g, void *arg)
 		 PRIu64 " aggregates held", fmt_bytes(rss, g->rss_bytes),
 		 fmt_bytes(cache, g->cache_bytes), g->procs_held, g->aggs_held);
 	line(o, 2, text);
+	const struct store_gov_targets *tg = &g->targets;
+	snprintf(text, sizeof(text), "targets: %" PRIu64 " traced, %" PRIu64 " without the "
+		 "sampler (not profiled), %" PRIu64 " over max_processes", tg->traced,
+		 tg->unsampled, tg->skipped);
+	line(o, 2, text);
+	for (const char *p = tg->unsampled_list; p && *p;) {
+		size_t len = strcspn(p, "\n");
+
+		snprintf(text, sizeof(text), "no sampler: pid %.*s", (int)len, p);
+		line(o, 4, text);
+		p += len + (p[len] == '\n');
+	}
 	for (const char *p = g->history; p && *p;) {
 		size_t len = strcspn(p, "\n");
 
@@ -136,8 +149,27 @@ static int json_cb(int64_t run_id, const struct store_governor *g, void *arg)
 		fprintf(out, ", \"events\": %" PRIu64 "}", src->events);
 	}
 	fprintf(out, "], \"memory\": {\"rss_bytes\": %" PRIu64 ", \"cache_bytes\": %" PRIu64
-		", \"processes\": %" PRIu64 ", \"aggregates\": %" PRIu64 "}}", g->rss_bytes,
+		", \"processes\": %" PRIu64 ", \"aggregates\": %" PRIu64 "}", g->rss_bytes,
 		g->cache_bytes, g->procs_held, g->aggs_held);
+	fprintf(out, ", \"targets\": {\"traced\": %" PRIu64 ", \"unsampled\": %" PRIu64
+		", \"skipped\": %" PRIu64 ", \"unsampled_list\": [", g->targets.traced,
+		g->targets.unsampled, g->targets.skipped);
+	bool first = true;
+	for (const char *p = g->targets.unsampled_list; p && *p;) {
+		size_t len = strcspn(p, "\n");
+		char exe[4096];
+		long pid = strtol(p, NULL, 10);
+		const char *sp = memchr(p, ' ', len);
+
+		snprintf(exe, sizeof(exe), "%.*s", sp ? (int)(len - (size_t)(sp + 1 - p)) : 0,
+			 sp ? sp + 1 : "");
+		fprintf(out, "%s{\"pid\": %ld, \"exe\": ", first ? "" : ", ", pid);
+		fmt_json_str(out, exe);
+		fputc('}', out);
+		first = false;
+		p += len + (p[len] == '\n');
+	}
+	fputs("]}}", out);
 	(void)run_id;
 	o->any = true;
 	return 0;

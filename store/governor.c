@@ -1,7 +1,8 @@
 /* The overhead governor's record per daemon run (schema v7 tables governor and
- * governor_sources). The writer replaces a run's record at every tick, sources included,
- * so a reader sees one consistent tick; readers check that the tables exist instead of
- * comparing schema numbers, so an older store simply has no governor records. */
+ * governor_sources, v8 daemon_targets). The writer replaces a run's record at every tick,
+ * sources and targets included, so a reader sees one consistent tick; readers check that
+ * the tables exist instead of comparing schema numbers, so an older store simply has no
+ * governor records (or no targets in them). */
 #include <errno.h>
 #include <string.h>
 #include <sqlite3.h>
@@ -25,9 +26,15 @@ static const char del_src_sql[] = "DELETE FROM governor_sources WHERE run_id = ?
 static const char put_src_sql[] =
 	"INSERT INTO governor_sources(run_id, source, scale, rate, unit, events)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+static const char put_tgt_sql[] =
+	"INSERT OR REPLACE INTO daemon_targets(run_id, traced, unsampled, skipped, unsampled_list)"
+	" VALUES (?1, ?2, ?3, ?4, ?5)";
 static const char has_sql[] =
-	"SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-	" AND name IN ('governor', 'governor_sources')";
+	"SELECT count(*) FILTER (WHERE name IN ('governor', 'governor_sources')),"
+	" count(*) FILTER (WHERE name = 'daemon_targets')"
+	" FROM sqlite_master WHERE type = 'table'";
+static const char get_tgt_sql[] =
+	"SELECT traced, unsampled, skipped, unsampled_list FROM daemon_targets WHERE run_id = ?1";
 static const char get_sql[] =
 	"SELECT run_id, at_ns, budget, cpu, min_scale, ticks, lowered, raised, action,"
 	" changed_ns, decision, history, rss_bytes, cache_bytes, procs_held, aggs_held"
@@ -91,6 +98,20 @@ int store_put_governor(struct store *s, int64_t run_id, const struct store_gover
 		if ((r = step_done(s, st, "writing the governor record")))
 			return r;
 	}
+	if (!(st = store__stmt(s, put_tgt_sql)))
+		return -EIO;
+	{
+		_cleanup_reset_ sqlite3_stmt *guard = st;
+		const struct store_gov_targets *t = &g->targets;
+
+		sqlite3_bind_int64(st, 1, run_id);
+		sqlite3_bind_int64(st, 2, (int64_t)t->traced);
+		sqlite3_bind_int64(st, 3, (int64_t)t->unsampled);
+		sqlite3_bind_int64(st, 4, (int64_t)t->skipped);
+		bind_text(st, 5, t->unsampled_list && *t->unsampled_list ? t->unsampled_list : NULL);
+		if ((r = step_done(s, st, "writing the daemon's targets")))
+			return r;
+	}
 	for (unsigned i = 0; i < g->nsrc; i++) {
 		const struct store_gov_source *src = &g->src[i];
 
@@ -113,7 +134,8 @@ int store_put_governor(struct store *s, int64_t run_id, const struct store_gover
 	return 0;
 }
 
-static int has_tables(struct store *s)
+/* 1 with the governor tables (*targets: daemon_targets too), 0 without, or -errno. */
+static int has_tables(struct store *s, bool *targets)
 {
 	sqlite3_stmt *st = store__stmt(s, has_sql);
 	int rc;
@@ -125,7 +147,34 @@ static int has_tables(struct store *s)
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW)
 		return store__fail(s, rc, "looking for the governor tables");
+	*targets = sqlite3_column_int(st, 1) == 1;
 	return sqlite3_column_int(st, 0) == 2;
+}
+
+/* The run's targets into g (a copy of the list, sqlite3_free'd by free_sources). */
+static int load_targets(struct store *s, int64_t run_id, struct store_governor *g)
+{
+	sqlite3_stmt *st = store__stmt(s, get_tgt_sql);
+	int rc;
+
+	if (!st)
+		return -EIO;
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+
+	sqlite3_bind_int64(st, 1, run_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *list = (const char *)sqlite3_column_text(st, 3);
+
+		g->targets = (struct store_gov_targets){
+			.traced = (uint64_t)sqlite3_column_int64(st, 0),
+			.unsampled = (uint64_t)sqlite3_column_int64(st, 1),
+			.skipped = (uint64_t)sqlite3_column_int64(st, 2),
+			.unsampled_list = list ? sqlite3_mprintf("%s", list) : NULL,
+		};
+		return 0;
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "reading the daemon's targets");
 }
 
 static int load_sources(struct store *s, int64_t run_id, struct store_governor *g)
@@ -164,11 +213,14 @@ static void free_sources(struct store_governor *g)
 		sqlite3_free((void *)g->src[i].unit);
 	}
 	g->nsrc = 0;
+	sqlite3_free((void *)g->targets.unsampled_list);
+	g->targets.unsampled_list = NULL;
 }
 
 int store_query_governor(struct store *s, int64_t run_id, store_governor_cb cb, void *arg)
 {
-	int rc = has_tables(s);
+	bool targets = false;
+	int rc = has_tables(s, &targets);
 
 	if (rc <= 0)
 		return rc;
@@ -200,6 +252,8 @@ int store_query_governor(struct store *s, int64_t run_id, store_governor_cb cb, 
 		int64_t id = sqlite3_column_int64(st, 0);
 		int r = load_sources(s, id, &g);
 
+		if (!r && targets)
+			r = load_targets(s, id, &g);
 		if (!r)
 			r = cb(id, &g, arg);
 		free_sources(&g);

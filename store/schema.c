@@ -229,6 +229,15 @@ static const char *const migrations[] = {
 	"  rate REAL, unit TEXT,"                /* the rate in force now */
 	"  events INTEGER NOT NULL,"             /* in the last tick */
 	"  PRIMARY KEY (run_id, source)) WITHOUT ROWID;",
+	/* 7 -> 8: the daemon's targets at its governor's last tick (store/governor.c): how
+	 * many it traces, and the selected processes it cannot profile because they lack
+	 * libmemprofd_sampler (alloc = sampled), for `memprofd query status`. */
+	"CREATE TABLE daemon_targets ("
+	"  run_id INTEGER PRIMARY KEY REFERENCES runs(id),"
+	"  traced INTEGER NOT NULL,"             /* processes in the BPF targets map */
+	"  unsampled INTEGER NOT NULL,"          /* selected, without the sampler */
+	"  skipped INTEGER NOT NULL,"            /* selected, over max_processes (cumulative) */
+	"  unsampled_list TEXT);",               /* 'PID EXE' a line, newest first, a few */
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

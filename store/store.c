@@ -485,6 +485,11 @@ int store_set_cache(struct store *s, uint64_t bytes)
 	return rc == SQLITE_OK ? 0 : store__fail(s, rc, "setting the page cache size");
 }
 
+void store_set_busy_timeout(struct store *s, int ms)
+{
+	sqlite3_busy_timeout(s->db, ms > 0 ? ms : 0);
+}
+
 uint64_t store_cache_used(struct store *s)
 {
 	int cur = 0, hi = 0;

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -28,6 +28,10 @@ int store_schema_version(struct store *s);     /* PRAGMA user_version of the ope
  * read or written and then stays at the bound. store_cache_used(): bytes it holds now. */
 int store_set_cache(struct store *s, uint64_t bytes);
 uint64_t store_cache_used(struct store *s);
+/* How long a statement waits on another connection's lock before failing with SQLITE_BUSY
+ * (STORE_BUSY_TIMEOUT_MS after store_open). The daemon shortens it: a failed flush is
+ * retried at the next interval anyway, and SIGTERM has a deadline to keep. */
+void store_set_busy_timeout(struct store *s, int ms);
 
 /* Writer: one transaction per flush. store_rollback() also drops the id caches
  * filled since store_begin(), so a failed flush can be retried from scratch. */
@@ -341,6 +345,13 @@ struct store_gov_source {
 	const char *unit;        /* "Hz", ...; NULL without a rate */
 	uint64_t events;         /* events in the last tick */
 };
+/* The daemon's targets at the tick (schema v8 table daemon_targets; zero in an older
+ * store): processes traced, selected ones without libmemprofd_sampler (sampled mode; not
+ * profiled), selected ones skipped over max_processes. */
+struct store_gov_targets {
+	uint64_t traced, unsampled, skipped;
+	const char *unsampled_list;  /* "PID EXE" a line, the newest few; NULL if none */
+};
 struct store_governor {
 	int64_t at_ns;           /* CLOCK_REALTIME of the last tick */
 	double budget;           /* CPU allowed, fraction of one CPU (0.01 = 1%) */
@@ -357,6 +368,7 @@ struct store_governor {
 	uint64_t aggs_held;      /* aggregates held in memory */
 	struct store_gov_source src[STORE_GOV_MAX_SOURCES];
 	unsigned nsrc;
+	struct store_gov_targets targets;
 };
 /* Replaces run_id's governor record (inside store_begin/store_commit). */
 int store_put_governor(struct store *s, int64_t run_id, const struct store_governor *g);

@@ -59,6 +59,20 @@ class Notify:
                 return got
         raise AssertionError("no %r within %ss; got %r" % (want, timeout, got))
 
+    def drain(self):
+        """From now on, reads and drops every message in a thread: an unread socket
+        fills up and blocks the daemon's sd_notify (systemd itself always reads)."""
+        import threading
+
+        def loop():
+            self.sock.settimeout(None)
+            while True:
+                try:
+                    self.sock.recv(4096)
+                except OSError:
+                    return
+        threading.Thread(target=loop, daemon=True).start()
+
 
 def check_config_errors(memprofd, d, fails):
     """Bad configs, no BPF needed: exit 2, one line per problem naming file and line."""

@@ -3,6 +3,10 @@
 binary with at least MEMPROFD_MIN_ALLOCS allocations gets EXPORT/BUILD-ID/ with one file
 per format and a manifest.json that parses and matches the files (bytes), or names the
 format's error; binaries below the threshold get nothing; no temporary file is left.
+Exit status: a night where an export fails (memprof-raw cannot be made for the generated
+binaries, whose files do not exist) exits 1 with one stderr line per failure and still
+publishes every other file; a night where all succeed exits 0; an unreadable database
+exits non-zero before writing anything.
 Atomicity, made deterministic with a MEMPROFD wrapper that stops half-way through
 writing one export until told to go on: meanwhile the published file is still the
 previous complete one (byte for byte) and the half-written bytes sit under a temporary
@@ -94,20 +98,50 @@ def main():
     env = dict(os.environ, MEMPROFD=a.memprofd, MEMPROFD_DB=db, MEMPROFD_EXPORT_DIR=out,
                MEMPROFD_MIN_ALLOCS=str(min_allocs))
 
+    # Every default format: memprof-raw fails for each binary (no file to read), the
+    # others are published, and the night says it failed.
     r = subprocess.run(["sh", a.script], env=env, capture_output=True, text=True, timeout=300)
     got = sorted(os.listdir(out)) if os.path.isdir(out) else []
-    if r.returncode != 0 or got != want:
-        fails.append("first run: rc %d, dirs %r (want %r); stderr %s" % (
+    errs = r.stderr.strip().splitlines()
+    if r.returncode != 1 or got != want:
+        fails.append("first run: rc %d (want 1: memprof-raw fails), dirs %r (want %r); stderr %s" % (
             r.returncode, got, want, r.stderr))
+    if len(errs) != len(want) or not all(
+            any(e.startswith("memprofd-nightly-export: %s: memprof-raw: " % b) for e in errs)
+            for b in want):
+        fails.append("first run: want one stderr line per failed export, got %r" % errs)
     for bid in got:
         for pr in manifest_problems(os.path.join(out, bid), bid):
             fails.append("%s: %s" % (bid, pr))
+        with open(os.path.join(out, bid, "manifest.json")) as f:
+            entries = json.load(f)["files"]
+        ok = sorted(e["format"] for e in entries if "file" in e)
+        bad = sorted(e["format"] for e in entries if "error" in e)
+        if bad != ["memprof-raw"] or len(ok) != 5:
+            fails.append("%s: want memprof-raw failed and the 5 others published: %r" % (bid, entries))
     left = [f for f in glob.glob(out + "/**/.*", recursive=True)]
     if left:
         fails.append("temporary files left by a complete run: %r" % left)
     if not fails:
-        t.log("ok: %d of 3 binaries exported (threshold %d allocations), manifests match" % (
-            len(got), min_allocs))
+        t.log("ok: %d of 3 binaries exported (threshold %d allocations), manifests match; the "
+              "failed memprof-raw exports made the night exit 1" % (len(got), min_allocs))
+    # The formats that work: exit 0. The rest of this check uses them.
+    env["MEMPROFD_FORMATS"] = "memprof-yaml hints ld-script symbol-order pprof"
+    r = subprocess.run(["sh", a.script], env=env, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0 or r.stderr.strip():
+        fails.append("a night without failures: rc %d (want 0), stderr %r" % (r.returncode, r.stderr))
+    else:
+        t.log("ok: a night where every export succeeds exits 0")
+    # No readable database: nothing to export, and the night fails at once.
+    bogus = tmp + "/not-a-db"
+    with open(bogus, "w") as f:
+        f.write("not sqlite\n" * 100)
+    r = subprocess.run(["sh", a.script], env=dict(env, MEMPROFD_DB=bogus,
+                       MEMPROFD_EXPORT_DIR=tmp + "/export-bogus"), capture_output=True, text=True,
+                       timeout=60)
+    if r.returncode == 0 or not r.stderr.startswith("memprofd: ") or \
+            glob.glob(tmp + "/export-bogus/*"):
+        fails.append("an unreadable database: rc %d, stderr %r" % (r.returncode, r.stderr))
 
     # A run that stops half-way through one file.
     wrapper = tmp + "/memprofd-wrapper"

@@ -1,7 +1,8 @@
 /* addrspace: regions and data symbols of this test process itself: a global resolves to
  * its symbol, and the second time from the (device, inode) cache without opening the
  * file; a mapping made after the first maps read is found by one reread, while a miss
- * right after does not reread again; a mapped non-ELF file is not a binary (cached). */
+ * right after does not reread again; a mapped non-ELF file is not a binary (cached); a
+ * running process not in the table yet becomes known at its first sample. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "daemon/addrspace.h"
@@ -94,10 +97,63 @@ static void test_self(void **state)
 	interner_free(&in);
 }
 
+/* This process's task start time as BPF reports it (CLOCK_MONOTONIC ns), from /proc. */
+static uint64_t self_start_ns(void)
+{
+	char buf[1024];
+	unsigned long long ticks;
+	struct timespec bt, mt;
+	FILE *f = fopen("/proc/self/stat", "r");
+
+	assert_non_null(f);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	assert_int_equal(sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+				"%*u %*u %*d %*d %*d %*d %*d %*d %llu", &ticks), 1);
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	int64_t off = (bt.tv_sec - mt.tv_sec) * 1000000000LL + (bt.tv_nsec - mt.tv_nsec);
+	return ticks * (1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK)) - (uint64_t)off;
+}
+
+/* A running target none of whose allocations was seen (the daemon found it running; the
+ * sampled mode sees few): its first sample makes it known, so its static data resolve.
+ * A process that is not running under that start time stays unknown. */
+static void test_running_unknown(void **state)
+{
+	struct interner in = { 0 };
+	struct proctab t = { .in = &in };
+	struct addrspace *as;
+	struct attrib_region r;
+	uint32_t pid = (uint32_t)getpid();
+	uint64_t start = self_start_ns();
+
+	(void)state;
+	assert_true(proc_running(pid, start));
+	assert_false(proc_running(pid, start + 5000000000ULL));
+	assert_int_equal(addrspace_open(&as, &t), 0);
+	addrspace_region(as, pid, start + 5000000000ULL, (uintptr_t)&addrspace_test_global[1], 0, &r);
+	assert_int_equal(r.kind, REGION_NONE);
+	assert_null(proc_find(&t, pid, start));
+	addrspace_region(as, pid, start, (uintptr_t)&addrspace_test_global[1], 0, &r);
+	assert_int_equal(r.kind, REGION_DATA);
+	struct proc *p = proc_find(&t, pid, start);
+	assert_non_null(p);
+	assert_true(strstr(p->exe, "test_addrspace") != NULL);
+	/* Forgotten with its process: the next one at that address starts afresh. */
+	addrspace_forget(as, p);
+	proc_forget(&t, p);
+	addrspace_close(as);
+	proctab_free(&t);
+	interner_free(&in);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_self),
+		cmocka_unit_test(test_running_unknown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -673,9 +673,97 @@ static void test_many_live(void **state)
 	free(s.o);
 }
 
+static void count_object(void *arg, const struct attrib_object *o)
+{
+	(void)o;
+	(*(size_t *)arg)++;
+}
+
+/* The sampler's region hands the same slot out again and again: 200k objects allocated
+ * and freed at one address before any settles. A free that stabbed the index for the
+ * live object walked every unsettled one there (quadratic: minutes); the live hash finds
+ * it at once, and each object still settles with its own lifetime. */
+static void test_reused_address(void **state)
+{
+	enum { N = 200000 };
+	size_t settled = 0;
+	struct attrib_ops ops = { .object = count_object, .arg = &settled };
+	struct attrib *a;
+
+	assert_int_equal(attrib_open(&a, &ops), 0);
+	attrib_alloc_watermark(a, 0);
+	for (uint64_t i = 0; i < N; i++) {
+		assert_int_equal(attrib_alloc(a, 10, 5, 0x7f0000001000, 4096, &c1, 10 + 2 * i, 0, W1), 0);
+		assert_int_equal(attrib_free(a, 10, 5, 0x7f0000001000, 11 + 2 * i, 0), 0);
+	}
+	assert_int_equal(attrib_counts(a)->objects, N);
+	assert_int_equal(attrib_counts(a)->unmatched_free, 0);
+	/* A sample finds the one object live at its time among them. */
+	struct access_sample s = smp(0x7f0000001010, 10 + 2 * 777, 1);
+	attrib_advance(a, 10 + 2 * 777);
+	attrib_alloc_watermark(a, UINT64_MAX);
+	assert_int_equal(attrib_sample(a, &s), ATTRIB_HEAP);
+	attrib_advance(a, UINT64_MAX);
+	assert_int_equal(settled, N);
+	attrib_close(a);
+}
+
+static bool gone_all(void *arg, uint32_t tgid, uint64_t start_ns)
+{
+	(void)arg; (void)tgid; (void)start_ns;
+	return true;
+}
+
+static bool gone_none(void *arg, uint32_t tgid, uint64_t start_ns)
+{
+	(void)arg; (void)tgid; (void)start_ns;
+	return false;
+}
+
+/* The daemon forgets exited processes: attribution holds a process while an object of it
+ * is unsettled or a sample waits for one; a process that gone() rules out is dropped,
+ * its held samples counted first, and nothing of a process gone() keeps is dropped. */
+static void test_forget(void **state)
+{
+	struct got g = {0};
+	struct attrib_ops ops = { .object = on_object, .region = region, .arg = &g };
+	struct attrib *a;
+	struct access_sample s;
+
+	assert_int_equal(maps_parse(&g.maps, maps_txt, sizeof(maps_txt) - 1, NULL), 0);
+	assert_int_equal(attrib_open(&a, &ops), 0);
+	assert_false(attrib_holds(a, 10, 5));
+	s = smp(0x1000100, 10, 1);                    /* held: exact mode knows objects late */
+	assert_int_equal(attrib_sample(a, &s), -1);
+	assert_true(attrib_holds(a, 10, 5));
+	assert_false(attrib_holds(a, 10, 6));         /* another instance of the PID */
+	assert_int_equal(attrib_forget_gone(a, gone_none, NULL), 0);
+	assert_int_equal(attrib_object(a, 10, 5, 0x1000200, 16, &c1, 11, 30, 0, 0), 0);
+	attrib_process_exit(a, 10, 5, 40);            /* the held sample goes to its class */
+	assert_true(attrib_holds(a, 10, 5));          /* the object is not settled yet */
+	assert_int_equal(attrib_forget_gone(a, gone_all, NULL), 0);
+	attrib_advance(a, 50);
+	assert_int_equal(g.n, 1);
+	assert_false(attrib_holds(a, 10, 5));
+	assert_int_equal(attrib_forget_gone(a, gone_none, NULL), 0);
+	assert_int_equal(attrib_forget_gone(a, gone_all, NULL), 1);
+	/* A sample read after the process was dropped brings it back, held; dropping it
+	 * again counts the sample in its class. */
+	s = smp(0x1000300, 35, 1);
+	assert_int_equal(attrib_sample(a, &s), -1);
+	uint64_t before = attrib_counts(a)->by_class[ATTRIB_HEAP_UNTRACKED];
+	assert_int_equal(attrib_forget_gone(a, gone_all, NULL), 1);
+	assert_int_equal(attrib_counts(a)->by_class[ATTRIB_HEAP_UNTRACKED], before + 1);
+	assert_int_equal(attrib_counts(a)->pending, 0);
+	attrib_close(a);
+	maps_free(&g.maps);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reused_address),
+		cmocka_unit_test(test_forget),
 		cmocka_unit_test(test_time_and_address),
 		cmocka_unit_test(test_alloc_free),
 		cmocka_unit_test(test_classes),

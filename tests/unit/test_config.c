@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "daemon/config.h"
+#include "daemon/src_pmu.h"
 
 static char path[64];
 
@@ -53,6 +54,9 @@ static void test_defaults(void **state)
 	assert_true(c.cpu_budget > 0.0099 && c.cpu_budget < 0.0101);
 	assert_int_equal(c.alloc, CFG_ALLOC_SAMPLED);
 	assert_int_equal(c.access, CFG_ACCESS_AUTO);
+	/* The daemon samples accesses at record's default rate; each PMU source at its own. */
+	assert_int_equal(c.access_freq_hz, SOFT_DEFAULT_FREQ);
+	assert_int_equal(c.access_period, 0);
 	assert_int_equal(c.retention_s, 14 * 86400);
 	assert_int_equal(c.max_db_bytes, 1ULL << 30);
 	assert_int_equal(c.cache_bytes, 2ULL << 20);
@@ -234,6 +238,10 @@ static void test_shipped(void **state)
 	assert_int_equal(c.ntiers, d.ntiers);
 	assert_memory_equal(c.tiers, d.tiers, sizeof(d.tiers[0]) * d.ntiers);
 	assert_int_equal(c.alloc, d.alloc);
+	assert_int_equal(c.sample_bytes, d.sample_bytes);
+	assert_int_equal(c.access, d.access);
+	assert_int_equal(c.access_freq_hz, d.access_freq_hz);
+	assert_int_equal(c.access_period, d.access_period);
 	assert_true(c.cpu_budget == d.cpu_budget);
 	assert_true(c.min_scale == d.min_scale);
 	assert_int_equal(c.max_processes, d.max_processes);

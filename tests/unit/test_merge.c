@@ -422,7 +422,8 @@ static void test_merge_every_version(void **state)
 		struct store *s;
 		struct store_governor g = { .at_ns = 9, .budget = 0.01, .cpu = 0.5, .min_scale = 0.5,
 					    .ticks = 3, .action = "at_floor", .decision = "over budget",
-					    .src = { { "access", 0.5, 500, "Hz", 7 } }, .nsrc = 1 };
+					    .src = { { "access", 0.5, 500, "Hz", 7 } }, .nsrc = 1,
+					    .targets = { 3, 1, 0, "99 /usr/bin/bare" } };
 
 		assert_int_equal(store_open(&s, a, STORE_RDWR, err, sizeof(err)), 0);
 		assert_int_equal(store_begin(s), 0);
@@ -464,6 +465,8 @@ static void test_merge_every_version(void **state)
 			      " WHERE r.command = 'daemon' AND g.ticks = 3"), 1);
 	assert_int_equal(q(out, "SELECT count(*) FROM governor_sources s JOIN governor g"
 			      " ON g.run_id = s.run_id WHERE s.rate = 500"), 1);
+	assert_int_equal(q(out, "SELECT count(*) FROM daemon_targets t JOIN governor g ON g.run_id ="
+			      " t.run_id WHERE t.traced = 3 AND t.unsampled_list = '99 /usr/bin/bare'"), 1);
 	assert_int_equal(q(out, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
 	assert_int_equal(q(out, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"), 1);
 	assert_int_equal(q(out, "SELECT count(*) FROM pragma_foreign_key_check"), 0);

@@ -1072,6 +1072,8 @@ static void test_status_governor(void **state)
 			   "tick 2: over budget, lowering; access scale 1 -> 0.5",
 		.rss_bytes = 52 << 20, .cache_bytes = 256 << 10, .procs_held = 3, .aggs_held = 9,
 		.src = { { "access", 0.125, 125, "Hz", 90000 } }, .nsrc = 1,
+		.targets = { .traced = 4, .unsampled = 2, .skipped = 1,
+			     .unsampled_list = "4242 /usr/bin/bare\n77 /opt/a \"quoted\"" },
 	};
 	OK(store_begin(w));
 	OK(store_run_begin(w, &rd, &run));
@@ -1090,6 +1092,10 @@ static void test_status_governor(void **state)
 				    " last tick\n"
 				    "        memory: RSS 52.0 MiB, page cache 256.0 KiB, 3 processes and 9"
 				    " aggregates held\n"
+				    "        targets: 4 traced, 2 without the sampler (not profiled), 1 over"
+				    " max_processes\n"
+				    "          no sampler: pid 4242 /usr/bin/bare\n"
+				    "          no sampler: pid 77 /opt/a \"quoted\"\n"
 				    "        change: tick 6: over budget, lowering; access scale 0.5 -> 0.125\n"
 				    "        change: tick 2: over budget"));
 	free(out);
@@ -1105,7 +1111,10 @@ static void test_status_governor(void **state)
 				    " 0.5\"], \"sources\": [{\"name\": \"access\", \"scale\": 0.125,"
 				    " \"rate\": 125, \"unit\": \"Hz\", \"events\": 90000}], "
 				    "\"memory\": {\"rss_bytes\": 54525952, \"cache_bytes\": 262144, "
-				    "\"processes\": 3, \"aggregates\": 9}}, \"events\": 0"));
+				    "\"processes\": 3, \"aggregates\": 9}, \"targets\": {\"traced\": 4, "
+				    "\"unsampled\": 2, \"skipped\": 1, \"unsampled_list\": [{\"pid\": 4242, "
+				    "\"exe\": \"/usr/bin/bare\"}, {\"pid\": 77, \"exe\": \"/opt/a "
+				    "\\\"quoted\\\"\"}]}}, \"events\": 0"));
 	/* The recording of build() has no governor. */
 	assert_non_null(strstr(out, "\"status\": \"ok\", \"governor\": null, \"events\": 123456"));
 	free(out);

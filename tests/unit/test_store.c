@@ -1342,6 +1342,8 @@ struct gov_got {
 	unsigned nsrc[4];
 	char src_name[4][2][16], src_unit[4][2][8];
 	double src_scale[4][2], src_rate[4][2];
+	uint64_t traced[4], unsampled[4], skipped[4];
+	char unsampled_list[4][64];
 };
 
 static int collect_gov(int64_t run_id, const struct store_governor *g, void *arg)
@@ -1360,6 +1362,11 @@ static int collect_gov(int64_t run_id, const struct store_governor *g, void *arg
 	o->cache[i] = g->cache_bytes;
 	o->changed[i] = g->changed_ns;
 	o->nsrc[i] = g->nsrc;
+	o->traced[i] = g->targets.traced;
+	o->unsampled[i] = g->targets.unsampled;
+	o->skipped[i] = g->targets.skipped;
+	snprintf(o->unsampled_list[i], sizeof(o->unsampled_list[i]), "%s",
+		 g->targets.unsampled_list ? g->targets.unsampled_list : "(null)");
 	for (unsigned k = 0; k < g->nsrc && k < 2; k++) {
 		snprintf(o->src_name[i][k], sizeof(o->src_name[i][k]), "%s", g->src[k].name);
 		snprintf(o->src_unit[i][k], sizeof(o->src_unit[i][k]), "%s",
@@ -1383,6 +1390,8 @@ static void test_governor_round_trip(void **state)
 		.cache_bytes = 300000, .procs_held = 12, .aggs_held = 40,
 		.src = { { "access", 0.25, 250, "Hz", 9000 }, { "alloc", 1, -1, "ignored", 77 } },
 		.nsrc = 2,
+		.targets = { .traced = 5, .unsampled = 2, .skipped = 1,
+			     .unsampled_list = "12 /usr/bin/a\n13 /usr/bin/b" },
 	};
 	struct gov_got got = {0};
 
@@ -1395,6 +1404,8 @@ static void test_governor_round_trip(void **state)
 	g.nsrc = 1;
 	g.src[0].rate = 500;
 	g.history = NULL;
+	g.targets.traced = 6;
+	g.targets.unsampled_list = NULL;   /* none lacks the sampler now */
 	OK(store_begin(s));
 	OK(store_put_governor(s, r1, &g));
 	g.ticks = 1;
@@ -1430,6 +1441,10 @@ static void test_governor_round_trip(void **state)
 	assert_true(got.src_scale[0][0] == 0.25);
 	assert_true(got.src_rate[0][0] == 500);
 	assert_string_equal(got.src_unit[0][0], "Hz");
+	assert_int_equal(got.traced[0], 6);        /* the targets of the same tick */
+	assert_int_equal(got.unsampled[0], 2);
+	assert_int_equal(got.skipped[0], 1);
+	assert_string_equal(got.unsampled_list[0], "(null)");
 	/* Every run's, newest first. */
 	got = (struct gov_got){0};
 	OK(store_query_governor(s, 0, collect_gov, &got));
@@ -1444,11 +1459,13 @@ static void test_governor_round_trip(void **state)
 	g.nsrc = 2;
 	g.src[1] = (struct store_gov_source){ "alloc", 1, -1, "ignored", 77 };
 	g.history = "tick 7: lowered\ntick 3: lowered";
+	g.targets.unsampled_list = "12 /usr/bin/a\n13 /usr/bin/b";
 	OK(store_begin(s));
 	OK(store_put_governor(s, r2, &g));
 	OK(store_commit(s));
 	got = (struct gov_got){0};
 	OK(store_query_governor(s, r2, collect_gov, &got));
+	assert_string_equal(got.unsampled_list[0], "12 /usr/bin/a\n13 /usr/bin/b");
 	assert_int_equal(got.nsrc[0], 2);
 	assert_string_equal(got.src_name[0][1], "alloc");      /* by name */
 	assert_true(got.src_rate[0][1] < 0);
@@ -1457,6 +1474,20 @@ static void test_governor_round_trip(void **state)
 	store_close(s);
 	assert_int_equal(count_rows(fx->db, "SELECT count(*) FROM governor_sources WHERE rate IS NULL"), 1);
 	assert_integrity(fx->db);
+
+	/* A v7 store (governor, no daemon_targets) reads with zero targets. */
+	sqlite3 *h;
+	assert_int_equal(sqlite3_open(fx->db, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "DROP TABLE daemon_targets", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	s = open_ro(fx->db);
+	got = (struct gov_got){0};
+	OK(store_query_governor(s, r2, collect_gov, &got));
+	assert_int_equal(got.n, 1);
+	assert_int_equal(got.nsrc[0], 2);
+	assert_int_equal(got.traced[0], 0);
+	assert_string_equal(got.unsampled_list[0], "(null)");
+	store_close(s);
 
 	/* A store older than the governor tables has no records, and that is no error. */
 	teardown(state);

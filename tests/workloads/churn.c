@@ -2,7 +2,10 @@
  * that kill the recorder at random moments. --pidfile gets its pid once it runs;
  * --pdeathsig 1 makes it die with the process that started it; --progress FILE is
  * rewritten after every batch with "<CLOCK_MONOTONIC ns> <objects allocated and freed>",
- * so a checker knows how much a recorder must have flushed by a given moment. */
+ * so a checker knows how much a recorder must have flushed by a given moment.
+ * --wait-file FILE: allocates nothing until FILE exists (up to a minute), so that a
+ * daemon discovering the process at its exec has attached before the first allocation;
+ * the --seconds start then. */
 #include "ledger.h"
 
 #include <signal.h>
@@ -47,11 +50,12 @@ static void free_all(void **p, unsigned n)
 int main(int argc, char **argv)
 {
 	long seconds = 30, batch = 50, pause_us = 2000, pdeathsig = 0;
-	const char *pidfile = NULL, *progress = NULL;
+	const char *pidfile = NULL, *progress = NULL, *wait_file = NULL;
 	/* Options with a path: the ledger parser takes only numbers, so take these out first. */
 	for (int i = 1; i + 1 < argc;) {
 		const char **dst = strcmp(argv[i], "--pidfile") == 0 ? &pidfile :
-				   strcmp(argv[i], "--progress") == 0 ? &progress : NULL;
+				   strcmp(argv[i], "--progress") == 0 ? &progress :
+				   strcmp(argv[i], "--wait-file") == 0 ? &wait_file : NULL;
 		if (!dst) {
 			i++;
 			continue;
@@ -83,6 +87,8 @@ int main(int argc, char **argv)
 	int pfd = -1;
 	if (progress && (pfd = open(progress, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
 		ledger_die(progress);
+	for (int n = 0; wait_file && access(wait_file, F_OK) && n < 6000; n++)
+		usleep(10000);
 	void *p[4096];
 	unsigned long long done = 0;
 	int64_t end = ledger_now() + (int64_t)seconds * 1000000000;

@@ -4,12 +4,15 @@
  * for --seconds; the cold ones are touched once at start. --pieces N allocates each heap
  * buffer as N separate objects of the same context (for the sampled allocation mode:
  * with a sampling mean near a piece's size, some pieces are sampled and stand for the
- * others). Prints the addresses as JSON on stdout so a checker can match them. */
+ * others). Prints the addresses as JSON on stdout so a checker can match them.
+ * --wait-file PATH: allocates nothing until PATH exists (a daemon that discovers the
+ * process at its exec attaches first). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WORDS (64 * 1024)              /* 512 KiB per array and buffer */
 
@@ -67,13 +70,18 @@ int main(int argc, char **argv)
 	double seconds = 3.0, end;
 	uint64_t *hot[PIECES_MAX], *cold[PIECES_MAX], sum = 0;
 	size_t pieces = 1, words;
+	const char *wait_file = NULL;
 
 	for (int i = 1; i + 1 < argc; i++) {
 		if (!strcmp(argv[i], "--seconds"))
 			seconds = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--pieces"))
 			pieces = strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--wait-file"))
+			wait_file = argv[++i];
 	}
+	for (int n = 0; wait_file && access(wait_file, F_OK) && n < 6000; n++)
+		usleep(10000);
 	if (pieces < 1 || pieces > PIECES_MAX || WORDS % (pieces * 8)) {
 		fprintf(stderr, "hot_cold: --pieces: 1..%d dividing %d\n", PIECES_MAX, WORDS / 8);
 		return 1;
