@@ -41,6 +41,12 @@ CACHE, CACHE_BYTES = "256K", 256 << 10   # [store] cache_size of the short-lived
 MAX_STEADY_GROWTH_KIB = 2048   # VmRSS after warm-up: library pages first touched late
 
 
+def exe_rule(path):
+    """A target rule for this very binary: `comm = churn` would also take another
+    checkout's churn running on the same host (its counts would land in this run)."""
+    return "exe = " + os.path.realpath(path)
+
+
 def config(db, rule, extra=""):
     return ("[store]\ndb = %s\nflush_interval = %dms\nretention = 1d\ncompact = off\n%s"
             "[sampling]\nalloc = exact\naccess = off\n[governor]\ninterval = 1s\n"
@@ -172,7 +178,7 @@ def phase_kills(a, tmp, fails):
     writes the rows of its own run, so each run's total is judged on its own."""
     db, conf, prog = tmp + "/kill.db", tmp + "/kill.conf", tmp + "/kill.progress"
     with open(conf, "w") as f:
-        f.write(config(db, "comm = churn"))
+        f.write(config(db, exe_rule(a.churn)))
     churn = subprocess.Popen([a.churn, "--seconds", str(int(a.kills * 4 + 60)), "--pdeathsig",
                               "1", "--progress", prog])
     try:
@@ -264,7 +270,7 @@ def phase_short_lived(a, tmp, fails):
     db, conf = tmp + "/sl.db", tmp + "/sl.conf"
     # A small page cache: it fills within seconds, so what follows is the steady state.
     with open(conf, "w") as f:
-        f.write(config(db, "comm = short_lived", "cache_size = %s\n" % CACHE))
+        f.write(config(db, exe_rule(a.short_lived), "cache_size = %s\n" % CACHE))
     d = start(a.memprofd, conf, tmp)
     stop, qout = threading.Event(), {"n": 0, "fail": [], "mem": []}
     qt = threading.Thread(target=query_loop, args=(a.memprofd, db, stop, qout))
@@ -399,7 +405,7 @@ def phase_disk_full(a, tmp, fails):
     try:
         db, conf = mnt + "/full.db", tmp + "/full.conf"
         with open(conf, "w") as f:
-            f.write(config(db, "comm = churn", "memory_limit = 1M\ncheckpoint_interval = 1h\n"))
+            f.write(config(db, exe_rule(a.churn), "memory_limit = 1M\ncheckpoint_interval = 1h\n"))
         churn = subprocess.Popen([a.churn, "--seconds", "60", "--pdeathsig", "1"])
         d = start(a.memprofd, conf, tmp)
         time.sleep(1.0)
