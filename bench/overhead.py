@@ -174,7 +174,7 @@ def uprobe_cost(a, tmp):
         for base in ("uprobes, empty BPF program", "uprobes, tracefs events"):
             r = [(x[exact] - x["nothing"]) / (x[base] - x["nothing"]) - 1 for x in rounds]
             over[(exact, base)] = (statistics.median(r), min(r), max(r))
-    with open(a.csv, "w", newline="") as f:
+    with open(a.csv or os.devnull, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["variant", "cpu_ns_per_iter", "min", "max", "runs"])
         w.writerows(rows)
@@ -190,7 +190,7 @@ def uprobe_cost(a, tmp):
             exact, base, med * 100, lo * 100, hi * 100))
     print("(per round: (exact - nothing) / (bare - nothing) - 1; median [min, max])")
     print("\n%d interleaved rounds, malloc_loop --iters %d, in a private copy of libc; CSV: %s" % (
-        a.runs, a.iters, a.csv))
+        a.runs, a.iters, a.csv or "--csv FILE"))
 
 
 def callgrind(iso, cmd, env, tmp):
@@ -247,7 +247,7 @@ def main():
     ap.add_argument("--slow-ops", type=int, default=200000)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--only", help="comma-separated variant names (prefix match)")
-    ap.add_argument("--csv", default="overhead.csv")
+    ap.add_argument("--csv", help="also write the figures to this CSV file")
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--work", type=int, default=WORK_ROUNDS,
                     help="kvcache --work rounds of the realistic-share workload (0: leave it out)")
@@ -317,7 +317,7 @@ def main():
         hdr = ["workload", "variant", "threads", "median_ops_s", "min_ops_s", "max_ops_s",
                "slowdown", "slowdown_best", "slowdown_worst", "cpu_slowdown", "cpu_slowdown_best",
                "cpu_slowdown_worst", "memprofd_cpu_ms", "memprofd_rss_kib", "runs"]
-        with open(a.csv, "w", newline="") as f:
+        with open(a.csv or os.devnull, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(hdr)
             w.writerows(rows)
@@ -337,7 +337,7 @@ def main():
                     "%sx [%s, %s]" % (r[9], r[10], r[11]) if r[9] else "",
                     "%s, %s" % (r[12], r[13]) if r[12] != "" else ""))
         print("\n%d interleaved runs per variant; kvcache --ops %d (slow variants %d); CSV: %s" %
-              (a.runs, a.ops, a.slow_ops, a.csv))
+              (a.runs, a.ops, a.slow_ops, a.csv or "--csv FILE"))
         if ins:
             print("\n| callgrind (instructions) | nothing | sampler preloaded | ratio | "
                   "in malloc/free/calloc |")
