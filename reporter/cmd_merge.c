@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <endian.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sqlite3.h>
@@ -253,17 +254,16 @@ static int exec_bound(struct merger *m, const char *sql, const char *text, const
 
 static uint64_t get_le64(const unsigned char *p)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	for (int k = 7; k >= 0; k--)
-		v = v << 8 | p[k];
-	return v;
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
 }
 
 static void put_le64(unsigned char *p, uint64_t v)
 {
-	for (int k = 0; k < 8; k++, v >>= 8)
-		p[k] = (unsigned char)v;
+	v = htole64(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 /* Stacks by hash; a new stack's blob is rewritten with the output's frame ids. */

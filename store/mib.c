@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <endian.h>
 #include "store/mib.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -109,11 +110,10 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 
 static uint64_t le64_at(const unsigned char *p)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	for (int k = 7; k >= 0; k--)
-		v = v << 8 | p[k];
-	return v;
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
 }
 
 /* Grows h to n entries (new ones 0); 0 or -ENOMEM. */
