@@ -59,6 +59,18 @@ class Notify:
                 return got
         raise AssertionError("no %r within %ss; got %r" % (want, timeout, got))
 
+    def ready(self, daemon, timeout):
+        """Waits for the daemon's READY=1. If it does not come, the daemon is killed and
+        the test is skipped where BPF was refused, else fails with the daemon's stderr."""
+        try:
+            self.until("READY=1", timeout)
+        except AssertionError as e:
+            daemon.kill()
+            err = daemon.communicate()[1]
+            if t.says_no_cap_bpf(err) or "Operation not permitted" in err:
+                t.skip("BPF refused: " + err.strip().splitlines()[-1])
+            raise AssertionError("%s; stderr: %s" % (e, err))
+
     def drain(self):
         """From now on, reads and drops every message in a thread: an unread socket
         fills up and blocks the daemon's sd_notify (systemd itself always reads)."""
@@ -149,14 +161,7 @@ def main():
     dmn = subprocess.Popen([a.memprofd, "daemon", "--config", conf], env=env,
                            stderr=subprocess.PIPE, text=True)
     try:
-        try:
-            notify.until("READY=1", 20)
-        except AssertionError as e:
-            dmn.kill()
-            err = dmn.communicate()[1]
-            if t.says_no_cap_bpf(err) or "Operation not permitted" in err:
-                t.skip("BPF refused: " + err.strip().splitlines()[-1])
-            raise AssertionError("%s; stderr: %s" % (e, err))
+        notify.ready(dmn, 20)
         t.log("ok: READY=1")
         ctxs, end = [], time.monotonic() + 10
         while time.monotonic() < end and not ctxs:     # a reader beside the writer
