@@ -1026,7 +1026,7 @@ int store_query_runs(struct store *s, store_run_cb cb, void *arg)
 
 double store_data_density(uint64_t est_accesses, uint64_t size, uint64_t observed_ns)
 {
-	/* attrib_density()'s arithmetic; DATA_DENSITY_SQL below is the same in SQL. */
+	/* DATA_DENSITY_SQL below is the same arithmetic in SQL. */
 	double secs = observed_ns < 1000000 ? 1e-3 : (double)observed_ns / 1e9;
 
 	return (double)est_accesses / (double)(size ? size : 1) / secs;

@@ -319,7 +319,7 @@ typedef int (*store_data_cb)(const struct store_data_row *row, void *arg);
  * cb returns non-zero (and returns that value). An older schema has none (returns 0). */
 int store_query_data(struct store *s, const struct store_data_filter *f, store_data_cb cb,
 		     void *arg);
-/* Estimated accesses per byte per second observed, as attrib_density(): size 0 counts
+/* Estimated accesses per byte per second observed (the seed's unit): size 0 counts
  * as 1 byte and observed time at least 1 ms; store_query_data() sorts by it. */
 double store_data_density(uint64_t est_accesses, uint64_t size, uint64_t observed_ns);
 

@@ -15,7 +15,6 @@
 #include "daemon/attrib/attrib.h"
 #include "daemon/alloc/intern.h"
 #include "daemon/attrib/itree.h"
-#include "reporter/classify.h"
 #include "symbolizer/insn.h"
 
 #define LIVE UINT64_MAX
@@ -860,59 +859,4 @@ uint32_t attrib_lifetime_access_density_x100(uint64_t accesses, uint64_t size, u
 	uint64_t ms = lifetime_ns / 1000000;
 
 	return sat32((uint64_t)attrib_access_density_x100(accesses, size) * 1000 / (ms ? ms : 1));
-}
-
-double attrib_density(uint64_t accesses, uint64_t size, uint64_t lifetime_ns)
-{
-	double s = lifetime_ns < 1000000 ? 1e-3 : (double)lifetime_ns / 1e9;
-
-	return size ? (double)accesses / (double)size / s : 0.0;
-}
-
-void attrib_thresholds_default(struct attrib_thresholds *t)
-{
-	t->cold_density = CLASSIFY_COLD_DENSITY;
-	t->cold_min_lifetime_ns = CLASSIFY_COLD_MIN_AVG_LIFETIME_NS;
-	t->hot_density = CLASSIFY_HOT_DENSITY;
-}
-
-enum attrib_hotness attrib_classify_context(const struct attrib_thresholds *t,
-					    uint64_t total_lifetime_density_x100,
-					    uint64_t alloc_count, uint64_t total_lifetime_ns)
-{
-	double d, life;
-
-	if (!alloc_count)
-		return ATTRIB_NOTCOLD;
-	d = (double)total_lifetime_density_x100 / (double)alloc_count / 100.0;
-	life = (double)total_lifetime_ns / (double)alloc_count;
-	if (d < t->cold_density && life >= (double)t->cold_min_lifetime_ns)
-		return ATTRIB_COLD;
-	if (d > t->hot_density)
-		return ATTRIB_HOT;
-	return ATTRIB_NOTCOLD;
-}
-
-enum attrib_hotness attrib_classify_data(const struct attrib_thresholds *t, uint64_t est_accesses,
-					 uint64_t size, uint64_t observed_ns)
-{
-	double d;
-
-	if (!est_accesses)
-		return ATTRIB_COLD;
-	d = attrib_density(est_accesses, size ? size : 1, observed_ns);
-	if (d < t->cold_density)
-		return ATTRIB_COLD;
-	if (d > t->hot_density)
-		return ATTRIB_HOT;
-	return ATTRIB_NOTCOLD;
-}
-
-const char *attrib_hotness_name(enum attrib_hotness h)
-{
-	switch (h) {
-	case ATTRIB_COLD: return "cold";
-	case ATTRIB_HOT: return "hot";
-	default: return "notcold";
-	}
 }
