@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "daemon/record/child.h"
-#include "cli/cmds.h"
+#include "daemon/record/cmd_record.h"
 #include "base/log.h"
 #include "daemon/record/recorder.h"
 #include "store/store.h"

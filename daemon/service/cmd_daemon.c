@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "cli/cmds.h"
+#include "daemon/service/cmd_daemon.h"
 #include "daemon/service/config.h"
 #include "daemon/service/governor.h"
 #include "base/log.h"
