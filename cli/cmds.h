@@ -5,3 +5,4 @@
 #include "daemon/service/cmd_daemon.h"
 int cmd_query(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_export(int argc, char **argv);   /* cli/cmd_export.c */

@@ -1,7 +1,9 @@
 /* `memprofd export pprof|folded|html`: one binary's allocation contexts for people.
  * The store is opened read-only; with -o the export goes to a temporary file renamed
  * over FILE at the end, so a failed export never leaves a truncated file. The compiler
- * and linker formats are dispatched here too and say when this build lacks them. */
+ * and linker formats are dispatched here too and say when this build lacks them. The
+ * dispatch lives in cli/ because it calls the writers of three layers (reporter/,
+ * compiler_feedback/, linker_script_gen/), which themselves only build on reporter/. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -11,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cmds.h"
 #include "reporter/export.h"
-#include "reporter/format.h"
 #include "reporter/query.h"
 #include "compiler_feedback/hints.h"
 #include "compiler_feedback/memprof_raw.h"
@@ -23,75 +25,6 @@
 static inline void freep(void *p) { free(*(void **)p); }
 #define _cleanup_free_ _cleanup_(freep)
 static inline void store_closep(struct store **s) { store_close(*s); }
-
-/* ---- helpers shared by the exports ---- */
-
-unsigned export_frame_lines(const struct store_frame *f, struct export_line *lines,
-			    unsigned max)
-{
-	unsigned n = 0;
-
-	/* DWARF lines (schema >= 3): the inline chain, leaf first, as the store keeps it. */
-	for (unsigned i = 0; i < f->nlines && n < max; i++) {
-		const struct store_line *l = &f->lines[i];
-		const char *fn = l->function ? l->function : i + 1 == f->nlines ? f->function : NULL;
-
-		if (!fn)
-			continue;
-		lines[n++] = (struct export_line){ .function = fn,
-			.mangled = l->mangled ? l->mangled : i + 1 == f->nlines ? f->mangled : NULL,
-			.file = l->file, .line = l->line, .column = l->column,
-			.start_line = l->decl_line };
-	}
-	if (n || !max || !f->function)
-		return n;
-	/* Only the ELF symbol. */
-	lines[0] = (struct export_line){ .function = f->function, .mangled = f->mangled };
-	return 1;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *slash = path ? strrchr(path, '/') : NULL;
-
-	return slash ? slash + 1 : path;
-}
-
-void export_frame_name(char *buf, size_t n, const struct store_frame *f,
-		       const struct export_line *l)
-{
-	if (l && l->function) {
-		fmt_func_short(buf, n, l->function);
-	} else {
-		const char *b = base_name(f->path);
-
-		snprintf(buf, n, "%s+0x%" PRIx64, b && *b ? b : "[unknown]", f->offset);
-	}
-	for (char *p = buf; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	if (!*buf)
-		snprintf(buf, n, "?");
-}
-
-uint64_t export_weight_value(const struct mib *m, enum export_weight w)
-{
-	switch (w) {
-	case EXPORT_WEIGHT_OBJECTS: return m->alloc_count;
-	case EXPORT_WEIGHT_ACCESSES: return m->total_access_count;
-	default: return m->total_size;
-	}
-}
-
-static const char *const weights[] = {
-	[EXPORT_WEIGHT_BYTES] = "bytes", [EXPORT_WEIGHT_OBJECTS] = "objects",
-	[EXPORT_WEIGHT_ACCESSES] = "accesses",
-};
-
-const char *export_weight_name(enum export_weight w)
-{
-	return (unsigned)w < sizeof(weights) / sizeof(weights[0]) ? weights[w] : "bytes";
-}
 
 /* ---- the subcommand ---- */
 
@@ -326,8 +259,8 @@ int cmd_export(int argc, char **argv)
 		case O_WEIGHT: {
 			bool ok = false;
 
-			for (size_t i = 0; i < sizeof(weights) / sizeof(weights[0]); i++)
-				if (!strcmp(optarg, weights[i])) {
+			for (int i = EXPORT_WEIGHT_BYTES; i <= EXPORT_WEIGHT_ACCESSES; i++)
+				if (!strcmp(optarg, export_weight_name(i))) {
 					o.weight = (enum export_weight)i;
 					ok = true;
 				}
