@@ -20,11 +20,7 @@
 #include "compiler_feedback/memprof_raw.h"
 #include "compiler_feedback/memprof_yaml.h"
 #include "linker_script_gen/ldgen_export.h"
-
-#define _cleanup_(f) __attribute__((cleanup(f)))
-static inline void freep(void *p) { free(*(void **)p); }
-#define _cleanup_free_ _cleanup_(freep)
-static inline void store_closep(struct store **s) { store_close(*s); }
+#include "base/cleanup.h"
 
 /* ---- the subcommand ---- */
 

@@ -16,11 +16,7 @@
 #include "reporter/format.h"
 #include "reporter/status_governor.h"
 #include "reporter/query.h"
-
-#define _cleanup_(f) __attribute__((cleanup(f)))
-static inline void freep(void *p) { free(*(void **)p); }
-#define _cleanup_free_ _cleanup_(freep)
-static inline void store_closep(struct store **s) { store_close(*s); }
+#include "base/cleanup.h"
 
 #define NS_PER_MS UINT64_C(1000000)
 #define STACK_SEP " < "            /* between frames in the table, leaf first */

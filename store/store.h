@@ -22,6 +22,8 @@ struct store;
  * and err (if non-NULL) holds a one-line reason, e.g. "file is not a database". */
 int store_open(struct store **out, const char *path, unsigned flags, char *err, size_t errsz);
 void store_close(struct store *s);
+/* For _cleanup_(store_closep) (base/cleanup.h). */
+static inline void store_closep(struct store **s) { store_close(*s); }
 const char *store_errmsg(const struct store *s);
 int store_schema_version(struct store *s);     /* PRAGMA user_version of the open DB */
 /* Bounds the connection's page cache (SQLite's default is 2 MiB); it fills as pages are

@@ -3,6 +3,8 @@
  * open datasym: two arrays (plain, TLS) sorted by (start, rank), names copied, nothing
  * refers to the file. */
 #include "symbolizer/datasym.h"
+#include "base/cleanup.h"
+#include "symbolizer/elf_cleanup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,11 +42,7 @@ static const char *const section_names[] = {
 	".data", ".rodata", ".bss", ".data.rel.ro", ".tdata", ".tbss",
 };
 
-static void closep(int *fd) { if (*fd >= 0) close(*fd); }
-static void elf_endp(Elf **e) { if (*e) elf_end(*e); }
 static void datasym_closep(struct datasym **d) { datasym_close(*d); }
-#define _cleanup_close_ __attribute__((cleanup(closep)))
-#define _cleanup_elf_ __attribute__((cleanup(elf_endp)))
 #define _cleanup_datasym_ __attribute__((cleanup(datasym_closep)))
 
 /* Index of the allowed section that name is ("X" or "X.<suffix>"), or -1. The longest

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "symbolizer/elfsym.h"
+#include "base/cleanup.h"
 
 /* Ranges before the nearest one a lookup also tries (overlapping CU ranges). */
 #define DWSYM_LOOKUP_BACKTRACK 16u
@@ -54,10 +55,8 @@ struct dwsym {
 	size_t bytes;
 };
 
-static void closep(int *fd) { if (*fd >= 0) close(*fd); }
 static void dwsym_closep(struct dwsym **d) { dwsym_close(*d); }
 static void scopes_freep(Dwarf_Die **s) { free(*s); }
-#define _cleanup_close_ __attribute__((cleanup(closep)))
 #define _cleanup_dwsym_ __attribute__((cleanup(dwsym_closep)))
 #define _cleanup_scopes_ __attribute__((cleanup(scopes_freep)))
 

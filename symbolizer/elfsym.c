@@ -4,6 +4,8 @@
  * concurrent truncation cannot SIGBUS us). Invariant of an open elfsym: symbols are
  * stored by FILE OFFSET, names are version-stripped copies, nothing refers to the file. */
 #include "symbolizer/elfsym.h"
+#include "base/cleanup.h"
+#include "symbolizer/elf_cleanup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,13 +58,7 @@ struct elfsym {
 	int build_id_err;       /* 0, or why there is none (-ENOENT, -EINVAL) */
 };
 
-static void freep(void *p) { free(*(void **)p); }
-static void closep(int *fd) { if (*fd >= 0) close(*fd); }
-static void elf_endp(Elf **e) { if (*e) elf_end(*e); }
 static void elfsym_closep(struct elfsym **e) { elfsym_close(*e); }
-#define _cleanup_free_ __attribute__((cleanup(freep)))
-#define _cleanup_close_ __attribute__((cleanup(closep)))
-#define _cleanup_elf_ __attribute__((cleanup(elf_endp)))
 #define _cleanup_elfsym_ __attribute__((cleanup(elfsym_closep)))
 
 /* off + size lies within [0, fsize] without overflow. */
