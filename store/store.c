@@ -15,6 +15,7 @@
 #include "store/store.h"
 #include "base/cleanup.h"
 #include "store/stmt.h"
+#include "base/hash.h"
 
 #define STMT_CACHE_MAX 32        /* distinct read statements a store may cache */
 #define IDMAP_INITIAL_BUCKETS 256 /* grows by doubling at load factor 1 */
@@ -39,11 +40,8 @@ struct idmap {
 
 static uint64_t hash_bytes(const void *key, size_t n)
 {
-	const unsigned char *p = key;
-	uint64_t h = 0xcbf29ce484222325ull;      /* FNV-1a, then a final avalanche */
+	uint64_t h = fnv1a(key, n);      /* FNV-1a, then a final avalanche */
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;
 	h ^= h >> 33;
