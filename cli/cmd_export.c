@@ -21,6 +21,7 @@
 #include "compiler_feedback/memprof_yaml.h"
 #include "linker_script_gen/ldgen_export.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 
 /* ---- the subcommand ---- */
 
@@ -102,14 +103,6 @@ static int bin_cb(const struct store_binary_row *r, void *arg)
 	b->path = strdup(r->path ? r->path : "");
 	b->oom = !b->build_id || !b->path;
 	return 1;
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* Writes the export into a temporary file beside path, renamed over path on success. */
@@ -317,7 +310,7 @@ int cmd_export(int argc, char **argv)
 	o.build_id = bf.build_id;
 	o.path = bf.path;
 	o.contexts = bf.contexts;
-	o.now_ns = now_ns();
+	o.now_ns = real_ns();
 	o.progress = true;
 	if (output) {
 		r = export_to_file(fmt, output, s, &o, what);

@@ -17,6 +17,7 @@
 #include "reporter/status_governor.h"
 #include "reporter/query.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 
 #define NS_PER_MS UINT64_C(1000000)
 #define STACK_SEP " < "            /* between frames in the table, leaf first */
@@ -584,14 +585,6 @@ int query_print_processes(FILE *out, struct store *s, const struct store_proc_fi
 #define W_STARTED 20
 #define W_STATUS 14
 
-static int64_t now_realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static const char *iso_utc(char *buf, size_t n, int64_t ns)
 {
 	time_t t = (time_t)(ns / 1000000000);
@@ -828,7 +821,7 @@ static int run_cb(const struct store_run_row *r, void *arg)
 
 int query_print_status(FILE *out, struct store *s, enum query_format fmt)
 {
-	struct list_out o = { .out = out, .fmt = fmt, .now_ns = now_realtime_ns(), .s = s };
+	struct list_out o = { .out = out, .fmt = fmt, .now_ns = real_ns(), .s = s };
 	int r;
 
 	if (fmt == QUERY_JSON)
@@ -962,7 +955,7 @@ static int run_contexts(FILE *out, struct store *s, const struct query_opts *o)
 static int run_data(FILE *out, struct store *s, const struct query_opts *o)
 {
 	struct store_data_filter f = { .binary = o->ctx.binary, .since_ns = o->ctx.since_ns,
-				       .until_ns = o->ctx.until_ns, .now_ns = now_realtime_ns(),
+				       .until_ns = o->ctx.until_ns, .now_ns = real_ns(),
 				       .sort = o->data_sort, .limit = o->ctx.limit };
 
 	return print_data(out, s, &f, o->fmt, o->cls);
@@ -1069,7 +1062,7 @@ static int parse_option(int c, const char *arg, struct query_opts *o, const char
 		return 0;
 	case O_SINCE:
 	case O_UNTIL:
-		r = query_parse_time(arg, now_realtime_ns(), c == O_SINCE ? &o->ctx.since_ns :
+		r = query_parse_time(arg, real_ns(), c == O_SINCE ? &o->ctx.since_ns :
 				     &o->ctx.until_ns);
 		if (r < 0)
 			return usage_error(what, c == O_SINCE ? "--since: invalid time '%s'" :

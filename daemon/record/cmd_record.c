@@ -25,6 +25,7 @@
 #include "store/store.h"
 #include "symbolizer/maps.h"
 #include "symbolizer/symcache.h"
+#include "base/clock.h"
 
 extern char **environ;
 
@@ -52,22 +53,6 @@ static const char record_usage[] =
 	"  --freq HZ        samples per second per CPU of the soft source (default 100)\n"
 	"  --period N       events per sample of the PMU sources\n"
 	"  --duration SEC   stop after SEC seconds (default: when the process ends)\n";
-
-static int64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static int64_t real_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
 
 /* Names the capability that is missing, or returns 0 when BPF and perf may be used. */
 static const char *missing_capability(void)

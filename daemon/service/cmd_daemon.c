@@ -31,6 +31,7 @@
 #include "daemon/access/src_soft.h"
 #include "daemon/service/targets.h"
 #include "store/store.h"
+#include "base/clock.h"
 
 #define DAEMON_STOP_BUDGET_MS 1200   /* SIGTERM -> flushed, leaving 0.8 s of the 2 s
                                       * promise for closing the probes and the store */
@@ -69,30 +70,6 @@ struct daemon {
 	int64_t stop_at;                 /* CLOCK_MONOTONIC ms the stop signal was read */
 	char stop_reason[96];
 };
-
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
-}
-
-static int64_t real_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static uint64_t self_cpu_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
 
 static void print_errors(const char *errs)
 {
@@ -234,7 +211,7 @@ static void governor_apply(struct daemon *d)
 
 static void governor_job(struct daemon *d, int64_t now)
 {
-	uint64_t cpu = self_cpu_ns(), ev[GOV_MAX_SOURCES];
+	uint64_t cpu = cpu_ns(), ev[GOV_MAX_SOURCES];
 
 	governor_events(d, ev);
 	enum gov_action act = governor_tick(&d->gov, (uint64_t)(now - d->gov_at) * 1000000ULL,
@@ -451,7 +428,7 @@ static int run(struct daemon *d)
 	d->gov_access = d->r.soft ? governor_add_source(&d->gov, "access") : -1;
 	int64_t now = mono_ms();
 	d->gov_at = now;
-	d->gov_cpu_ns = self_cpu_ns();
+	d->gov_cpu_ns = cpu_ns();
 	d->wd_usec = notify_watchdog_usec();
 	d->next_flush = now + (int64_t)d->cfg.flush_interval_ms;
 	d->next_gov = now + (int64_t)d->cfg.governor_interval_s * 1000;

@@ -23,6 +23,7 @@
 #include "sampler/sampler.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
+#include "base/clock.h"
 
 #define ENVIRON_MAX (256 << 10)     /* bytes of /proc/PID/environ read to find LD_PRELOAD */
 #define SAMPLER_NAME "libmemprofd_sampler.so"
@@ -49,14 +50,6 @@ struct tunsampled {
 };
 
 enum why { WHY_RESCAN, WHY_EXEC, WHY_RECHECK };
-
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
-}
 
 /* ---- process identity ---- */
 
