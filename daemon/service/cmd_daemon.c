@@ -84,17 +84,20 @@ static void print_errors(const char *errs)
 
 /* One daemon per database: two would fail each other's flushes on SQLite's lock. An
  * flock on DB.lock (released by the kernel however the holder ends), with the holder's
- * pid in it for the message. 0, or 1 after the one-line error. */
+ * pid in it for the message. 0, or -errno after the one-line error. */
 static int lock_db(struct daemon *d)
 {
 	char path[PATH_MAX], pid[32] = "";
 	int fd;
 
 	if (snprintf(path, sizeof(path), "%s" DAEMON_LOCK_SUFFIX, d->cfg.db) >= (int)sizeof(path))
-		return log_error_errno(1, "daemon: %s: path too long", d->cfg.db);
+		return log_error_errno(-ENAMETOOLONG, "daemon: %s: path too long", d->cfg.db);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (fd < 0)
-		return log_error_errno(1, "daemon: %s: %s", path, strerror(errno));
+	if (fd < 0) {
+		int e = errno;
+
+		return log_error_errno(-e, "daemon: %s: %s", path, strerror(e));
+	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno;
 		ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
@@ -103,10 +106,10 @@ static int lock_db(struct daemon *d)
 		pid[strcspn(pid, "\n")] = '\0';
 		close(fd);
 		if (e == EWOULDBLOCK)
-			return log_error_errno(1, "daemon: %s: another memprofd daemon (pid %s) writes "
+			return log_error_errno(-e, "daemon: %s: another memprofd daemon (pid %s) writes "
 					       "this database; one daemon per database (lock %s)",
 					       d->cfg.db, *pid ? pid : "?", path);
-		return log_error_errno(1, "daemon: %s: locking: %s", path, strerror(e));
+		return log_error_errno(-e, "daemon: %s: locking: %s", path, strerror(e));
 	}
 	if (ftruncate(fd, 0) == 0)
 		dprintf(fd, "%d\n", (int)getpid());
@@ -356,9 +359,12 @@ static int64_t min_deadline(const struct daemon *d)
 	return t;
 }
 
-/* The allocation mode and the access source, as the config asks. 0, or 1 after the error. */
+/* The allocation mode and the access source, as the config asks. 0, or -errno after the
+ * error. */
 static int open_sources(struct daemon *d)
 {
+	int r;
+
 	d->r.cmd = "daemon";
 	d->r.watch_all_exec = true;
 	d->r.lifecycle = targets_lifecycle;
@@ -367,16 +373,17 @@ static int open_sources(struct daemon *d)
 		int e = sampled_open(&d->smp, &d->r);
 		d->r.sampled = d->smp;
 		if (e < 0)
-			return 1;
-	} else if (exact_open(&d->r) < 0) {
-		return 1;
+			return e;
+	} else if ((r = exact_open(&d->r)) < 0) {
+		return r;
 	}
 	/* auto falls back to no access sampling (and says why); a named source must open. */
-	if (access_setup(&d->r, config_access_name(d->cfg.access), d->cfg.access != CFG_ACCESS_AUTO,
-			 d->cfg.access_freq_hz, d->cfg.access_period) < 0)
-		return 1;
+	r = access_setup(&d->r, config_access_name(d->cfg.access), d->cfg.access != CFG_ACCESS_AUTO,
+			 d->cfg.access_freq_hz, d->cfg.access_period);
+	if (r < 0)
+		return r;
 	if (targets_init(&d->tg, &d->r, d->smp, &d->cfg) < 0)
-		return log_error_errno(1, "daemon: out of memory");
+		return log_error_errno(-ENOMEM, "daemon: out of memory");
 	return 0;
 }
 
@@ -385,18 +392,20 @@ static int run(struct daemon *d)
 	char errbuf[512], settings[768];
 	int err;
 
-	if (lock_db(d))
-		return 1;
+	err = lock_db(d);
+	if (err < 0)
+		return err;
 	err = store_open(&d->r.store, d->cfg.db, STORE_RDWR, errbuf, sizeof(errbuf));
 	if (err)
-		return log_error_errno(1, "daemon: %s", errbuf);
+		return log_error_errno(err, "daemon: %s", errbuf);
 	if (store_set_cache(d->r.store, d->cfg.cache_bytes))
 		log_warn("daemon: %s", store_errmsg(d->r.store));
 	/* A flush that finds the store locked fails soon and is retried at the next
 	 * interval: the loop (and SIGTERM's deadline) never waits on SQLite for long. */
 	store_set_busy_timeout(d->r.store, DAEMON_BUSY_TIMEOUT_MS);
-	if (open_sources(d))
-		return 1;
+	err = open_sources(d);
+	if (err < 0)
+		return err;
 	const char *access = d->r.attrib ? access_src_name(d->r.access.src) : "off";
 	snprintf(settings, sizeof(settings),
 		 "{\"config\":\"%s\",\"flush_ms\":%llu,\"bucket_s\":%d,\"cpu_budget\":%g,"
@@ -416,7 +425,7 @@ static int run(struct daemon *d)
 		err = store_commit(d->r.store);
 	if (err) {
 		store_rollback(d->r.store);
-		return log_error_errno(1, "daemon: %s: %s", d->cfg.db, store_errmsg(d->r.store));
+		return log_error_errno(err, "daemon: %s: %s", d->cfg.db, store_errmsg(d->r.store));
 	}
 
 	struct governor_cfg gc = { .budget = d->cfg.cpu_budget, .min_scale = d->cfg.min_scale };
@@ -454,8 +463,11 @@ static int run(struct daemon *d)
 			wait = 0;
 		if (wait > DAEMON_MAX_WAIT_MS)
 			wait = DAEMON_MAX_WAIT_MS;
-		if (poll(pfd, 3, (int)wait) < 0 && errno != EINTR)
-			return log_error_errno(1, "daemon: poll: %s", strerror(errno));
+		if (poll(pfd, 3, (int)wait) < 0 && errno != EINTR) {
+			int e = errno;
+
+			return log_error_errno(-e, "daemon: poll: %s", strerror(e));
+		}
 		/* Consume on every wake-up, not only on POLLIN: the kernel side wakes us only
 		 * when the ring is a quarter full. Allocations first: their drain time is
 		 * attribution's allocation watermark. */
@@ -536,8 +548,10 @@ int cmd_daemon(int argc, char **argv)
 	struct daemon *d = calloc(1, sizeof(*d));
 	char *errs = NULL;
 
-	if (!d)
-		return log_error_errno(1, "daemon: out of memory");
+	if (!d) {
+		log_error("daemon: out of memory");
+		return 1;
+	}
 	d->sfd = -1;
 	d->lock_fd = -1;
 	if (config_load(&d->cfg, path, &errs)) {
@@ -570,7 +584,7 @@ int cmd_daemon(int argc, char **argv)
 		log_error("daemon: signalfd: %s", strerror(errno));
 	} else {
 		snprintf(d->stop_reason, sizeof(d->stop_reason), "ok");
-		rc = run(d);
+		rc = run(d) < 0 ? 1 : 0;
 	}
 	/* Links before the objects they belong to (libbpf's USDT links use theirs). */
 	targets_free(&d->tg);
