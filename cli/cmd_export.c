@@ -22,6 +22,7 @@
 #include "linker_script_gen/ldgen_export.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/log.h"
 
 /* ---- the subcommand ---- */
 
@@ -74,14 +75,6 @@ static const char usage_text[] =
 	"  --cold-min-samples N linker exports: cold (never sampled) only when the window\n"
 	"                       has at least N samples (default 1000)\n"
 	"  -h, --help           show this help\n";
-
-static int usage_error(const char *what, const char *msg, const char *arg)
-{
-	fprintf(stderr, "memprofd: %s: ", what);
-	fprintf(stderr, msg, arg);
-	fputc('\n', stderr);
-	return 2;
-}
 
 struct bin_find {
 	const char *want;

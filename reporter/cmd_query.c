@@ -18,6 +18,8 @@
 #include "reporter/query.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/path.h"
+#include "base/log.h"
 
 #define NS_PER_MS UINT64_C(1000000)
 #define STACK_SEP " < "            /* between frames in the table, leaf first */
@@ -136,13 +138,6 @@ static void print_ctx_csv(FILE *out, const struct store_ctx_row *r)
 #define W_STACK (FMT_TABLE_WIDTH - W_CTX_FIXED)
 
 _Static_assert(W_STACK >= 20, "the stack column needs room");
-
-static const char *base_name(const char *path)
-{
-	const char *slash = path ? strrchr(path, '/') : NULL;
-
-	return slash ? slash + 1 : path;
-}
 
 /* "std::vector<...>::_M_realloc_insert" keeps both ends: "std::vect...realloc_insert". */
 static void elide_middle(char *s, size_t width)
@@ -1019,14 +1014,6 @@ static const char usage_text[] =
 	"\n"
 	"T is seconds since the epoch (or N with a ns|us|ms|s suffix), a UTC date\n"
 	"YYYY-MM-DD[THH:MM[:SS]], or -N[s|m|h|d] for that long ago.\n";
-
-static int usage_error(const char *what, const char *fmt, const char *arg)
-{
-	fprintf(stderr, "memprofd: %s: ", what);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	return 2;
-}
 
 static int parse_option(int c, const char *arg, struct query_opts *o, const char *what)
 {

@@ -7,6 +7,7 @@
 
 #include "reporter/export.h"
 #include "reporter/format.h"
+#include "base/path.h"
 
 unsigned export_frame_lines(const struct store_frame *f, struct export_line *lines,
 			    unsigned max)
@@ -30,13 +31,6 @@ unsigned export_frame_lines(const struct store_frame *f, struct export_line *lin
 	/* Only the ELF symbol. */
 	lines[0] = (struct export_line){ .function = f->function, .mangled = f->mangled };
 	return 1;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *slash = path ? strrchr(path, '/') : NULL;
-
-	return slash ? slash + 1 : path;
 }
 
 void export_frame_name(char *buf, size_t n, const struct store_frame *f,
