@@ -111,7 +111,7 @@ static int export_to_file(const struct format *fmt, const char *path, struct sto
 	snprintf(tmp, n, "%s.XXXXXX", path);
 	fd = mkstemp(tmp);
 	if (fd < 0) {
-		fprintf(stderr, "memprofd: %s: creating %s: %s\n", what, tmp, strerror(errno));
+		log_error("%s: creating %s: %s", what, tmp, strerror(errno));
 		return -errno;
 	}
 	fchmod(fd, 0644);
@@ -126,7 +126,7 @@ static int export_to_file(const struct format *fmt, const char *path, struct sto
 	}
 	r = fmt->run(f, s, o);
 	if (r < 0) {
-		fprintf(stderr, "memprofd: %s: %s\n", what, store_errmsg(s)[0] ? store_errmsg(s) :
+		log_error("%s: %s", what, store_errmsg(s)[0] ? store_errmsg(s) :
 			strerror(-r));
 		fclose(f);
 		unlink(tmp);
@@ -134,13 +134,13 @@ static int export_to_file(const struct format *fmt, const char *path, struct sto
 	}
 	if (fflush(f) == EOF || ferror(f) || fsync(fd) < 0 || fclose(f) == EOF) {
 		r = -errno;
-		fprintf(stderr, "memprofd: %s: writing %s: %s\n", what, path, strerror(errno));
+		log_error("%s: writing %s: %s", what, path, strerror(errno));
 		unlink(tmp);
 		return r ? r : -EIO;
 	}
 	if (rename(tmp, path) < 0) {
 		r = -errno;
-		fprintf(stderr, "memprofd: %s: renaming %s to %s: %s\n", what, tmp, path,
+		log_error("%s: renaming %s to %s: %s", what, tmp, path,
 			strerror(errno));
 		unlink(tmp);
 		return r;
@@ -268,7 +268,7 @@ int cmd_export(int argc, char **argv)
 	if (optind + 1 < argc)
 		return usage_error(what, "unexpected argument '%s'", argv[optind + 1]);
 	if (!fmt->run) {
-		fprintf(stderr, "memprofd: %s: not available in this build\n", what);
+		log_error("%s: not available in this build", what);
 		return 1;
 	}
 	if (!binary)
@@ -281,7 +281,7 @@ int cmd_export(int argc, char **argv)
 
 	r = store_open(&s, db, STORE_RDONLY, err, sizeof(err));
 	if (r < 0) {
-		fprintf(stderr, "memprofd: %s: %s\n", what, err);
+		log_error("%s: %s", what, err);
 		return 1;
 	}
 
@@ -289,13 +289,13 @@ int cmd_export(int argc, char **argv)
 
 	r = store_query_binaries(s, bin_cb, &bf);
 	if (r < 0 || bf.oom) {
-		fprintf(stderr, "memprofd: %s: %s\n", what, bf.oom ? "out of memory" : store_errmsg(s));
+		log_error("%s: %s", what, bf.oom ? "out of memory" : store_errmsg(s));
 		free(bf.build_id);
 		free(bf.path);
 		return 1;
 	}
 	if (!bf.found) {
-		fprintf(stderr, "memprofd: %s: no binary '%s' in %s (see memprofd query binaries)\n",
+		log_error("%s: no binary '%s' in %s (see memprofd query binaries)",
 			what, binary, db);
 		return 1;
 	}
@@ -310,10 +310,10 @@ int cmd_export(int argc, char **argv)
 	} else {
 		r = fmt->run(stdout, s, &o);
 		if (r < 0)
-			fprintf(stderr, "memprofd: %s: %s\n", what, store_errmsg(s)[0] ?
+			log_error("%s: %s", what, store_errmsg(s)[0] ?
 				store_errmsg(s) : strerror(-r));
 		else if (fflush(stdout) == EOF || ferror(stdout)) {
-			fprintf(stderr, "memprofd: %s: writing the export: %s\n", what,
+			log_error("%s: writing the export: %s", what,
 				strerror(errno));
 			r = -EIO;
 		}

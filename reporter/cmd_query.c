@@ -1205,7 +1205,7 @@ int cmd_query(int argc, char **argv)
 	if (o.ctx.since_ns && o.ctx.until_ns && o.ctx.since_ns >= o.ctx.until_ns)
 		return usage_error(what, "--since must be before --until%s", "");
 	if (!sub->run) {
-		fprintf(stderr, "memprofd: %s: not implemented yet\n", what);
+		log_error("%s: not implemented yet", what);
 		return 1;
 	}
 
@@ -1214,17 +1214,17 @@ int cmd_query(int argc, char **argv)
 
 	r = store_open(&s, o.db, STORE_RDONLY, err, sizeof(err));
 	if (r < 0) {
-		fprintf(stderr, "memprofd: %s: %s\n", what, err);
+		log_error("%s: %s", what, err);
 		return 1;
 	}
 	r = sub->run(stdout, s, &o);
 	if (r < 0) {
 		fflush(stdout);
-		fprintf(stderr, "memprofd: %s: %s\n", what, store_errmsg(s));
+		log_error("%s: %s", what, store_errmsg(s));
 		return 1;
 	}
 	if (fflush(stdout) == EOF || ferror(stdout)) {
-		fprintf(stderr, "memprofd: %s: writing the report: %s\n", what, strerror(errno));
+		log_error("%s: writing the report: %s", what, strerror(errno));
 		return 1;
 	}
 	return 0;
