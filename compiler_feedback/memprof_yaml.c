@@ -12,6 +12,7 @@
 
 #include "compiler_feedback/cf.h"
 #include "compiler_feedback/memprof_raw.h"
+#include "base/array.h"
 
 #define YAML_MAX_FRAMES 4096       /* MemProf frames kept per context */
 
@@ -37,15 +38,8 @@ static struct rec *rec_get(struct recs *r, uint64_t guid)
 	for (size_t i = 0; i < r->n; i++)
 		if (r->v[i].guid == guid)
 			return &r->v[i];
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? 2 * r->cap : 32;
-		struct rec *v = realloc(r->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		r->v = v;
-		r->cap = cap;
-	}
+	if (ARRAY_GROW(r->v, r->cap, r->n, 32) < 0)
+		return NULL;
 	memset(&r->v[r->n], 0, sizeof(r->v[0]));
 	r->v[r->n].guid = guid;
 	return &r->v[r->n++];

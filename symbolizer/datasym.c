@@ -5,6 +5,7 @@
 #include "symbolizer/datasym.h"
 #include "base/cleanup.h"
 #include "symbolizer/elf_cleanup.h"
+#include "base/array.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -157,15 +158,8 @@ static int load_table(struct datasym *ds, Elf *elf, Elf_Scn *scn, uint64_t fsize
 		}
 		if (ds->nplain + ds->ntls >= DATASYM_MAX_SYMBOLS)
 			return -E2BIG;
-		if (*n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 64;
-			struct dsym *p = realloc(*v, nc * sizeof(*p));
-
-			if (!p)
-				return -ENOMEM;
-			*v = p;
-			*cap = nc;
-		}
+		if (ARRAY_GROW(*v, *cap, *n, 64) < 0)
+			return -ENOMEM;
 		struct dsym *e = &(*v)[*n];
 		*e = (struct dsym){
 			.start = s.st_value, .size = s.st_size, .sec = (uint8_t)cls,

@@ -20,6 +20,7 @@
 
 #include "symbolizer/elfsym.h"
 #include "base/cleanup.h"
+#include "base/array.h"
 
 /* Ranges before the nearest one a lookup also tries (overlapping CU ranges). */
 #define DWSYM_LOOKUP_BACKTRACK 16u
@@ -402,15 +403,8 @@ static struct cu_funcs *cu_funcs_of(struct dwsym *d, Dwarf_Die *cudie)
 			d->lastcuf = i;
 			return &d->cuf[i];
 		}
-	if (d->ncuf == d->capcuf) {
-		size_t nc = d->capcuf ? d->capcuf * 2 : 16;
-		struct cu_funcs *v = realloc(d->cuf, nc * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		d->cuf = v;
-		d->capcuf = nc;
-	}
+	if (ARRAY_GROW(d->cuf, d->capcuf, d->ncuf, 16) < 0)
+		return NULL;
 	cf = &d->cuf[d->ncuf];
 	*cf = (struct cu_funcs){ .cu_off = off };
 	if (collect_fns(cf, cudie, 0) < 0) {

@@ -16,6 +16,7 @@
 #include "daemon/perf/perf_sample.h"
 #include "daemon/access/src_spe.h"
 #include "base/clock.h"
+#include "base/array.h"
 
 struct task { uint32_t pid, tid; };
 
@@ -125,13 +126,8 @@ static void tl_add(struct src_spe *s, struct spe_cpu *c, const struct switch_ev 
 			memmove(c->tl, c->tl + drop, (c->ntl - drop) * sizeof(*c->tl));
 			c->ntl -= drop;
 			s->st.switch_overflow += drop;
-		} else {
-			size_t cap = c->captl ? c->captl * 2 : 64;
-			struct switch_ev *n = realloc(c->tl, cap * sizeof(*n));
-			if (!n)
-				return;
-			c->tl = n;
-			c->captl = cap;
+		} else if (ARRAY_GROW(c->tl, c->captl, c->ntl, 64) < 0) {
+			return;
 		}
 	}
 	c->tl[c->ntl++] = *e;

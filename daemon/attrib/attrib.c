@@ -16,6 +16,7 @@
 #include "daemon/alloc/intern.h"
 #include "daemon/attrib/itree.h"
 #include "symbolizer/insn.h"
+#include "base/array.h"
 
 #define LIVE UINT64_MAX
 #define PAGE_SHIFT 12
@@ -285,15 +286,9 @@ static struct aobj *new_obj(struct attrib *a, struct aproc *p, uint64_t addr, ui
 		*err = -ENOSPC;
 		return NULL;
 	}
-	if (a->nobjs + 1 > a->dead_cap) {
-		size_t nc = a->dead_cap ? a->dead_cap * 2 : 256;
-		struct aobj **nv = realloc(a->dead, nc * sizeof(*nv));
-		if (!nv) {
-			*err = -ENOMEM;
-			return NULL;
-		}
-		a->dead = nv;
-		a->dead_cap = nc;
+	if (ARRAY_GROW(a->dead, a->dead_cap, a->nobjs, 256) < 0) {
+		*err = -ENOMEM;
+		return NULL;
 	}
 	if (!a->free_objs) {
 		struct aslab *sl = malloc(sizeof(*sl));
@@ -533,14 +528,8 @@ static void add_data(struct attrib *a, const struct attrib_datasym *ds,
 			a->c.data_overflow++;
 			return;
 		}
-		if (a->ndata == a->data_cap) {
-			size_t nc = a->data_cap ? a->data_cap * 2 : 64;
-			struct attrib_data_entry *nv = realloc(a->data, nc * sizeof(*nv));
-			if (!nv)
-				return;
-			a->data = nv;
-			a->data_cap = nc;
-		}
+		if (ARRAY_GROW(a->data, a->data_cap, a->ndata, 64) < 0)
+			return;
 		if (hmap_insert(&a->data_idx, h, (void *)(uintptr_t)(a->ndata + 1)))
 			return;
 		idx = ++a->ndata;
@@ -624,14 +613,8 @@ int attrib_sample(struct attrib *a, const struct access_sample *s)
 	if (a->alloc_wm_on && s->time_ns >= a->alloc_wm) {
 		/* An alloc or free before it may not have come yet: wait for them. */
 		if (a->ndefer < ATTRIB_DEFER_MAX) {
-			if (a->ndefer == a->defer_cap) {
-				size_t nc = a->defer_cap ? a->defer_cap * 2 : 256;
-				struct access_sample *nv = realloc(a->defer, nc * sizeof(*nv));
-				if (!nv)
-					goto now;
-				a->defer = nv;
-				a->defer_cap = nc;
-			}
+			if (ARRAY_GROW(a->defer, a->defer_cap, a->ndefer, 256) < 0)
+				goto now;
 			a->defer[a->ndefer++] = *s;
 			a->c.deferred = a->ndefer;
 			return -1;
