@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "symbolizer/maps.h"
+#include "daemon/access/access_sample.h"
 
 #define ATTRIB_GRANULE 64                 /* bytes per AccessHistogram entry */
 #define ATTRIB_HIST_MAX_BYTES (64 << 10)  /* objects larger than this get no histogram */
@@ -27,19 +28,6 @@
                                            * beyond it they are attributed at once */
 #define ATTRIB_WEIGHT_ONE (1ull << 16)    /* weight_q16 of an object that stands for itself */
 
-/* One access as a source delivers it (src_soft, or a PMU source). */
-struct access_sample {
-	uint32_t tgid, tid, cpu;
-	uint64_t start_ns;        /* process start (task->start_time), with tgid the identity */
-	uint64_t time_ns;         /* CLOCK_MONOTONIC, same clock as the allocation events */
-	uint64_t addr;
-	uint32_t size;            /* bytes accessed (0 unknown) */
-	uint8_t rw;               /* 1 read, 2 write, 3 both */
-	uint8_t flags;            /* INSN_F_* of symbolizer/insn.h (TLS, STACK, ...) */
-	uint64_t weight;          /* estimated accesses this sample stands for */
-	uint64_t sp;              /* user stack pointer at the sample, 0 unknown */
-	uint64_t fs_base;         /* 0 unknown */
-};
 
 enum attrib_class {
 	ATTRIB_HEAP = 0,          /* inside a tracked allocation live at that time */
