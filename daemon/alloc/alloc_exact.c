@@ -13,7 +13,7 @@
 #include "alloc.skel.h"
 #include "base/log.h"
 #include "daemon/alloc/events.h"
-#include "daemon/record/recorder.h"
+#include "daemon/alloc/alloc_exact.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/probesite.h"
 #include "daemon/attrib/attrib.h"

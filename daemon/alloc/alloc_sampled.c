@@ -45,7 +45,7 @@
 #include "base/log.h"
 #include "daemon/alloc/events.h"
 #include "daemon/attrib/attrib.h"
-#include "daemon/record/recorder.h"
+#include "daemon/alloc/alloc_sampled.h"
 #include "sampler/sampler.h"
 #include "base/clock.h"
 

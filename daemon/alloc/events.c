@@ -13,6 +13,7 @@
 #include <time.h>
 #include "base/log.h"
 #include "daemon/alloc/events.h"
+#include "daemon/access/access.h"
 #include "symbolizer/elfsym.h"
 
 /* An IP the kernel could not turn into (build-id, offset): try the process's maps. */

@@ -7,6 +7,8 @@
 #include <time.h>
 #include "base/log.h"
 #include "daemon/record/recorder.h"
+#include "daemon/alloc/alloc_exact.h"
+#include "daemon/alloc/alloc_sampled.h"
 #include "store/store.h"
 #include "symbolizer/symcache.h"
 #include "daemon/attrib/attrib.h"

@@ -20,6 +20,8 @@
 #include "base/log.h"
 #include "daemon/service/rules.h"
 #include "daemon/service/targets.h"
+#include "daemon/alloc/alloc_exact.h"
+#include "daemon/alloc/alloc_sampled.h"
 #include "sampler/sampler.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
