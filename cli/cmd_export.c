@@ -148,9 +148,105 @@ static int export_to_file(const struct format *fmt, const char *path, struct sto
 	return 0;
 }
 
-int cmd_export(int argc, char **argv)
+/* What the command line asked for. */
+struct export_args {
+	const char *db, *output, *binary;
+	char *binary_path;               /* --binary resolved (owned), when it has a slash */
+	struct export_opts o;
+	const struct format *fmt;
+	char what[64];                   /* "export FORMAT", the messages' prefix */
+};
+
+/* Returned by the argument steps when the export may go on (else an exit code). */
+#define EXPORT_GO (-1)
+
+static const struct format *format_named(const char *name)
 {
-	enum { O_DB = 1, O_BINARY, O_WEIGHT, O_FORMAT, O_HOT_SHARE, O_COLD_MIN };
+	for (size_t k = 0; k < sizeof(formats) / sizeof(formats[0]); k++)
+		if (!strcmp(name, formats[k].name))
+			return &formats[k];
+	return NULL;
+}
+
+/* The format may come before or after the options: finds it first, for messages. */
+static void prescan_format(int argc, char **argv, struct export_args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (argv[i][0] == '-') {
+			i += (argv[i][1] == '-' && !strchr(argv[i], '=') && strcmp(argv[i], "--help")) ||
+			     !strcmp(argv[i], "-o");
+			continue;
+		}
+		a->fmt = format_named(argv[i]);
+		if (a->fmt)
+			snprintf(a->what, sizeof(a->what), "export %s", a->fmt->name);
+		break;
+	}
+}
+
+static int parse_weight(const char *arg, struct export_args *a)
+{
+	for (int i = EXPORT_WEIGHT_BYTES; i <= EXPORT_WEIGHT_ACCESSES; i++)
+		if (!strcmp(arg, export_weight_name(i))) {
+			a->o.weight = (enum export_weight)i;
+			return EXPORT_GO;
+		}
+	return usage_error(a->what, "--weight: unknown weight '%s' "
+			   "(bytes|objects|accesses)", arg);
+}
+
+enum { O_DB = 1, O_BINARY, O_WEIGHT, O_FORMAT, O_HOT_SHARE, O_COLD_MIN };
+
+/* One option with its value (c as getopt_long returns it). */
+static int parse_option(int c, char *arg, struct export_args *a)
+{
+	char *end;
+
+	switch (c) {
+	case O_DB:
+		if (!*arg)
+			return usage_error(a->what, "--db: empty path%s", "");
+		a->db = arg;
+		break;
+	case O_BINARY:
+		if (!*arg)
+			return usage_error(a->what, "--binary: empty value%s", "");
+		free(a->binary_path);
+		a->binary_path = strchr(arg, '/') ? realpath(arg, NULL) : NULL;
+		a->binary = a->binary_path ? a->binary_path : arg;
+		break;
+	case 'o':
+		if (!*arg)
+			return usage_error(a->what, "-o: empty path%s", "");
+		a->output = strcmp(arg, "-") ? arg : NULL;
+		break;
+	case O_FORMAT:
+		if (strcmp(arg, "text") && strcmp(arg, "json"))
+			return usage_error(a->what, "--format: unknown format '%s' (text|json)", arg);
+		a->o.format = arg;
+		break;
+	case O_HOT_SHARE:
+		a->o.hot_share = strtod(arg, &end);
+		if (end == arg || *end || !(a->o.hot_share > 0 && a->o.hot_share <= 1))
+			return usage_error(a->what, "--hot-share: '%s' is not in (0, 1]", arg);
+		break;
+	case O_COLD_MIN:
+		errno = 0;
+		a->o.cold_min_samples = strtoull(arg, &end, 10);
+		if (end == arg || *end || errno || arg[0] == '-' || !a->o.cold_min_samples)
+			return usage_error(a->what, "--cold-min-samples: '%s' is not a positive "
+					   "integer", arg);
+		break;
+	case O_WEIGHT:
+		return parse_weight(arg, a);
+	}
+	return EXPORT_GO;
+}
+
+static int parse_args(int argc, char **argv, struct export_args *a)
+{
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "binary", required_argument, NULL, O_BINARY },
@@ -162,163 +258,117 @@ int cmd_export(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *db = QUERY_DEFAULT_DB, *output = NULL, *binary = NULL;
-	_cleanup_free_ char *binary_path = NULL;
-	struct export_opts o = { .weight = EXPORT_WEIGHT_BYTES };
-	const struct format *fmt = NULL;
-	char what[64] = "export";
 	int c, r;
 
-	/* The format may come before or after the options: find it first, for messages. */
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--"))
-			break;
-		if (argv[i][0] == '-') {
-			i += (argv[i][1] == '-' && !strchr(argv[i], '=') && strcmp(argv[i], "--help")) ||
-			     !strcmp(argv[i], "-o");
-			continue;
-		}
-		for (size_t k = 0; k < sizeof(formats) / sizeof(formats[0]); k++)
-			if (!strcmp(argv[i], formats[k].name)) {
-				fmt = &formats[k];
-				snprintf(what, sizeof(what), "export %s", fmt->name);
-			}
-		break;
-	}
-
+	prescan_format(argc, argv, a);
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
+		if (c == 'h') {
 			fputs(usage_text, stdout);
 			return 0;
-		case ':':
-			return usage_error(what, "option '%s' needs a value", argv[optind - 1]);
-		case '?':
-			return usage_error(what, "unknown option '%s'", argv[optind - 1]);
-		case O_DB:
-			if (!*optarg)
-				return usage_error(what, "--db: empty path%s", "");
-			db = optarg;
-			break;
-		case O_BINARY:
-			if (!*optarg)
-				return usage_error(what, "--binary: empty value%s", "");
-			free(binary_path);
-			binary_path = strchr(optarg, '/') ? realpath(optarg, NULL) : NULL;
-			binary = binary_path ? binary_path : optarg;
-			break;
-		case 'o':
-			if (!*optarg)
-				return usage_error(what, "-o: empty path%s", "");
-			output = strcmp(optarg, "-") ? optarg : NULL;
-			break;
-		case O_FORMAT:
-			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
-				return usage_error(what, "--format: unknown format '%s' (text|json)",
-						   optarg);
-			o.format = optarg;
-			break;
-		case O_HOT_SHARE: {
-			char *end;
-
-			o.hot_share = strtod(optarg, &end);
-			if (end == optarg || *end || !(o.hot_share > 0 && o.hot_share <= 1))
-				return usage_error(what, "--hot-share: '%s' is not in (0, 1]", optarg);
-			break;
 		}
-		case O_COLD_MIN: {
-			char *end;
-
-			errno = 0;
-			o.cold_min_samples = strtoull(optarg, &end, 10);
-			if (end == optarg || *end || errno || optarg[0] == '-' || !o.cold_min_samples)
-				return usage_error(what, "--cold-min-samples: '%s' is not a positive "
-						   "integer", optarg);
-			break;
-		}
-		case O_WEIGHT: {
-			bool ok = false;
-
-			for (int i = EXPORT_WEIGHT_BYTES; i <= EXPORT_WEIGHT_ACCESSES; i++)
-				if (!strcmp(optarg, export_weight_name(i))) {
-					o.weight = (enum export_weight)i;
-					ok = true;
-				}
-			if (!ok)
-				return usage_error(what, "--weight: unknown weight '%s' "
-						   "(bytes|objects|accesses)", optarg);
-			break;
-		}
-		}
+		if (c == ':')
+			return usage_error(a->what, "option '%s' needs a value", argv[optind - 1]);
+		if (c == '?')
+			return usage_error(a->what, "unknown option '%s'", argv[optind - 1]);
+		r = parse_option(c, optarg, a);
+		if (r != EXPORT_GO)
+			return r;
 	}
+	return EXPORT_GO;
+}
+
+/* The format operand and what it needs: a binary, and no binary data on a terminal. */
+static int check_args(int argc, char **argv, struct export_args *a)
+{
 	if (optind >= argc) {
 		fputs(usage_text, stderr);
 		return 2;
 	}
-	fmt = NULL;
-	for (size_t k = 0; k < sizeof(formats) / sizeof(formats[0]); k++)
-		if (!strcmp(argv[optind], formats[k].name))
-			fmt = &formats[k];
-	if (!fmt)
+	a->fmt = format_named(argv[optind]);
+	if (!a->fmt)
 		return usage_error("export", "unknown format '%s' (pprof|folded|html|memprof-raw|"
 				   "memprof-yaml|hints|ld-script|symbol-order|section-prefixes)", argv[optind]);
-	snprintf(what, sizeof(what), "export %s", fmt->name);
+	snprintf(a->what, sizeof(a->what), "export %s", a->fmt->name);
 	if (optind + 1 < argc)
-		return usage_error(what, "unexpected argument '%s'", argv[optind + 1]);
-	if (!fmt->run) {
-		log_error("%s: not available in this build", what);
+		return usage_error(a->what, "unexpected argument '%s'", argv[optind + 1]);
+	if (!a->fmt->run) {
+		log_error("%s: not available in this build", a->what);
 		return 1;
 	}
-	if (!binary)
-		return usage_error(what, "--binary is required (see memprofd query binaries)%s", "");
-	if (!output && fmt->binary_output && isatty(STDOUT_FILENO))
-		return usage_error(what, "not writing binary data to a terminal; use -o FILE%s", "");
+	if (!a->binary)
+		return usage_error(a->what, "--binary is required (see memprofd query binaries)%s", "");
+	if (!a->output && a->fmt->binary_output && isatty(STDOUT_FILENO))
+		return usage_error(a->what, "not writing binary data to a terminal; use -o FILE%s", "");
+	return EXPORT_GO;
+}
 
+/* The export to -o FILE (atomically) or to standard output: 0 or -errno, said on stderr. */
+static int write_export(struct store *s, const struct export_args *a)
+{
+	int r;
+
+	if (a->output)
+		return export_to_file(a->fmt, a->output, s, &a->o, a->what);
+	r = a->fmt->run(stdout, s, &a->o);
+	if (r < 0)
+		log_error("%s: %s", a->what, store_errmsg(s)[0] ?
+			store_errmsg(s) : strerror(-r));
+	else if (fflush(stdout) == EOF || ferror(stdout)) {
+		log_error("%s: writing the export: %s", a->what,
+			strerror(errno));
+		r = -EIO;
+	}
+	return r;
+}
+
+/* Opens the store, finds the binary, writes the export: the exit code. */
+static int run_export(struct export_args *a)
+{
 	char err[512];
 	_cleanup_(store_closep) struct store *s = NULL;
+	struct bin_find bf = { .want = a->binary };
+	int r;
 
-	r = store_open(&s, db, STORE_RDONLY, err, sizeof(err));
+	r = store_open(&s, a->db, STORE_RDONLY, err, sizeof(err));
 	if (r < 0) {
-		log_error("%s: %s", what, err);
+		log_error("%s: %s", a->what, err);
 		return 1;
 	}
-
-	struct bin_find bf = { .want = binary };
-
 	r = store_query_binaries(s, bin_cb, &bf);
 	if (r < 0 || bf.oom) {
-		log_error("%s: %s", what, bf.oom ? "out of memory" : store_errmsg(s));
-		free(bf.build_id);
-		free(bf.path);
-		return 1;
-	}
-	if (!bf.found) {
+		log_error("%s: %s", a->what, bf.oom ? "out of memory" : store_errmsg(s));
+		r = -ENOMEM;
+	} else if (!bf.found) {
 		log_error("%s: no binary '%s' in %s (see memprofd query binaries)",
-			what, binary, db);
-		return 1;
-	}
-	o.binary = binary;
-	o.build_id = bf.build_id;
-	o.path = bf.path;
-	o.contexts = bf.contexts;
-	o.now_ns = real_ns();
-	o.progress = true;
-	if (output) {
-		r = export_to_file(fmt, output, s, &o, what);
+			a->what, a->binary, a->db);
+		r = -ENOENT;
 	} else {
-		r = fmt->run(stdout, s, &o);
-		if (r < 0)
-			log_error("%s: %s", what, store_errmsg(s)[0] ?
-				store_errmsg(s) : strerror(-r));
-		else if (fflush(stdout) == EOF || ferror(stdout)) {
-			log_error("%s: writing the export: %s", what,
-				strerror(errno));
-			r = -EIO;
-		}
+		a->o.binary = a->binary;
+		a->o.build_id = bf.build_id;
+		a->o.path = bf.path;
+		a->o.contexts = bf.contexts;
+		a->o.now_ns = real_ns();
+		a->o.progress = true;
+		r = write_export(s, a);
 	}
 	free(bf.build_id);
 	free(bf.path);
 	return r < 0 ? 1 : 0;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct export_args a = { .db = QUERY_DEFAULT_DB, .o = { .weight = EXPORT_WEIGHT_BYTES },
+				 .what = "export" };
+	int r;
+
+	r = parse_args(argc, argv, &a);
+	if (r == EXPORT_GO)
+		r = check_args(argc, argv, &a);
+	if (r == EXPORT_GO)
+		r = run_export(&a);
+	free(a.binary_path);
+	return r;
 }
