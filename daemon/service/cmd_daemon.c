@@ -42,6 +42,8 @@
 #define DAEMON_BUSY_TIMEOUT_MS 200   /* SQLite lock wait of a running flush (then: retry) */
 #define DAEMON_FLUSH_RETRY_MS 100    /* pause between final flush attempts */
 #define DAEMON_LOCK_SUFFIX ".lock"   /* DB.lock: the one-daemon-per-database flock */
+#define DAEMON_FIRST_MAINT_MS 60000  /* first maintenance after start: not in the start-up rush */
+#define MS_PER_S 1000
 
 static const char daemon_usage[] =
 	"usage: memprofd daemon [--config PATH] [--check]\n"
@@ -390,25 +392,12 @@ static int open_sources(struct daemon *d)
 	return 0;
 }
 
-static int run(struct daemon *d)
+/* The run's row in the store, with the settings the daemon runs under. */
+static int begin_run(struct daemon *d)
 {
-	char errbuf[512], settings[768];
+	char settings[768];
 	int err;
 
-	err = lock_db(d);
-	if (err < 0)
-		return err;
-	err = store_open(&d->r.store, d->cfg.db, STORE_RDWR, errbuf, sizeof(errbuf));
-	if (err)
-		return log_error_errno(err, "daemon: %s", errbuf);
-	if (store_set_cache(d->r.store, d->cfg.cache_bytes))
-		log_warn("daemon: %s", store_errmsg(d->r.store));
-	/* A flush that finds the store locked fails soon and is retried at the next
-	 * interval: the loop (and SIGTERM's deadline) never waits on SQLite for long. */
-	store_set_busy_timeout(d->r.store, DAEMON_BUSY_TIMEOUT_MS);
-	err = open_sources(d);
-	if (err < 0)
-		return err;
 	const char *access = d->r.attrib ? access_src_name(d->r.access.src) : "off";
 	snprintf(settings, sizeof(settings),
 		 "{\"config\":\"%s\",\"flush_ms\":%llu,\"bucket_s\":%d,\"cpu_budget\":%g,"
@@ -430,7 +419,35 @@ static int run(struct daemon *d)
 		store_rollback(d->r.store);
 		return log_error_errno(err, "daemon: %s: %s", d->cfg.db, store_errmsg(d->r.store));
 	}
+	return 0;
+}
 
+/* The lock, the store, the sources and the run's row: 0 or -errno after the error. */
+static int start(struct daemon *d)
+{
+	char errbuf[512];
+	int err;
+
+	err = lock_db(d);
+	if (err < 0)
+		return err;
+	err = store_open(&d->r.store, d->cfg.db, STORE_RDWR, errbuf, sizeof(errbuf));
+	if (err)
+		return log_error_errno(err, "daemon: %s", errbuf);
+	if (store_set_cache(d->r.store, d->cfg.cache_bytes))
+		log_warn("daemon: %s", store_errmsg(d->r.store));
+	/* A flush that finds the store locked fails soon and is retried at the next
+	 * interval: the loop (and SIGTERM's deadline) never waits on SQLite for long. */
+	store_set_busy_timeout(d->r.store, DAEMON_BUSY_TIMEOUT_MS);
+	err = open_sources(d);
+	if (err < 0)
+		return err;
+	return begin_run(d);
+}
+
+/* The governor's sources and every periodic job's first deadline (ms, monotonic). */
+static void schedule_jobs(struct daemon *d)
+{
 	struct governor_cfg gc = { .budget = d->cfg.cpu_budget, .min_scale = d->cfg.min_scale };
 	governor_init(&d->gov, &gc);
 	/* What the governor can lower: thinning of sampled records and the access source's
@@ -443,17 +460,53 @@ static int run(struct daemon *d)
 	d->gov_cpu_ns = cpu_ns();
 	d->wd_usec = notify_watchdog_usec();
 	d->next_flush = now + (int64_t)d->cfg.flush_interval_ms;
-	d->next_gov = now + (int64_t)d->cfg.governor_interval_s * 1000;
-	d->next_maint = now + 60000;       /* not in the start-up rush */
-	d->next_ckpt = now + (int64_t)d->cfg.checkpoint_interval_s * 1000;
+	d->next_gov = now + (int64_t)d->cfg.governor_interval_s * MS_PER_S;
+	d->next_maint = now + DAEMON_FIRST_MAINT_MS;
+	d->next_ckpt = now + (int64_t)d->cfg.checkpoint_interval_s * MS_PER_S;
 	d->next_wd = d->wd_usec ? now : 0;
 	targets_rescan(&d->tg);
-	d->next_rescan = d->cfg.rescan_interval_s ? now + (int64_t)d->cfg.rescan_interval_s * 1000 : 0;
-	if (!d->cfg.ntargets)
-		log_warn("daemon: %s has no [target] rules: nothing will be profiled", d->cfg.path);
-	notify_ready(NULL);
-	notify_status("%zu processes traced", d->tg.ntraced);
+	d->next_rescan = d->cfg.rescan_interval_s ? now + (int64_t)d->cfg.rescan_interval_s * MS_PER_S : 0;
+}
 
+/* Every periodic job whose deadline has come, each rescheduled from now. */
+static void run_due_jobs(struct daemon *d, int64_t now)
+{
+	targets_recheck(&d->tg, now);
+	if (now >= d->next_flush) {
+		/* Failures retry, logged once; meanwhile memory stays within the limit. */
+		if (recorder_flush(&d->r, "running") == 0)
+			recorder_forget_exited(&d->r);
+		else
+			recorder_bound_memory(&d->r, d->cfg.memory_limit_bytes);
+		d->next_flush = now + (int64_t)d->cfg.flush_interval_ms;
+	}
+	if (now >= d->next_gov) {
+		governor_job(d, now);
+		d->next_gov = now + (int64_t)d->cfg.governor_interval_s * MS_PER_S;
+	}
+	if (d->next_rescan && now >= d->next_rescan) {
+		targets_rescan(&d->tg);
+		d->next_rescan = d->cfg.rescan_interval_s ? now + (int64_t)d->cfg.rescan_interval_s * MS_PER_S : 0;
+	} else if (!d->next_rescan && d->cfg.rescan_interval_s) {
+		d->next_rescan = now;         /* after a reload */
+	}
+	if (now >= d->next_maint) {
+		maintenance_job(d);
+		d->next_maint = now + (int64_t)d->cfg.maintenance_interval_s * MS_PER_S;
+	}
+	if (now >= d->next_ckpt) {
+		store_checkpoint(d->r.store);   /* -EBUSY with a reader: next time */
+		d->next_ckpt = now + (int64_t)d->cfg.checkpoint_interval_s * MS_PER_S;
+	}
+	if (d->next_wd && now >= d->next_wd) {
+		notify_watchdog();
+		d->next_wd = now + (int64_t)(d->wd_usec / 2000);
+	}
+}
+
+/* Polls the rings and the signalfd until a stop: 0, or -errno if poll failed. */
+static int event_loop(struct daemon *d)
+{
 	struct pollfd pfd[3] = {
 		{ .fd = d->smp ? sampled_ring_fd(d->smp) : ring_buffer__epoll_fd(d->r.rb), .events = POLLIN },
 		{ .fd = d->sfd, .events = POLLIN },
@@ -486,39 +539,26 @@ static int run(struct daemon *d)
 			on_signal(d);
 		if (d->stop)
 			break;
-		now = mono_ms();
-		targets_recheck(&d->tg, now);
-		if (now >= d->next_flush) {
-			/* Failures retry, logged once; meanwhile memory stays within the limit. */
-			if (recorder_flush(&d->r, "running") == 0)
-				recorder_forget_exited(&d->r);
-			else
-				recorder_bound_memory(&d->r, d->cfg.memory_limit_bytes);
-			d->next_flush = now + (int64_t)d->cfg.flush_interval_ms;
-		}
-		if (now >= d->next_gov) {
-			governor_job(d, now);
-			d->next_gov = now + (int64_t)d->cfg.governor_interval_s * 1000;
-		}
-		if (d->next_rescan && now >= d->next_rescan) {
-			targets_rescan(&d->tg);
-			d->next_rescan = d->cfg.rescan_interval_s ? now + (int64_t)d->cfg.rescan_interval_s * 1000 : 0;
-		} else if (!d->next_rescan && d->cfg.rescan_interval_s) {
-			d->next_rescan = now;         /* after a reload */
-		}
-		if (now >= d->next_maint) {
-			maintenance_job(d);
-			d->next_maint = now + (int64_t)d->cfg.maintenance_interval_s * 1000;
-		}
-		if (now >= d->next_ckpt) {
-			store_checkpoint(d->r.store);   /* -EBUSY with a reader: next time */
-			d->next_ckpt = now + (int64_t)d->cfg.checkpoint_interval_s * 1000;
-		}
-		if (d->next_wd && now >= d->next_wd) {
-			notify_watchdog();
-			d->next_wd = now + (int64_t)(d->wd_usec / 2000);
-		}
+		run_due_jobs(d, mono_ms());
 	}
+	return 0;
+}
+
+static int run(struct daemon *d)
+{
+	int err;
+
+	err = start(d);
+	if (err < 0)
+		return err;
+	schedule_jobs(d);
+	if (!d->cfg.ntargets)
+		log_warn("daemon: %s has no [target] rules: nothing will be profiled", d->cfg.path);
+	notify_ready(NULL);
+	notify_status("%zu processes traced", d->tg.ntraced);
+	err = event_loop(d);
+	if (err < 0)
+		return err;
 	notify_stopping();
 	final_flush(d, (d->stop_at ? d->stop_at : mono_ms()) + DAEMON_STOP_BUDGET_MS);
 	return 0;
