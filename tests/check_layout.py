@@ -2,10 +2,13 @@
 """The layout rules of ARCHITECTURE.md, checked on the sources (stdlib only, < 1 s):
 includes go one way between top-level folders (ALLOWED below), no cycle between
 folders, no function longer than MAX_FUNC_LINES, no folder with more than
-MAX_FOLDER_SOURCES source files. Prints one line per violation; exit 1 if any."""
+MAX_FOLDER_SOURCES source files. Prints one line per violation; exit 1 if any.
+First it checks itself on a made-up tree with one violation of each kind, so a checker
+that stopped seeing them fails too."""
 import os
 import re
 import sys
+import tempfile
 
 # A function body (from its opening '{' line to its closing '}' line) may not exceed this.
 MAX_FUNC_LINES = 150
@@ -18,7 +21,7 @@ ALLOWED = {
     'bpf': {'base'},
     'sampler': {'base'},
     'store': {'base'},
-    'symbolizer': {'base', 'store'},
+    'symbolizer': {'base'},
     'reporter': {'base', 'store', 'symbolizer'},
     'compiler_feedback': {'base', 'store', 'symbolizer', 'reporter'},
     'linker_script_gen': {'base', 'store', 'symbolizer', 'reporter'},
@@ -106,12 +109,42 @@ def check_folders(root, errors):
                               f'(max {MAX_FOLDER_SOURCES})')
 
 
-def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..')
+def check_tree(root):
     errors = []
     check_cycles(check_includes(root, errors), errors)
     check_functions(root, errors)
     check_folders(root, errors)
+    return errors
+
+
+def self_test():
+    """One violation of each kind in a scratch tree; each must be reported."""
+    files = {
+        'store/bad.c': '#include "daemon/record/recorder.h"\n',        # against the rule
+        'reporter/a.h': '#include "compiler_feedback/b.h"\n',          # with the next: a cycle
+        'compiler_feedback/b.h': '#include "reporter/a.h"\n',
+        'base/long.c': 'int f(void)\n{\n' + '\tg();\n' * MAX_FUNC_LINES + '}\n',
+    }
+    files.update({f'symbolizer/s{i}.c': '' for i in range(MAX_FOLDER_SOURCES + 1)})
+    want = ['store/ may not include daemon/', 'folder cycle: ',
+            f'function f is {MAX_FUNC_LINES + 2} lines', f'{MAX_FOLDER_SOURCES + 1} source files']
+    with tempfile.TemporaryDirectory() as root:
+        for path, text in files.items():
+            os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
+            with open(os.path.join(root, path), 'w') as fh:
+                fh.write(text)
+        errors = check_tree(root)
+    missed = [w for w in want if not any(w in e for e in errors)]
+    for w in missed:
+        print(f'check_layout self-test: no error matching {w!r} in {errors}')
+    return not missed
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..')
+    if not self_test():
+        return 1
+    errors = check_tree(root)
     for e in errors:
         print(e)
     return 1 if errors else 0
