@@ -26,6 +26,7 @@
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
 #include "base/clock.h"
+#include "base/array.h"
 
 #define ENVIRON_MAX (256 << 10)     /* bytes of /proc/PID/environ read to find LD_PRELOAD */
 #define SAMPLER_NAME "libmemprofd_sampler.so"
@@ -149,12 +150,9 @@ static size_t map_sweep(const struct targets *t)
 			n++;
 			continue;
 		}
-		if (ngone == cap) {    /* deleting while walking would restart the walk */
-			uint32_t *v = realloc(gone, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-			if (!v)
-				break;
-			gone = v;
-		}
+		/* Collected, not deleted: deleting while walking would restart the walk. */
+		if (ARRAY_GROW(gone, cap, ngone, 64) < 0)
+			break;
 		gone[ngone++] = k;
 	}
 	for (size_t i = 0; i < ngone; i++)
