@@ -100,6 +100,39 @@ static void print_frame(FILE *out, const struct cf_mpframe *f)
 		f->inlined ? "true" : "false");
 }
 
+/* One HeapProfileRecord: its allocation sites (call stack and MIB) and call sites. */
+static void print_rec(FILE *out, const struct rec *rc, const struct mpstack *stacks,
+		      const struct cf_ctxs *c, uint64_t ts_base)
+{
+	fprintf(out, "  - GUID: 0x%" PRIx64 "\n    AllocSites:%s\n", rc->guid,
+		rc->nalloc ? "" : " []");
+	for (size_t a = 0; a < rc->nalloc; a++) {
+		const struct mpstack *st = &stacks[rc->allocs[a]];
+		uint64_t v[MEMPROF_MIB_NFIELDS];
+
+		fprintf(out, "      - Callstack:\n");
+		for (unsigned k = 0; k < st->n; k++) {
+			fprintf(out, "          - ");
+			print_frame(out, &st->f[k]);
+			fprintf(out, "  # %s\n", st->f[k].name);
+		}
+		fprintf(out, "        MemInfoBlock:\n");
+		memprof_mib_fields(&c->v[rc->allocs[a]].mib,
+				   ts_base == UINT64_MAX ? 0 : ts_base, v);
+		for (int f = 0; f < MEMPROF_MIB_NFIELDS; f++)
+			fprintf(out, "          %s: %" PRIu64 "\n",
+				memprof_mib_fields_def[f].name, v[f]);
+	}
+	fprintf(out, "    CallSites:%s\n", rc->ncall ? "" : " []");
+	for (size_t k = 0; k < rc->ncall; k++) {
+		for (unsigned j = 0; j < rc->calls[k].n; j++) {
+			fputs(j ? "        - " : "      - - ", out);
+			print_frame(out, &rc->calls[k].f[j]);
+			fputc('\n', out);
+		}
+	}
+}
+
 int export_memprof_yaml(FILE *out, struct store *s, const struct export_opts *o)
 {
 	struct cf_ctxs c;
@@ -161,37 +194,8 @@ int export_memprof_yaml(FILE *out, struct store *s, const struct export_opts *o)
 		"# build-id: %s\n# binary: %s\n# index with: llvm-profdata merge FILE -o "
 		"out.memprofdata\n---\nHeapProfileRecords:\n", o->build_id ? o->build_id : "",
 		o->path ? o->path : "");
-	for (size_t i = 0; i < recs.n; i++) {
-		const struct rec *rc = &recs.v[i];
-
-		fprintf(out, "  - GUID: 0x%" PRIx64 "\n    AllocSites:%s\n", rc->guid,
-			rc->nalloc ? "" : " []");
-		for (size_t a = 0; a < rc->nalloc; a++) {
-			const struct mpstack *st = &stacks[rc->allocs[a]];
-			uint64_t v[MEMPROF_MIB_NFIELDS];
-
-			fprintf(out, "      - Callstack:\n");
-			for (unsigned k = 0; k < st->n; k++) {
-				fprintf(out, "          - ");
-				print_frame(out, &st->f[k]);
-				fprintf(out, "  # %s\n", st->f[k].name);
-			}
-			fprintf(out, "        MemInfoBlock:\n");
-			memprof_mib_fields(&c.v[rc->allocs[a]].mib,
-					   ts_base == UINT64_MAX ? 0 : ts_base, v);
-			for (int f = 0; f < MEMPROF_MIB_NFIELDS; f++)
-				fprintf(out, "          %s: %" PRIu64 "\n",
-					memprof_mib_fields_def[f].name, v[f]);
-		}
-		fprintf(out, "    CallSites:%s\n", rc->ncall ? "" : " []");
-		for (size_t k = 0; k < rc->ncall; k++) {
-			for (unsigned j = 0; j < rc->calls[k].n; j++) {
-				fputs(j ? "        - " : "      - - ", out);
-				print_frame(out, &rc->calls[k].f[j]);
-				fputc('\n', out);
-			}
-		}
-	}
+	for (size_t i = 0; i < recs.n; i++)
+		print_rec(out, &recs.v[i], stacks, &c, ts_base);
 	fputs("...\n", out);
 	r = ferror(out) ? -EIO : 0;
 out:
