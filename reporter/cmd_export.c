@@ -4,6 +4,7 @@
  * and linker formats are dispatched here too and say when this build lacks them. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "reporter/binsel.h"
 #include "reporter/export.h"
 #include "reporter/format.h"
 #include "reporter/query.h"
@@ -26,6 +28,16 @@ static inline void store_closep(struct store **s) { store_close(*s); }
 
 /* ---- helpers shared by the exports ---- */
 
+const char *export_line_function(const struct store_frame *f, unsigned i)
+{
+	const struct store_line *l = &f->lines[i];
+	bool outer = i + 1 == f->nlines && !l->inlined;
+
+	if (outer && f->function && *f->function)
+		return f->function;
+	return l->function ? l->function : outer ? f->function : NULL;
+}
+
 unsigned export_frame_lines(const struct store_frame *f, struct export_line *lines,
 			    unsigned max)
 {
@@ -34,12 +46,13 @@ unsigned export_frame_lines(const struct store_frame *f, struct export_line *lin
 	/* DWARF lines (schema >= 3): the inline chain, leaf first, as the store keeps it. */
 	for (unsigned i = 0; i < f->nlines && n < max; i++) {
 		const struct store_line *l = &f->lines[i];
-		const char *fn = l->function ? l->function : i + 1 == f->nlines ? f->function : NULL;
+		const char *fn = export_line_function(f, i);
 
 		if (!fn)
 			continue;
 		lines[n++] = (struct export_line){ .function = fn,
-			.mangled = l->mangled ? l->mangled : i + 1 == f->nlines ? f->mangled : NULL,
+			.mangled = fn == f->function && f->mangled ? f->mangled :
+				   l->mangled ? l->mangled : i + 1 == f->nlines ? f->mangled : NULL,
 			.file = l->file, .line = l->line, .column = l->column,
 			.start_line = l->decl_line };
 	}
@@ -48,6 +61,30 @@ unsigned export_frame_lines(const struct store_frame *f, struct export_line *lin
 	/* Only the ELF symbol. */
 	lines[0] = (struct export_line){ .function = f->function, .mangled = f->mangled };
 	return 1;
+}
+
+int export_fail(const struct export_opts *o, const char *format, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (o->err && o->errsz) {
+		vsnprintf(o->err, o->errsz, fmt, ap);
+	} else {
+		fprintf(stderr, "memprofd: export %s: ", format);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+	va_end(ap);
+	return r;
+}
+
+/* Why fmt->run failed, in one line: its own words, the store's, or errno's. */
+static const char *run_error(const struct export_opts *o, struct store *s, int r)
+{
+	if (o->err && o->err[0])
+		return o->err;
+	return store_errmsg(s)[0] ? store_errmsg(s) : strerror(-r);
 }
 
 static const char *base_name(const char *path)
@@ -153,28 +190,6 @@ static int usage_error(const char *what, const char *msg, const char *arg)
 	return 2;
 }
 
-struct bin_find {
-	const char *want;
-	char *build_id, *path;
-	uint64_t contexts;
-	bool found, oom;
-};
-
-static int bin_cb(const struct store_binary_row *r, void *arg)
-{
-	struct bin_find *b = arg;
-
-	if (!(r->build_id && *r->build_id && !strcmp(r->build_id, b->want)) &&
-	    !(r->path && !strcmp(r->path, b->want)))
-		return 0;
-	b->found = true;
-	b->contexts = r->contexts;
-	b->build_id = strdup(r->build_id ? r->build_id : "");
-	b->path = strdup(r->path ? r->path : "");
-	b->oom = !b->build_id || !b->path;
-	return 1;
-}
-
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -211,8 +226,7 @@ static int export_to_file(const struct format *fmt, const char *path, struct sto
 	}
 	r = fmt->run(f, s, o);
 	if (r < 0) {
-		fprintf(stderr, "memprofd: %s: %s\n", what, store_errmsg(s)[0] ? store_errmsg(s) :
-			strerror(-r));
+		fprintf(stderr, "memprofd: %s: %s\n", what, run_error(o, s, r));
 		fclose(f);
 		unlink(tmp);
 		return r;
@@ -248,7 +262,6 @@ int cmd_export(int argc, char **argv)
 		{ 0 },
 	};
 	const char *db = QUERY_DEFAULT_DB, *output = NULL, *binary = NULL;
-	_cleanup_free_ char *binary_path = NULL;
 	struct export_opts o = { .weight = EXPORT_WEIGHT_BYTES };
 	const struct format *fmt = NULL;
 	char what[64] = "export";
@@ -290,9 +303,7 @@ int cmd_export(int argc, char **argv)
 		case O_BINARY:
 			if (!*optarg)
 				return usage_error(what, "--binary: empty value%s", "");
-			free(binary_path);
-			binary_path = strchr(optarg, '/') ? realpath(optarg, NULL) : NULL;
-			binary = binary_path ? binary_path : optarg;
+			binary = optarg;   /* resolved against the store: binsel_resolve() */
 			break;
 		case 'o':
 			if (!*optarg)
@@ -370,24 +381,24 @@ int cmd_export(int argc, char **argv)
 		return 1;
 	}
 
-	struct bin_find bf = { .want = binary };
+	_cleanup_(binsel_free) struct binsel bin = { 0 };
 
-	r = store_query_binaries(s, bin_cb, &bf);
-	if (r < 0 || bf.oom) {
-		fprintf(stderr, "memprofd: %s: %s\n", what, bf.oom ? "out of memory" : store_errmsg(s));
-		free(bf.build_id);
-		free(bf.path);
+	if (binsel_resolve(s, binary, db, &bin, err, sizeof(err)) < 0) {
+		fprintf(stderr, "memprofd: %s: %s\n", what, err);
 		return 1;
 	}
-	if (!bf.found) {
-		fprintf(stderr, "memprofd: %s: no binary '%s' in %s (see memprofd query binaries)\n",
-			what, binary, db);
-		return 1;
-	}
-	o.binary = binary;
-	o.build_id = bf.build_id;
-	o.path = bf.path;
-	o.contexts = bf.contexts;
+	/* The store's key filters; a path the user gave stays the file to read (memprof-raw,
+	 * the linker exports), the recorded path otherwise. */
+	_cleanup_free_ char *file = strchr(binary, '/') ? realpath(binary, NULL) : NULL;
+
+	o.binary = *bin.build_id ? bin.build_id : bin.path;
+	o.build_id = bin.build_id;
+	o.path = file ? file : bin.path;
+	o.contexts = bin.contexts;
+	char why[1024] = "";
+
+	o.err = why;
+	o.errsz = sizeof(why);
 	o.now_ns = now_ns();
 	o.progress = true;
 	if (output) {
@@ -395,15 +406,12 @@ int cmd_export(int argc, char **argv)
 	} else {
 		r = fmt->run(stdout, s, &o);
 		if (r < 0)
-			fprintf(stderr, "memprofd: %s: %s\n", what, store_errmsg(s)[0] ?
-				store_errmsg(s) : strerror(-r));
+			fprintf(stderr, "memprofd: %s: %s\n", what, run_error(&o, s, r));
 		else if (fflush(stdout) == EOF || ferror(stdout)) {
 			fprintf(stderr, "memprofd: %s: writing the export: %s\n", what,
 				strerror(errno));
 			r = -EIO;
 		}
 	}
-	free(bf.build_id);
-	free(bf.path);
 	return r < 0 ? 1 : 0;
 }

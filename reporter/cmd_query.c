@@ -12,7 +12,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "reporter/binsel.h"
 #include "reporter/classify.h"
+#include "reporter/export.h"
 #include "reporter/format.h"
 #include "reporter/status_governor.h"
 #include "reporter/query.h"
@@ -70,7 +72,8 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
 			const struct store_line *l = &f->lines[j];
 
 			fputs(first ? "{\"function\": " : ", {\"function\": ", out);
-			fmt_json_str(out, l->function ? l->function : f->function);
+			fmt_json_str(out, export_line_function(f, j) ? export_line_function(f, j) :
+				     f->function);
 			fputs(", \"file\": ", out);
 			fmt_json_str(out, l->file);
 			if (l->line)
@@ -944,7 +947,8 @@ enum {
 
 struct query_opts {
 	const char *db;
-	char *binary_path;   /* --binary resolved by realpath(), owned */
+	const char *binary_arg;   /* --binary as given, resolved once the store is open */
+	struct binsel bin;        /* that resolution; ctx.binary points into it */
 	struct store_ctx_filter ctx;
 	enum query_format fmt;
 	int cls;             /* --class: an enum classify_class, -1 for all */
@@ -955,7 +959,7 @@ struct query_opts {
 
 static void query_opts_free(struct query_opts *o)
 {
-	free(o->binary_path);
+	binsel_free(&o->bin);
 }
 
 static int run_contexts(FILE *out, struct store *s, const struct query_opts *o)
@@ -1056,10 +1060,7 @@ static int parse_option(int c, const char *arg, struct query_opts *o, const char
 	case O_BINARY:
 		if (!*arg)
 			return usage_error(what, "--binary: empty value%s", "");
-		/* A path names the binary as the daemon recorded it: absolute, links resolved. */
-		free(o->binary_path);
-		o->binary_path = strchr(arg, '/') ? realpath(arg, NULL) : NULL;
-		o->ctx.binary = o->binary_path ? o->binary_path : arg;
+		o->binary_arg = arg;   /* resolved against the store: binsel_resolve() */
 		return 0;
 	case O_PID:
 		if (!parse_u64(arg, INT32_MAX, &v) || v == 0)
@@ -1240,6 +1241,14 @@ int cmd_query(int argc, char **argv)
 	if (r < 0) {
 		fprintf(stderr, "memprofd: %s: %s\n", what, err);
 		return 1;
+	}
+	if (o.binary_arg) {
+		r = binsel_resolve(s, o.binary_arg, o.db, &o.bin, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "memprofd: %s: %s\n", what, err);
+			return 1;
+		}
+		o.ctx.binary = *o.bin.build_id ? o.bin.build_id : o.bin.path;
 	}
 	r = sub->run(stdout, s, &o);
 	if (r < 0) {
