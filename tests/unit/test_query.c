@@ -535,11 +535,16 @@ static void test_table_width(void **state)
 	CAPTURE(out, query_print_contexts(fp, f->s, NULL, QUERY_TABLE));
 	assert_width(out, FMT_TABLE_WIDTH);
 	assert_non_null(strstr(out, "\n  7.0 MiB      7    3.0 s    30.0k  0.00136 notcold app"
-				    "          cold_path < 0x1300 < main\n"));
-	/* Control and non-ASCII bytes become '?'; cut stacks end in "...". */
-	assert_non_null(strstr(out, " we\"ird\\ ??? ?? caf?? ??? end < s...\n"));
-	/* A leaf name too long alone keeps both ends, without its parameter list. */
-	assert_non_null(strstr(out, " std::vecto...NNNNN_M_realloc_insert\n"));
+				    "          cold_path < app+0x1300 < main\n"));
+	/* Control and non-ASCII bytes become '?'; a stack too long wraps at its column, the
+	 * whole stack shown (issue 21), each continued line starting "< ". */
+	assert_non_null(strstr(out, " we\"ird\\ ??? ?? caf?? ??? end\n"));
+	assert_non_null(strstr(out, "\n                                                      "
+				    "           < a,b < ns::f\n"));
+	/* A name too long alone keeps both ends, without its parameter list. */
+	assert_non_null(strstr(out, " std::vecto...NNN_M_realloc_insert\n"));
+	/* The density's unit is said once. */
+	assert_non_null(strstr(out, "ACC/B/s: lifetime access density,"));
 	assert_null(strstr(out, "(int&)"));
 	/* A name that does not fit loses its template arguments first, then is cut. */
 	assert_non_null(strstr(out, " std::vector<...>::push_back < main\n"));
