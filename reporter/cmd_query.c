@@ -17,6 +17,7 @@
 #include "reporter/binsel.h"
 #include "reporter/classify.h"
 #include "reporter/ctx_table.h"
+#include "reporter/estimate.h"
 #include "reporter/export.h"
 #include "reporter/format.h"
 #include "reporter/status_governor.h"
@@ -45,6 +46,41 @@ struct ctx_out {
 static void frame_addr(char *buf, size_t n, const struct store_frame *f)
 {
 	snprintf(buf, n, "0x%" PRIx64, f->offset);
+}
+
+static void json_bound(FILE *out, const char *key, const struct estimate *e, bool hi)
+{
+	if (e->kind == ESTIMATE_UNKNOWN || (hi && !e->hi_known))
+		fprintf(out, ", \"%s\": null", key);
+	else
+		fprintf(out, ", \"%s\": %" PRIu64, key, hi ? e->hi : e->lo);
+}
+
+/* Issue 21's additive fields: live at exit (DESIGN.md), the samples behind each
+ * estimate and its 95% Poisson interval (null: unknown, a store older than schema 9). */
+static void print_ctx_evidence_json(FILE *out, const struct mib *m)
+{
+	struct estimate cnt, bytes, acc;
+
+	estimate_mib(m, &cnt, &bytes, &acc);
+	fprintf(out, ", \"live_at_exit_count\": %" PRIu64 ", \"live_at_exit_bytes\": %" PRIu64
+		", \"live_at_exit_lifetime_ms\": %" PRIu64 ", \"freed_lifetime_ms\": %" PRIu64,
+		m->live_at_exit_count, m->live_at_exit_bytes,
+		m->live_at_exit_lifetime_ns / NS_PER_MS,
+		(m->total_lifetime_ns - (m->live_at_exit_lifetime_ns < m->total_lifetime_ns ?
+					 m->live_at_exit_lifetime_ns : m->total_lifetime_ns)) /
+		NS_PER_MS);
+	if (cnt.kind == ESTIMATE_UNKNOWN)
+		fputs(", \"alloc_samples\": null", out);
+	else
+		fprintf(out, ", \"alloc_samples\": %" PRIu64, m->alloc_samples);
+	json_bound(out, "alloc_count_lo", &cnt, false);
+	json_bound(out, "alloc_count_hi", &cnt, true);
+	json_bound(out, "total_size_lo", &bytes, false);
+	json_bound(out, "total_size_hi", &bytes, true);
+	json_bound(out, "est_accesses_lo", &acc, false);
+	json_bound(out, "est_accesses_hi", &acc, true);
+	fprintf(out, ", \"few_samples\": %s", estimate_weak(&cnt, &acc) ? "true" : "false");
 }
 
 static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
@@ -98,11 +134,42 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
 		", \"total_lifetime_ms\": %" PRIu64 ", \"min_lifetime_ms\": %" PRIu64
 		", \"max_lifetime_ms\": %" PRIu64 ", \"access_samples\": %" PRIu64
 		", \"est_accesses\": %" PRIu64 ", \"lifetime_access_density\": %.9g"
-		", \"class\": \"%s\"}",
+		", \"class\": \"%s\"",
 		m->alloc_count, m->total_size, m->min_size, m->max_size,
 		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
 		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
 		classify_density(m), classify_name(classify_mib(m)));
+	print_ctx_evidence_json(out, m);
+	fputc('}', out);
+}
+
+static void csv_bound(FILE *out, const struct estimate *e, bool hi)
+{
+	if (e->kind == ESTIMATE_UNKNOWN || (hi && !e->hi_known))
+		fputc(',', out);   /* empty: unknown */
+	else
+		fprintf(out, ",%" PRIu64, hi ? e->hi : e->lo);
+}
+
+/* The JSON's additive fields, in CTX_CSV_EVIDENCE_HEADER's order. */
+#define CTX_CSV_EVIDENCE_HEADER ",live_at_exit_count,live_at_exit_bytes,alloc_samples," \
+	"alloc_count_lo,alloc_count_hi,total_size_lo,total_size_hi,est_accesses_lo," \
+	"est_accesses_hi,few_samples"
+static void print_ctx_evidence_csv(FILE *out, const struct mib *m)
+{
+	struct estimate cnt, bytes, acc;
+
+	estimate_mib(m, &cnt, &bytes, &acc);
+	fprintf(out, ",%" PRIu64 ",%" PRIu64 ",", m->live_at_exit_count, m->live_at_exit_bytes);
+	if (cnt.kind != ESTIMATE_UNKNOWN)
+		fprintf(out, "%" PRIu64, m->alloc_samples);
+	csv_bound(out, &cnt, false);
+	csv_bound(out, &cnt, true);
+	csv_bound(out, &bytes, false);
+	csv_bound(out, &bytes, true);
+	csv_bound(out, &acc, false);
+	csv_bound(out, &acc, true);
+	fprintf(out, ",%s", estimate_weak(&cnt, &acc) ? "true" : "false");
 }
 
 static void print_ctx_csv(FILE *out, const struct store_ctx_row *r)
@@ -127,11 +194,13 @@ static void print_ctx_csv(FILE *out, const struct store_ctx_row *r)
 	fputc(',', out);
 	fmt_csv_field(out, frames);
 	fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.9g,%s" EOL_CSV,
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.9g,%s",
 		m->alloc_count, m->total_size, m->min_size, m->max_size,
 		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
 		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
 		classify_density(m), classify_name(classify_mib(m)));
+	print_ctx_evidence_csv(out, m);
+	fputs(EOL_CSV, out);
 }
 
 #define W_BYTES FMT_BYTES_MAX
@@ -210,7 +279,8 @@ static int print_contexts(FILE *out, struct store *s, const struct store_ctx_fil
 	else if (fmt == QUERY_CSV)
 		fputs("build_id,binary,frames,alloc_count,total_size,min_size,max_size,"
 		      "total_lifetime_ms,min_lifetime_ms,max_lifetime_ms,access_samples,"
-		      "est_accesses,lifetime_access_density,class" EOL_CSV, out);
+		      "est_accesses,lifetime_access_density,class" CTX_CSV_EVIDENCE_HEADER EOL_CSV,
+		      out);
 	else
 		ctx_table_header(out, v);
 	r = store_query_contexts(s, &g, ctx_cb, &o);
@@ -1019,7 +1089,8 @@ static const char usage_text[] =
 	"  --since T            only time buckets (data: runs) starting at or after T\n"
 	"  --until T            only time buckets (data: runs) starting before T\n"
 	"  --sort KEY           largest first; contexts: bytes|count|lifetime|density|\n"
-	"                       accesses (default bytes); data: accesses|density|size\n"
+	"                       accesses|live (bytes still allocated at their process's\n"
+	"                       exit) (default bytes); data: accesses|density|size\n"
 	"                       (default accesses: access samples)\n"
 	"  --class C            only cold|notcold|hot contexts or symbols (contexts, data)\n"
 	"  --limit N            at most N rows; 0 for all (contexts, data, processes)\n"
@@ -1106,7 +1177,7 @@ static int parse_sort(const char *arg, bool data, struct query_opts *o, const ch
 	static const char *const sorts[] = {
 		[STORE_SORT_BYTES] = "bytes", [STORE_SORT_COUNT] = "count",
 		[STORE_SORT_LIFETIME] = "lifetime", [STORE_SORT_DENSITY] = "density",
-		[STORE_SORT_ACCESSES] = "accesses",
+		[STORE_SORT_ACCESSES] = "accesses", [STORE_SORT_LIVE] = "live",
 	};
 	static const char *const data_sorts[] = {
 		[STORE_DATA_SORT_ACCESSES] = "accesses", [STORE_DATA_SORT_DENSITY] = "density",
@@ -1127,7 +1198,7 @@ static int parse_sort(const char *arg, bool data, struct query_opts *o, const ch
 			return 0;
 		}
 	return usage_error(what, "--sort: unknown key '%s' "
-			   "(bytes|count|lifetime|density|accesses)", arg);
+			   "(bytes|count|lifetime|density|accesses|live)", arg);
 }
 
 static const char *option_name(int c)

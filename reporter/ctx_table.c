@@ -7,6 +7,7 @@
 
 #include "reporter/classify.h"
 #include "reporter/ctx_table.h"
+#include "reporter/estimate.h"
 #include "reporter/export.h"
 #include "reporter/format.h"
 
@@ -22,9 +23,12 @@ static inline void freep(void *p) { free(*(void **)p); }
 #define W_LIFE FMT_DURATION_MAX
 #define W_ACCESSES 8
 #define W_DENSITY FMT_DENSITY_MAX
-#define W_CLASS 7
+#define W_CLASS 8                /* "notcold*": '*' marks few samples */
 #define W_BINARY 12
-#define W_FIXED (W_BYTES + W_ALLOCS + W_LIFE + W_ACCESSES + W_DENSITY + W_CLASS + W_BINARY + 7)
+#define W_PM 5                   /* "±12%": the interval's half-width */
+#define W_EXIT FMT_BYTES_MAX
+#define W_FIXED (W_BYTES + W_PM + W_ALLOCS + W_LIFE + W_EXIT + W_ACCESSES + W_PM + W_DENSITY + \
+		 W_CLASS + W_BINARY + 10)
 
 /* A terminal too narrow for a stack column beside the fixed ones. */
 static bool narrow(const struct query_view *v, size_t indent)
@@ -34,16 +38,22 @@ static bool narrow(const struct query_view *v, size_t indent)
 
 void ctx_table_header(FILE *out, const struct query_view *v)
 {
-	fprintf(out, "%*s %*s %*s %*s %*s %-*s %-*s%s%*sSTACK (leaf first, file:line)\n",
-		W_BYTES, "BYTES", W_ALLOCS, "OBJS", W_LIFE, "AVG LIFE", W_ACCESSES, "ACCESSES",
-		W_DENSITY, "ACC/B/s", W_CLASS, "CLASS", narrow(v, W_FIXED) ? 0 : W_BINARY, "BINARY",
+	fprintf(out, "%*s %*s %*s %*s %*s %*s %*s %*s %-*s %-*s%s%*sSTACK (leaf first, file:line)\n",
+		W_BYTES, "BYTES", W_PM, "", W_ALLOCS, "OBJS", W_LIFE, "AVG LIFE", W_EXIT, "AT EXIT",
+		W_ACCESSES, "ACCESSES", W_PM, "",
+		W_DENSITY, "ACC/B/s", narrow(v, W_FIXED) ? 0 : W_CLASS, "CLASS",
+		narrow(v, W_FIXED) ? 0 : W_BINARY, "BINARY",
 		narrow(v, W_FIXED) ? "\n" : " ", narrow(v, W_FIXED) ? CTX_TABLE_UNDER_INDENT : 0, "");
 }
 
 static const char legend[] =
-	"OBJS: objects allocated; ACCESSES: estimated loads and stores; ACC/B/s: lifetime "
-	"access density, estimated accesses per byte per second of average lifetime "
-	"(MemProf's; cold < 0.05 with >= 200 s lives, hot > 1000)";
+	"OBJS: objects allocated; AVG LIFE: of the objects freed (\"at exit\": none was); "
+	"AT EXIT: bytes still allocated when their process exited; ACCESSES: estimated "
+	"loads and stores; ACC/B/s: lifetime access density, estimated accesses per byte "
+	"per second of average lifetime (MemProf's; cold < 0.05 with >= 200 s lives, hot > "
+	"1000); \u00b1: half-width of the 95% Poisson interval of the sampled estimate to "
+	"its left (blank: every object seen, ?: not recorded); *: resting on fewer than 10 "
+	"samples.";
 
 /* Words of text, wrapped at width (0: one line). */
 void ctx_table_wrap(FILE *out, const char *text, unsigned width)
@@ -193,8 +203,41 @@ static void stack_cells(struct layout *l, const struct store_ctx_row *r)
 		fputs("(no frames)", l->out);
 }
 
+/* "±12%" right-aligned in W_PM columns ('±' is two bytes, one column). */
+static void put_pm(FILE *out, const struct estimate *e)
+{
+	double pct = estimate_rel_pct(e);
+	char cell[16];
+
+	if (e->kind == ESTIMATE_UNKNOWN) {
+		fprintf(out, " %*s", W_PM, "?");
+		return;
+	}
+	if (pct < 0) {
+		fprintf(out, " %*s", W_PM, e->kind == ESTIMATE_SAMPLED && e->value ? "?" : "");
+		return;
+	}
+	snprintf(cell, sizeof(cell), "%.0f%%", pct > 999 ? 999 : pct);
+	fprintf(out, " %*s\u00b1%s", (int)(W_PM - 1 - strlen(cell)), "", cell);
+}
+
+/* Average lifetime of the objects that were freed; "at exit" when none was. */
+static const char *freed_life(char *buf, const struct mib *m)
+{
+	uint64_t n = m->alloc_count - (m->live_at_exit_count < m->alloc_count ?
+				       m->live_at_exit_count : m->alloc_count);
+	uint64_t ns = m->total_lifetime_ns - (m->live_at_exit_lifetime_ns < m->total_lifetime_ns ?
+					      m->live_at_exit_lifetime_ns : m->total_lifetime_ns);
+
+	if (!n)
+		return "at exit";
+	return fmt_duration_ns(buf, ns / n);
+}
+
 void ctx_table_row(FILE *out, const struct store_ctx_row *r, const struct query_view *v)
 {
+	struct estimate cnt, byt, accs;
+	char ex[FMT_BUF], cls[16];
 	const struct mib *m = &r->mib;
 	char bytes[FMT_BUF], allocs[FMT_BUF], life[FMT_BUF], acc[FMT_BUF], dens[FMT_BUF];
 	const char *b = base_name(r->binary);
@@ -210,13 +253,23 @@ void ctx_table_row(FILE *out, const struct store_ctx_row *r, const struct query_
 	l.indent += strlen(bincell) > W_BINARY ? strlen(bincell) - W_BINARY : 0;
 	bool under = narrow(v, l.indent);
 
-	fprintf(out, "%*s %*s %*s %*s %*s %-*s %-*s",
-		W_BYTES, fmt_bytes(bytes, m->total_size),
-		W_ALLOCS, fmt_count(allocs, m->alloc_count),
-		W_LIFE, fmt_duration_ns(life, classify_avg_lifetime_ns(m)),
-		W_ACCESSES, fmt_count(acc, m->total_access_count),
-		W_DENSITY, fmt_density(dens, classify_density(m)),
-		W_CLASS, classify_name(classify_mib(m)), under ? 0 : W_BINARY, bincell);
+	/* Under-row stacks: the binary ends the row, cut to what the line has left. */
+	if (under && v->width > W_FIXED - W_BINARY + 3 &&
+	    strlen(bincell) > v->width - (W_FIXED - W_BINARY))
+		fmt_cell(bincell, v->width - (W_FIXED - W_BINARY), bin);
+
+	estimate_mib(m, &cnt, &byt, &accs);
+	snprintf(cls, sizeof(cls), "%s%s", classify_name(classify_mib(m)),
+		 estimate_weak(&cnt, &accs) ? "*" : "");
+	fprintf(out, "%*s", W_BYTES, fmt_bytes(bytes, m->total_size));
+	put_pm(out, &byt);
+	fprintf(out, " %*s %*s %*s %*s", W_ALLOCS, fmt_count(allocs, m->alloc_count),
+		W_LIFE, freed_life(life, m),
+		W_EXIT, m->live_at_exit_bytes ? fmt_bytes(ex, m->live_at_exit_bytes) : "-",
+		W_ACCESSES, fmt_count(acc, m->total_access_count));
+	put_pm(out, &accs);
+	fprintf(out, " %*s %-*s %-*s", W_DENSITY, fmt_density(dens, classify_density(m)),
+		under ? 0 : W_CLASS, cls, under ? 0 : W_BINARY, bincell);
 	if (under) {
 		/* A narrow terminal: the stack goes under the row, across the whole line. */
 		l.indent = CTX_TABLE_UNDER_INDENT;

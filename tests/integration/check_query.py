@@ -5,7 +5,7 @@ checked against the database read directly with python's sqlite3:
   --sort, --limit): totals, order and ties equal to sums computed here from the mib rows;
 - CSV per RFC 4180 (python's csv module, strict): CRLF records, quoted commas, quotes and
   line breaks in a hostile function name come back exactly, every record the header's
-  14 fields, numbers equal to the JSON's;
+  24 fields, numbers equal to the JSON's;
 - tables at most COLUMNS=100 columns with gen_store's long C++ names, human units;
 - a writer holding an open transaction does not block the reader, nor is its change
   seen before COMMIT; queries keep succeeding while another process commits in a loop;
@@ -182,7 +182,9 @@ def check_csv(a, path):
         fail("CSV does not end in CRLF")
     recs = list(csv.reader(io.StringIO(raw, newline=""), strict=True))
     header = recs[0]
-    if len(header) != 14 or header[:3] != ["build_id", "binary", "frames"]:
+    # The contract's 14 fields, then issue 21's 10 additive ones (live at exit, evidence).
+    if len(header) != 24 or header[:3] != ["build_id", "binary", "frames"] or \
+            header[14:16] != ["live_at_exit_count", "live_at_exit_bytes"]:
         fail("CSV header %r" % header)
     if len(recs) != len(js) + 1:
         fail("CSV has %d records, JSON %d contexts" % (len(recs) - 1, len(js)))
