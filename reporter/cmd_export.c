@@ -149,16 +149,19 @@ static const struct format {
 };
 
 static const char usage_text[] =
-	"usage: memprofd export pprof|folded|html [--db PATH] --binary PATH|BUILDID\n"
-	"                       [-o FILE] [--weight bytes|objects|accesses]\n"
+	"usage: memprofd export pprof|folded|html|memprof-raw|memprof-yaml|hints|ld-script|\n"
+	"                       symbol-order|section-prefixes [--db PATH] --binary PATH|BUILDID\n"
+	"                       [-o FILE] [--weight bytes|objects|accesses] [--format text|json]\n"
+	"                       [--hot-share F] [--cold-min-samples N]\n"
 	"\n"
 	"Exports one binary's allocation contexts from a memprofd database (read-only).\n"
 	"\n"
 	"  pprof    gzipped profile.proto for `pprof`: alloc_objects, alloc_space,\n"
 	"           accesses (estimated) and lifetime (ms) per allocation context\n"
 	"  folded   folded stacks, root first, for flamegraph.pl, speedscope or inferno\n"
-	"  html     one self-contained HTML report (summary, top contexts, data symbols,\n"
-	"           flame graph, heap map); needs no network to view\n"
+	"  html     one self-contained HTML report (summary, top contexts with file:line,\n"
+	"           live at exit, heap over time, top-down/bottom-up flame graph with\n"
+	"           search, data symbols); needs no network to view\n"
 	"  memprof-raw  MemProf raw profile v4 for llvm-profdata merge --profiled-binary\n"
 	"           (the binary needs -Wl,-z,noseparate-code, a build-id, -gmlt)\n"
 	"  memprof-yaml MemProf YAML (LLVM >= 20) for llvm-profdata merge\n"
