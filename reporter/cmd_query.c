@@ -432,6 +432,11 @@ static int print_data(FILE *out, struct store *s, const struct store_data_filter
 		fputs(o.n ? "\n]\n" : "]\n", out);
 	else if (fmt == QUERY_TABLE && !o.n)
 		fputs("(no static data accesses)\n", out);
+	else if (fmt == QUERY_TABLE)
+		ctx_table_wrap(out, "SAMPLES: access samples that hit the symbol; ACCESSES: the "
+			       "loads and stores they stand for (estimated); SIZE: the symbol's; "
+			       "DENSITY: estimated accesses per byte per second of the runs that "
+			       "observed it (cold < 0.05, hot > 1000)", v->width);
 	return 0;
 }
 

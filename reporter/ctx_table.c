@@ -1,6 +1,7 @@
 /* `query contexts` table rows (see ctx_table.h). A row's cells are built first, then the
- * stack is laid out in what the line has left; every byte printed is printable ASCII, so
- * columns are bytes. Cost: a few small allocations per row. */
+ * stack is laid out in what the line has left; every byte printed is printable ASCII but
+ * the "±" of an interval (U+00B1: two bytes, one column, padded for), so columns are
+ * bytes otherwise. Cost: a few small allocations per row. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +17,8 @@ static inline void freep(void *p) { free(*(void **)p); }
 #define _cleanup_free_ _cleanup_(freep)
 
 #define STACK_SEP " < "          /* between entries on one line, leaf first */
-#define CONT_PREFIX "< "
-#define WHERE_PREFIX "    at "   /* a file:line that did not fit beside its name */         /* a wrapped line goes on from the entry before */
+#define CONT_PREFIX "< "          /* a wrapped line goes on from the entry before */
+#define WHERE_PREFIX "    at "   /* a file:line that did not fit beside its name */
 #define W_BYTES FMT_BYTES_MAX
 #define W_ALLOCS FMT_COUNT_MAX
 #define W_LIFE FMT_DURATION_MAX
