@@ -1176,7 +1176,10 @@ static void test_cmd_query_data(void **state)
 		    "\"symbol\": \"hot_global\"");
 	assert_string_equal(err, "");
 	free(out); free(err);
+	/* Not a terminal: nothing is cut unless COLUMNS says how wide (issue 21). */
+	setenv("COLUMNS", "100", 1);
 	assert_int_equal(run_cmd(f, &out, &err, 4, "query", "data", "--db", f->db), 0);
+	unsetenv("COLUMNS");
 	assert_width(out, FMT_TABLE_WIDTH);
 	free(out); free(err);
 	/* --class with --limit: the limit counts the rows of that class. */
