@@ -16,6 +16,7 @@
 #include "reporter/classify.h"
 #include "store/mib.h"
 #include "symbolizer/elfsym.h"
+#include "base/log.h"
 
 struct buf {
 	uint8_t *p;

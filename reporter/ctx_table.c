@@ -11,10 +11,8 @@
 #include "reporter/estimate.h"
 #include "reporter/export.h"
 #include "reporter/format.h"
-
-#define _cleanup_(f) __attribute__((cleanup(f)))
-static inline void freep(void *p) { free(*(void **)p); }
-#define _cleanup_free_ _cleanup_(freep)
+#include "base/cleanup.h"
+#include "base/path.h"
 
 #define STACK_SEP " < "          /* between entries on one line, leaf first */
 #define CONT_PREFIX "< "          /* a wrapped line goes on from the entry before */
@@ -81,13 +79,6 @@ void ctx_table_wrap(FILE *out, const char *text, unsigned width)
 void ctx_table_legend(FILE *out, const struct query_view *v)
 {
 	ctx_table_wrap(out, legend, v->width);
-}
-
-static const char *base_name(const char *path)
-{
-	const char *slash = path ? strrchr(path, '/') : NULL;
-
-	return slash ? slash + 1 : path;
 }
 
 /* Control and non-ASCII bytes become '?': one column per byte, no escapes. */

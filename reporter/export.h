@@ -1,5 +1,5 @@
 /* `memprofd export`: people-facing exports of one binary's allocation contexts (pprof,
- * folded stacks, an HTML report). cmd_export() is the subcommand (argv[0] "export",
+ * folded stacks, an HTML report). cli/cmd_export.c is the subcommand (argv[0] "export",
  * argv[1] the format); export_*() write one export to any FILE (tests capture them with
  * open_memstream) and return 0 or -errno, with store_errmsg() or errno saying why. */
 #pragma once
@@ -34,8 +34,6 @@ struct export_opts {
  * "memprofd: export FORMAT: why". Returns r. */
 int export_fail(const struct export_opts *o, const char *format, int r, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-
-int cmd_export(int argc, char **argv);
 
 int export_pprof(FILE *out, struct store *s, const struct export_opts *o);
 int export_folded(FILE *out, struct store *s, const struct export_opts *o);
