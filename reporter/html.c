@@ -29,7 +29,7 @@
 #define HTML_BUCKET_S 60          /* the store's time bucket (daemon/attrib's AGG_BUCKET_SECONDS) */
 #define HTML_CLASSES 4            /* classes the report keeps apart (classify_name's) */
 
-#include "html_viewer.h"          /* html_script[]: reporter/html_viewer.js */
+#include "reporter/html_viewer.h" /* html_script[]: reporter/html_viewer.js, generated */
 
 /* ---- escaping ---- */
 
