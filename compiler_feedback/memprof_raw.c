@@ -295,18 +295,16 @@ int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 	int r;
 
 	if (!bin || !*bin) {
-		log_error("export memprof-raw: no path for the binary; pass "
-			"--binary PATH");
-		return -ENOENT;
+		return export_fail(o, "memprof-raw", -ENOENT, "no path for the binary; pass "
+				   "--binary PATH");
 	}
 	r = memprof_raw_check_binary(bin, o->build_id, &seg, err, sizeof(err));
-	if (r < 0) {
-		log_error("export memprof-raw: %s", err);
-		return r;
-	}
+	if (r < 0)
+		return export_fail(o, "memprof-raw", r, "%s", err);
 	r = elfsym_open(&es, bin);
 	if (r < 0)
-		return r;
+		return export_fail(o, "memprof-raw", r, "%s: reading its symbols: %s", bin,
+				   strerror(-r));
 	r = cf_load_contexts(s, o, &c);
 	if (r < 0) {
 		elfsym_close(es);
@@ -354,9 +352,8 @@ int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 		goto out;
 	}
 	if (!nstacks) {
-		log_error("export memprof-raw: no context of %s has a frame in "
-			"its executable segment", bin);
-		r = -ENODATA;
+		r = export_fail(o, "memprof-raw", -ENODATA, "no context of %s has a frame in "
+				"its executable segment", bin);
 		goto out;
 	}
 
