@@ -17,6 +17,7 @@
 #include "daemon/access/src_soft.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
+#include "symbolizer/insn_window.h"
 #include "bpf/soft.h"
 #include "soft.skel.h"
 
@@ -257,6 +258,40 @@ static bool prev_access(struct src_soft *s, struct sproc *p, const struct map_en
 	return insn_eval_prev(s->dec, dec, ip, ctx, res) == INSN_OK && res->n > 0;
 }
 
+/* The straight-line window around ip (symbolizer/insn_window.h), decoded from its
+ * function's start; false when the function is unknown (no symbol) or ip is not an
+ * instruction boundary, and the single-instruction decode applies. */
+static bool window_access(struct src_soft *s, struct sproc *p, const struct map_entry *m,
+			  uint64_t ip, const struct insn_ctx *ctx, struct insn_win_result *res)
+{
+	uint64_t off = map_entry_file_offset(m, ip), delta = 0;
+	const char *bid = map_bid(p, m);
+	const struct insn_window *win;
+	struct elfsym *es;
+
+	if (!*bid)
+		return false;
+	win = insn_win_lookup(s->dec, bid, off);
+	if (!win) {
+		es = sym_for(s, p, m, bid);
+		if (!es || !elfsym_lookup_offset(es, off, &delta) || delta > INSN_WIN_SCAN_MAX ||
+		    delta > off)
+			return false;
+		size_t want = delta + INSN_WIN_FWD_BYTES;
+		uint8_t *buf = malloc(want);
+		if (!buf)
+			return false;
+		ssize_t n = read_code(p->tgid, m, off - delta, buf, want);
+		if (n > (ssize_t)delta)
+			win = insn_win_decode(s->dec, buf, (size_t)n, ip - delta, ip, bid, off);
+		free(buf);
+		if (!win)
+			return false;
+	}
+	insn_win_eval(s->dec, win, ip, ctx, res);
+	return res->ninsns > 0;
+}
+
 static void deliver(struct src_soft *s, const struct soft_event *e, uint64_t addr, uint32_t size,
 		    uint8_t rw, uint8_t flags, uint64_t weight)
 {
@@ -275,6 +310,7 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 	const struct soft_event *e = data;
 	struct insn_ctx ctx;
 	struct insn_result res;
+	struct insn_win_result wres;
 	const struct insn_decoded *dec = NULL;
 	const struct map_entry *m;
 	struct sproc *p;
@@ -310,6 +346,20 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 	m = p ? find_map(p, ip) : NULL;
 	if (!m)
 		s->st.no_mapping++;
+	if (m && m->path[0] == '/' && window_access(s, p, m, ip, &ctx, &wres)) {
+		/* The sample stands for the window's instructions alike: each recovered access
+		 * gets w / ninsns (accesses of unrecoverable operands are not redistributed). */
+		uint64_t wa = (w + wres.ninsns / 2) / wres.ninsns;
+		if (!wres.n) {
+			s->st.no_access++;
+			return 0;
+		}
+		s->st.from_window++;
+		for (unsigned i = 0; i < wres.n; i++)
+			deliver(s, e, wres.acc[i].addr, wres.acc[i].size, wres.acc[i].rw,
+				wres.acc[i].flags, wa ? wa : 1);
+		return (int)wres.n;
+	}
 	if (m && m->path[0] == '/') {
 		uint64_t off = map_entry_file_offset(m, ip);
 		const char *bid = map_bid(p, m);

@@ -35,6 +35,7 @@ struct src_soft_stats {
 	uint64_t bpf[SOFTCNT_MAX];           /* enum soft_counter (bpf/soft.h), summed over CPUs */
 	uint64_t events;                  /* ring records read */
 	uint64_t accesses;                /* access samples delivered */
+	uint64_t from_window;             /* samples with accesses from their straight-line window */
 	uint64_t from_ip;                 /* samples whose IP instruction accessed memory */
 	uint64_t from_prev;               /* ... whose predecessor did instead (skid, insn.h) */
 	uint64_t prev_unknown;            /* predecessor not decodable: no function symbol */
