@@ -642,6 +642,11 @@ void src_soft_stats(const struct src_soft *s, struct src_soft_stats *out)
 	free(v);
 }
 
+const struct insn_win_stats *src_soft_win_stats(const struct src_soft *s)
+{
+	return insn_win_stats(s->dec);
+}
+
 const struct insn_stats *src_soft_insn_stats(const struct src_soft *s)
 {
 	return insn_stats(s->dec);

@@ -16,6 +16,7 @@
 #include "daemon/attrib/attrib.h"
 #include "daemon/access/src_pmu.h"
 #include "symbolizer/insn.h"
+#include "symbolizer/insn_window.h"
 #include "bpf/soft.h"
 
 #define SOFT_EST_INSNS_PER_NS 2          /* assumed retired instructions per ns of CPU time */
@@ -71,6 +72,7 @@ uint64_t src_soft_watermark(const struct src_soft *s);
 int src_soft_ring_fd(const struct src_soft *s);
 void src_soft_stats(const struct src_soft *s, struct src_soft_stats *out);
 const struct insn_stats *src_soft_insn_stats(const struct src_soft *s);
+const struct insn_win_stats *src_soft_win_stats(const struct src_soft *s);
 void src_soft_close(struct src_soft *s);
 
 /* Decodes one ring record (struct soft_event) into access samples; no BPF needed, so it
