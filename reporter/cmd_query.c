@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "reporter/classify.h"
+#include "reporter/estimate.h"
 #include "reporter/format.h"
 #include "reporter/status_governor.h"
 #include "reporter/query.h"
@@ -45,7 +46,9 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
 {
 	const struct mib *m = &r->mib;
 	char addr[32];
+	uint64_t lo, hi;
 
+	est_interval(m->total_access_count, m->access_samples, &lo, &hi);
 	fputs("{\"build_id\": ", out);
 	fmt_json_str(out, r->build_id ? r->build_id : "");
 	fputs(", \"binary\": ", out);
@@ -90,22 +93,25 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
 		", \"min_size\": %" PRIu64 ", \"max_size\": %" PRIu64
 		", \"total_lifetime_ms\": %" PRIu64 ", \"min_lifetime_ms\": %" PRIu64
 		", \"max_lifetime_ms\": %" PRIu64 ", \"access_samples\": %" PRIu64
-		", \"est_accesses\": %" PRIu64 ", \"lifetime_access_density\": %.9g"
+		", \"est_accesses\": %" PRIu64 ", \"est_accesses_lo\": %" PRIu64
+		", \"est_accesses_hi\": %" PRIu64 ", \"lifetime_access_density\": %.9g"
 		", \"class\": \"%s\"}",
 		m->alloc_count, m->total_size, m->min_size, m->max_size,
 		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
-		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
+		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count, lo, hi,
 		classify_density(m), classify_name(classify_mib(m)));
 }
 
 static void print_ctx_csv(FILE *out, const struct store_ctx_row *r)
 {
 	const struct mib *m = &r->mib;
+	uint64_t lo, hi;
 	_cleanup_free_ char *frames = NULL;
 	size_t len = 0;
 	FILE *fs = open_memstream(&frames, &len);
 	char addr[32];
 
+	est_interval(m->total_access_count, m->access_samples, &lo, &hi);
 	for (unsigned i = 0; fs && i < r->nframes; i++) {
 		const struct store_frame *f = &r->frames[i];
 
@@ -120,11 +126,11 @@ static void print_ctx_csv(FILE *out, const struct store_ctx_row *r)
 	fputc(',', out);
 	fmt_csv_field(out, frames);
 	fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.9g,%s" EOL_CSV,
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.9g,%s,%" PRIu64 ",%" PRIu64 EOL_CSV,
 		m->alloc_count, m->total_size, m->min_size, m->max_size,
 		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
 		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
-		classify_density(m), classify_name(classify_mib(m)));
+		classify_density(m), classify_name(classify_mib(m)), lo, hi);
 }
 
 /* Table layout: fixed columns, then the stack in what is left of FMT_TABLE_WIDTH. */
@@ -273,7 +279,8 @@ static int print_contexts(FILE *out, struct store *s, const struct store_ctx_fil
 	else if (fmt == QUERY_CSV)
 		fputs("build_id,binary,frames,alloc_count,total_size,min_size,max_size,"
 		      "total_lifetime_ms,min_lifetime_ms,max_lifetime_ms,access_samples,"
-		      "est_accesses,lifetime_access_density,class" EOL_CSV, out);
+		      "est_accesses,lifetime_access_density,class,est_accesses_lo,est_accesses_hi"
+		      EOL_CSV, out);
 	else
 		print_ctx_table_header(out);
 	r = store_query_contexts(s, &g, ctx_cb, &o);
@@ -316,6 +323,9 @@ static enum classify_class data_class(const struct store_data_row *r)
 /* DESIGN.md's fields, in its order; a missing section is "" so every field keeps its type. */
 static void print_data_json(FILE *out, const struct store_data_row *r)
 {
+	uint64_t lo, hi;
+
+	est_interval(r->est_accesses, r->access_samples, &lo, &hi);
 	fputs("{\"build_id\": ", out);
 	fmt_json_str(out, r->build_id ? r->build_id : "");
 	fputs(", \"binary\": ", out);
@@ -326,12 +336,16 @@ static void print_data_json(FILE *out, const struct store_data_row *r)
 	fmt_json_str(out, r->section ? r->section : "");
 	fprintf(out, ", \"address\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
 		", \"access_samples\": %" PRIu64 ", \"est_accesses\": %" PRIu64
+		", \"est_accesses_lo\": %" PRIu64 ", \"est_accesses_hi\": %" PRIu64
 		", \"class\": \"%s\"}", r->address, r->size, r->access_samples, r->est_accesses,
-		classify_name(data_class(r)));
+		lo, hi, classify_name(data_class(r)));
 }
 
 static void print_data_csv(FILE *out, const struct store_data_row *r)
 {
+	uint64_t lo, hi;
+
+	est_interval(r->est_accesses, r->access_samples, &lo, &hi);
 	fmt_csv_field(out, r->build_id);
 	fputc(',', out);
 	fmt_csv_field(out, r->binary);
@@ -339,9 +353,9 @@ static void print_data_csv(FILE *out, const struct store_data_row *r)
 	fmt_csv_field(out, r->symbol);
 	fputc(',', out);
 	fmt_csv_field(out, r->section);
-	fprintf(out, ",0x%" PRIx64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s" EOL_CSV,
-		r->address, r->size, r->access_samples, r->est_accesses,
-		classify_name(data_class(r)));
+	fprintf(out, ",0x%" PRIx64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64
+		EOL_CSV, r->address, r->size, r->access_samples, r->est_accesses,
+		classify_name(data_class(r)), lo, hi);
 }
 
 static void print_data_table_header(FILE *out)
@@ -408,7 +422,7 @@ static int print_data(FILE *out, struct store *s, const struct store_data_filter
 		fputc('[', out);
 	else if (fmt == QUERY_CSV)
 		fputs("build_id,binary,symbol,section,address,size,access_samples,est_accesses,"
-		      "class" EOL_CSV, out);
+		      "class,est_accesses_lo,est_accesses_hi" EOL_CSV, out);
 	else
 		print_data_table_header(out);
 	r = store_query_data(s, &all_rows, data_cb, &o);

@@ -495,13 +495,14 @@ static void test_csv(void **state)
 	CAPTURE(out, query_print_contexts(fp, f->s, NULL, QUERY_CSV));
 	static const char header[] = "build_id,binary,frames,alloc_count,total_size,min_size,"
 		"max_size,total_lifetime_ms,min_lifetime_ms,max_lifetime_ms,"
-		"access_samples,est_accesses,lifetime_access_density,class\r\n";
+		"access_samples,est_accesses,lifetime_access_density,class,est_accesses_lo,"
+		"est_accesses_hi\r\n";
 
 	assert_true(!strncmp(out, header, strlen(header)));
 	assert_non_null(strstr(out, "\r\nabcd01,/srv/app,cold_path;0x1300;main,7,7340032,1048576,"
 				    "1048576,21000,2900,3100,3,30000,"));
 	assert_non_null(strstr(out, ",/srv/app,hot_loop,1,64,64,64,1,1,1,5,100000,"));
-	assert_non_null(strstr(out, ",hot\r\n"));
+	assert_non_null(strstr(out, ",hot,"));
 	/* A binary path with a comma and a quote, frames with a comma: quoted, quotes doubled. */
 	assert_non_null(strstr(out, "\r\n,\"/srv/o,d\"\"d\",\"we\"\"ird"));
 	assert_non_null(strstr(out, ";a,b;ns::f(int, char) const\","));
@@ -919,6 +920,7 @@ static void test_data_json(void **state)
 	const char *p = after(out, "[\n{\"build_id\": \"abcd01\", \"binary\": \"/srv/app\", "
 			      "\"symbol\": \"hot_global\", \"section\": \".data\", \"address\": \"0x4020\", "
 			      "\"size\": 8, \"access_samples\": 600, \"est_accesses\": 6000000, "
+			      "\"est_accesses_lo\": 5529434, \"est_accesses_hi\": 6499906, "
 			      "\"class\": \"hot\"},\n");
 	/* By access samples, descending. */
 	const char *order[] = { "\"symbol\": \"mid_table\"", "\"symbol\": \"warm\"",
@@ -929,12 +931,15 @@ static void test_data_json(void **state)
 		p = after(p, order[i]);
 	assert_non_null(strstr(out, "\"symbol\": \"mid_table\", \"section\": \".rodata\", "
 				    "\"address\": \"0x6000\", \"size\": 100, \"access_samples\": 20, "
-				    "\"est_accesses\": 10000, \"class\": \"notcold\"}"));
+				    "\"est_accesses\": 10000, \"est_accesses_lo\": 6105, "
+				    "\"est_accesses_hi\": 15445, \"class\": \"notcold\"}"));
 	assert_non_null(strstr(out, "\"symbol\": \"warm\", \"section\": \".data\", "
 				    "\"address\": \"0x9000\", \"size\": 1000, \"access_samples\": 10, "
-				    "\"est_accesses\": 700, \"class\": \"cold\"}"));
+				    "\"est_accesses\": 700, \"est_accesses_lo\": 335, "
+				    "\"est_accesses_hi\": 1287, \"class\": \"cold\"}"));
 	assert_non_null(strstr(out, "\"address\": \"0x8000\", \"size\": 4096, \"access_samples\": 1, "
-				    "\"est_accesses\": 100, \"class\": \"cold\"}"));
+				    "\"est_accesses\": 100, \"est_accesses_lo\": 1, "
+				    "\"est_accesses_hi\": 556, \"class\": \"cold\"}"));
 	/* No section: "", never null (every field keeps its type); hostile names escaped. */
 	assert_non_null(strstr(out, "\"build_id\": \"\", \"binary\": \"/srv/o,d\\\"d\", "
 				    "\"symbol\": \"we\\\"ird\\\\ \\n\\t\\u0001 \\ufffd\\ufffd caf\xc3\xa9 "
@@ -981,11 +986,11 @@ static void test_data_csv_table(void **state)
 	build_data(f);
 	CAPTURE(out, query_print_data(fp, f->s, NULL, QUERY_CSV));
 	STARTS_WITH(out, "build_id,binary,symbol,section,address,size,access_samples,"
-		    "est_accesses,class\r\nabcd01,/srv/app,hot_global,.data,0x4020,8,600,"
-		    "6000000,hot\r\nabcd01,/srv/app,mid_table,.rodata,0x6000,100,20,10000,"
-		    "notcold\r\n");
+		    "est_accesses,class,est_accesses_lo,est_accesses_hi\r\n"
+		    "abcd01,/srv/app,hot_global,.data,0x4020,8,600,6000000,hot,5529434,6499906\r\n"
+		    "abcd01,/srv/app,mid_table,.rodata,0x6000,100,20,10000,notcold,6105,15445\r\n");
 	assert_non_null(strstr(out, "\r\n,\"/srv/o,d\"\"d\",\"we\"\"ird"));
-	assert_non_null(strstr(out, "\r\n,\"/srv/o,d\"\"d\",,.data,0x4010,16,1,1,cold\r\n"));
+	assert_non_null(strstr(out, "\r\n,\"/srv/o,d\"\"d\",,.data,0x4010,16,1,1,cold,0,6\r\n"));
 	free(out);
 	CAPTURE(out, query_print_data(fp, f->s, NULL, QUERY_TABLE));
 	assert_width(out, FMT_TABLE_WIDTH);
@@ -1157,7 +1162,7 @@ static void test_cmd_query_data(void **state)
 	assert_int_equal(run_cmd(f, &out, &err, 10, "query", "data", "--db", f->db, "--class",
 				 "cold", "--limit", "2", "--format", "csv"), 0);
 	assert_non_null(strstr(out, "\r\nabcd01,/srv/app,warm,"));
-	assert_non_null(strstr(out, ",cold\r\n"));
+	assert_non_null(strstr(out, ",cold,"));
 	assert_null(strstr(out, "hot_global"));
 	assert_null(strstr(out, "mid_table"));
 	assert_non_null(strstr(out, "\r\nabcd01,/srv/app,cold_global,"));
@@ -1166,7 +1171,7 @@ static void test_cmd_query_data(void **state)
 	free(out); free(err);
 	assert_int_equal(run_cmd(f, &out, &err, 8, "query", "data", "--db", f->db, "--sort",
 				 "size", "--format", "csv"), 0);
-	assert_non_null(strstr(out, "class\r\nabcd01,/srv/app,cold_global,"));
+	assert_non_null(strstr(out, "est_accesses_hi\r\nabcd01,/srv/app,cold_global,"));
 	free(out); free(err);
 	assert_int_equal(run_cmd(f, &out, &err, 7, "query", "data", "--db", f->db, "--binary",
 				 "abcd01", "--sort=density"), 0);
