@@ -748,6 +748,37 @@ static void print_run_access_table(FILE *out, const struct store_run_row *r,
 	table_wrapped(out, "samples: ", ptrs, c->n);
 }
 
+struct unsym_out { FILE *out; enum query_format fmt; unsigned n; };
+
+static int unsym_cb(const struct store_unsym_row *u, void *arg)
+{
+	struct unsym_out *o = arg;
+	char num[FMT_BUF], bin[FMT_TABLE_WIDTH + 1];
+
+	if (o->fmt == QUERY_JSON) {
+		fputs(o->n ? ", {\"build_id\": " : "{\"build_id\": ", o->out);
+		fmt_json_str(o->out, u->build_id ? u->build_id : "");
+		fputs(", \"binary\": ", o->out);
+		fmt_json_str(o->out, u->binary ? u->binary : "");
+		fprintf(o->out, ", \"samples\": %" PRIu64 ", \"est_accesses\": %" PRIu64 "}",
+			u->samples, u->est_accesses);
+	} else {
+		fmt_cell(bin, FMT_TABLE_WIDTH - W_INDENT - 40, u->binary ? u->binary : "?");
+		fprintf(o->out, "%*sunsymbolized data: %s samples in %s\n", W_INDENT, "",
+			fmt_count(num, u->samples), bin);
+	}
+	o->n++;
+	return 0;
+}
+
+/* A run's static-data samples that no symbol covers, per binary (never a data row). */
+static int print_unsym(FILE *out, struct store *s, int64_t run_id, enum query_format fmt)
+{
+	struct unsym_out o = { out, fmt, 0 };
+
+	return store_query_unsymbolized(s, run_id, unsym_cb, &o);
+}
+
 static int run_cb(const struct store_run_row *r, void *arg)
 {
 	struct list_out *o = arg;
@@ -797,7 +828,10 @@ static int run_cb(const struct store_run_row *r, void *arg)
 			fprintf(o->out, ": {\"samples\": %" PRIu64 ", \"est_accesses\": %" PRIu64 "}",
 				cls.samples[i], cls.est[i]);
 		}
-		fputs("}}", o->out);
+		fputs("}, \"unsymbolized\": [", o->out);
+		if (o->s && (rc = print_unsym(o->out, o->s, r->id, QUERY_JSON)) < 0)
+			return rc;
+		fputs("]}", o->out);
 		break;
 	case QUERY_CSV:
 		fprintf(o->out, "%" PRId64 ",", r->id);
@@ -836,6 +870,8 @@ static int run_cb(const struct store_run_row *r, void *arg)
 			W_NUM, fmt_count(ndrops, drops),
 			W_NUM, fmt_count(nunm, st->unmatched_frees), cmd);
 		print_run_access_table(o->out, r, &cls);
+		if (o->s && (rc = print_unsym(o->out, o->s, r->id, QUERY_TABLE)) < 0)
+			return rc;
 		if (o->s && (rc = status_governor_table(o->out, o->s, r->id, W_INDENT)) < 0)
 			return rc;
 	}
