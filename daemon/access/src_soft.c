@@ -319,11 +319,12 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 	if (len < sizeof(*e))
 		return 0;
 	s->st.events++;
-	if (e->flags & SOFT_F_ADDR) {
+	const struct src_event *ev = s->ev.n ? &s->ev.ev[0] : NULL;
+	bool pmu = ev && ev->attr.type != PERF_TYPE_SOFTWARE;
+	if ((e->flags & SOFT_F_ADDR) || pmu) {
 		/* A PMU source: the hardware gave the address (loads: the events sample loads).
 		 * The estimate is per configured period; a sample taken at another period (the
 		 * governor changed it) stands for proportionally more or fewer. */
-		const struct src_event *ev = s->ev.n ? &s->ev.ev[0] : NULL;
 		w = e->period;
 		if (ev && ev->est_per_sample) {
 			w = ev->est_per_sample;
@@ -331,8 +332,14 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 				w = (uint64_t)((double)ev->est_per_sample * (double)e->period /
 					       (double)ev->attr.sample_period + 0.5);
 		}
-		deliver(s, e, e->addr, 0, INSN_READ, 0, w);
-		return 1;
+		if (e->flags & SOFT_F_ADDR) {
+			deliver(s, e, e->addr, 0, INSN_READ, 0, w);
+			return 1;
+		}
+		/* No data address (the PMU recorded none for this one): one sampled load, so
+		 * not a timer sample's instructions; dropped and counted. */
+		s->st.pmu_no_addr++;
+		return 0;
 	}
 	memset(&ctx, 0, sizeof(ctx));
 	memcpy(&ctx.regs, e->regs, sizeof(ctx.regs));
@@ -404,6 +411,11 @@ static int on_ring(void *ctx, void *data, size_t len)
 {
 	src_soft_handle(ctx, data, len);
 	return 0;
+}
+
+void src_soft_set_events(struct src_soft *s, const struct src_events *ev)
+{
+	s->ev = *ev;
 }
 
 int src_soft_open_offline(struct src_soft **out, src_soft_cb cb, void *arg)

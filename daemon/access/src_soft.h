@@ -8,7 +8,9 @@
  * Skid: the sampled IP is the next instruction; if it accesses no memory, the one that
  * retired just before it (decoded from its function's start) is used instead, so loads
  * that stall retirement are not systematically missed.
- * For PMU events (SOFT_F_ADDR) the weight is the source's est_per_sample (src_pmu.h). */
+ * For PMU events (SOFT_F_ADDR) the weight is the source's est_per_sample (src_pmu.h); a
+ * PMU sample without a data address is counted (pmu_no_addr) and dropped, never weighted
+ * as a timer sample. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,6 +45,7 @@ struct src_soft_stats {
 	uint64_t no_access;               /* samples with no access from either */
 	uint64_t code_from_file, code_from_bpf, code_unavailable;
 	uint64_t no_mapping;              /* IP in no mapping of the process */
+	uint64_t pmu_no_addr;             /* PMU samples without a data address (dropped) */
 	uint64_t nevents_open;            /* perf events opened (events x CPUs) */
 };
 
@@ -80,3 +83,5 @@ void src_soft_close(struct src_soft *s);
 int src_soft_handle(struct src_soft *s, const void *data, size_t len);
 /* A decoder-only instance for src_soft_handle (tests, replays). */
 int src_soft_open_offline(struct src_soft **out, src_soft_cb cb, void *arg);
+/* The events whose samples it decodes (offline instances: as if opened with them). */
+void src_soft_set_events(struct src_soft *s, const struct src_events *ev);

@@ -79,6 +79,25 @@ static void test_handle_offline(void **state)
 	e.addr = (uintptr_t)&target_word;
 	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 1);
 	assert_int_equal(seen.in_target, 3);
+	/* A PMU source's sample without a data address: dropped and counted, not decoded
+	 * and weighted as a timer sample. */
+	struct src_events pebs = { .n = 1 };
+	pebs.ev[0].attr.type = PERF_TYPE_RAW;
+	pebs.ev[0].attr.sample_period = 10007;
+	pebs.ev[0].est_per_sample = 10007;
+	src_soft_set_events(ss, &pebs);
+	e.flags = 0;
+	e.addr = 0;
+	e.period = 10007;
+	e.regs[offsetof(struct insn_regs, rip) / 8] = (uintptr_t)probe_load;
+	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 0);
+	src_soft_stats(ss, &st);
+	assert_int_equal(st.pmu_no_addr, 1);
+	e.flags = SOFT_F_ADDR;
+	e.addr = (uintptr_t)&target_word;
+	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 1);
+	assert_int_equal(seen.w, 10007);
+	assert_int_equal(seen.in_target, 4);
 	/* short record */
 	assert_int_equal(src_soft_handle(ss, &e, sizeof(e) - 1), 0);
 	src_soft_close(ss);
