@@ -45,6 +45,9 @@ static const char record_usage[] =
 	"  --alloc sampled  (default) libmemprofd_sampler in the process, USDT probes on\n"
 	"                   sampled allocations only (estimated counts; about 1% overhead)\n"
 	"  --alloc exact    uprobes on every allocator call (exact counts; high overhead)\n"
+	"  --alloc off      no allocator probe: access sampling only (static data, stack,\n"
+	"                   TLS, anonymous memory; heap accesses counted as heap_untracked),\n"
+	"                   enough for export ld-script and symbol-order; the cheapest mode\n"
 	"  --access SRC     data-access sampling (default auto): auto tries pebs, ibs, spe,\n"
 	"                   soft in that order and says which it uses; soft works without a\n"
 	"                   PMU; off records allocations only. Accesses are attributed to\n"
@@ -236,17 +239,20 @@ int cmd_record(int argc, char **argv)
 		log_error("record: --alloc: expected exact, sampled or off, got '%s'", alloc);
 		return 2;
 	}
-	if (!strcmp(alloc, "off")) {
-		log_error("record: --alloc off: not available in this build yet; use --alloc sampled or exact");
-		return 1;
-	}
 	bool sampled = !strcmp(alloc, "sampled");
+	/* --alloc off: exact mode's process tracking (fork/exec/exit) with no allocator
+	 * probe, for access sampling of static data, stack, TLS and anonymous memory. */
+	bool alloc_off = !strcmp(alloc, "off");
 	static const char *const sources[] = { "auto", "pebs", "ibs", "spe", "soft", "off" };
 	bool known = false;
 	for (size_t i = 0; i < 6; i++)
 		known |= strcmp(access_mode, sources[i]) == 0;
 	if (!known) {
 		log_error("record: --access: expected auto, pebs, ibs, spe, soft or off, got '%s'", access_mode);
+		return 2;
+	}
+	if (alloc_off && !strcmp(access_mode, "off")) {
+		log_error("record: --alloc off --access off: nothing to record");
 		return 2;
 	}
 
@@ -274,7 +280,7 @@ int cmd_record(int argc, char **argv)
 	}
 
 	char errbuf[512];
-	struct recorder r = { 0 };
+	struct recorder r = { .alloc_off = alloc_off };
 	struct sampled *smp = NULL;
 	err = store_open(&r.store, db, STORE_RDWR, errbuf, sizeof(errbuf));
 	if (err) {
@@ -365,10 +371,11 @@ int cmd_record(int argc, char **argv)
 	} else if (*cmd) {
 		/* An executable that links an allocator statically gets probes of its own; a
 		 * script or a stripped one fails here harmlessly and allocates through libc. */
-		exact_attach_binary(&r, exe);
+		if (!alloc_off)
+			exact_attach_binary(&r, exe);
 		if (access_setup(&r, access_mode, access_given, freq, period) < 0)
 			goto out;
-		if (attach_libs_standard(&r) < 0)
+		if (!alloc_off && attach_libs_standard(&r) < 0)
 			goto out;
 		err = child_spawn(&ch, exe, cmd, &orig);
 		if (err) {
@@ -389,12 +396,12 @@ int cmd_record(int argc, char **argv)
 		char link[64], path[PATH_MAX];
 		snprintf(link, sizeof(link), "/proc/%llu/exe", pid);
 		ssize_t n = readlink(link, path, sizeof(path) - 1);
-		if (n > 0) {
+		if (n > 0 && !alloc_off) {
 			path[n] = '\0';
 			snprintf(link, sizeof(link), "/proc/%llu/exe", pid);
 			exact_attach_binary(&r, link);
 		}
-		if (attach_libs_of_pid(&r, (pid_t)pid) < 0)
+		if (!alloc_off && attach_libs_of_pid(&r, (pid_t)pid) < 0)
 			goto out;
 		if (access_setup(&r, access_mode, access_given, freq, period) < 0)
 			goto out;
