@@ -4,8 +4,10 @@ tests/workloads/access_patterns (built -O1 and -O2; ~4 s each). For every patter
 (static+heap loads in one loop, pointer chase, SIMD, libc string functions, rep
 movs/stos, spilled pointers) the hot buffer's context must have >= MIN_SAMPLES access
 samples and >= RATIO x the est_accesses of the cold buffer's context (written once at
-allocation). Prints one line per pattern: hot and cold samples and estimates."""
+allocation); `query data` lists the static table and no row without a symbol. Prints
+one line per pattern: hot and cold samples and estimates."""
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -36,6 +38,15 @@ def check_one(memprofd, workload, seconds, tmp, errs):
     except RuntimeError as e:
         errs.append("%s: %s" % (name, e))
         return
+
+    # The static table of static_heap is a data row; an address no symbol covers never is.
+    data = mpdtest.run([memprofd, "query", "data", "--db", db, "--format", "json", "--limit", "0"],
+                       timeout=60)
+    rows = json.loads(data.stdout) if data.returncode == 0 else []
+    if not any(r.get("symbol") == "table" for r in rows):
+        errs.append("%s: query data has no row for the static table" % name)
+    if any(not r.get("symbol") for r in rows):
+        errs.append("%s: query data lists a row without a symbol" % name)
 
     def sums(fn):
         cs = [c for c in ctxs if frames_have(c, fn)]
