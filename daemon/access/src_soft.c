@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 #include "daemon/alloc/intern.h"
 #include "daemon/access/src_soft.h"
+#include "daemon/access/soft_calib.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
 #include "symbolizer/insn_window.h"
@@ -47,6 +48,7 @@ struct src_soft {
 	size_t nlinks;
 	struct src_events ev;
 	double scale;                /* of every event's configured rate (src_soft_set_scale) */
+	double ipns;                 /* instructions per ns of CPU a timer sample stands for */
 	struct insn_decoder *dec;
 	struct hmap procs;           /* hash(tgid) -> struct sproc * */
 	struct hmap syms;            /* hash(build-id) -> struct symslot * */
@@ -347,7 +349,7 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 	ctx.gs_base = e->gs_base;
 	ctx.fs_known = ctx.gs_known = (e->flags & SOFT_F_FSBASE) != 0;
 	ip = ctx.regs.rip;
-	w = e->period * SOFT_EST_INSNS_PER_NS;
+	w = (uint64_t)((double)e->period * s->ipns + 0.5);
 
 	p = sproc_get(s, e->tgid, e->start_ns);
 	m = p ? find_map(p, ip) : NULL;
@@ -432,8 +434,14 @@ int src_soft_open_offline(struct src_soft **out, src_soft_cb cb, void *arg)
 	s->cb = cb;
 	s->arg = arg;
 	s->scale = 1.0;
+	s->ipns = SOFT_EST_INSNS_PER_NS;
 	*out = s;
 	return 0;
+}
+
+double src_soft_insns_per_ns(const struct src_soft *s)
+{
+	return s->ipns;
 }
 
 int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft_cb cb,
@@ -453,6 +461,7 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 		struct src_pmu_opts po = { .freq = o ? o->freq : 0, .period = o ? o->period : 0 };
 		src_pmu_soft(&po, &s->ev, why, sizeof(why));
 	}
+	s->ipns = soft_calib_insns_per_ns(SOFT_EST_INSNS_PER_NS);   /* this run, this CPU */
 	s->skel = soft_bpf__open();
 	if (!s->skel) {
 		r = -errno;
