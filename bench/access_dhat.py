@@ -100,8 +100,8 @@ def main():
         rho = spearman([e for e, _ in ok], [t for _, t in ok]) if len(ok) > 2 else float("nan")
         print("| %s | geomean est/DHAT %.2f, Spearman %.2f over %d hot contexts | | | | |" %
               (opt, gm, rho, len(ok)))
-    print("\n%s --passes %d (DHAT: --passes %d, scaled), --freq %d" %
-          (" ".join(sys.argv), a.passes, a.dhat_passes, a.freq))
+    print("\n%s: --passes %d (DHAT: --passes %d, scaled), --freq %d" %
+          (os.path.basename(sys.argv[0]), a.passes, a.dhat_passes, a.freq))
 
 
 if __name__ == "__main__":
