@@ -182,12 +182,13 @@ def check_csv(a, path):
         fail("CSV does not end in CRLF")
     recs = list(csv.reader(io.StringIO(raw, newline=""), strict=True))
     header = recs[0]
-    if len(header) != 14 or header[:3] != ["build_id", "binary", "frames"]:
+    if len(header) != 16 or header[:3] != ["build_id", "binary", "frames"]:
         fail("CSV header %r" % header)
     if len(recs) != len(js) + 1:
         fail("CSV has %d records, JSON %d contexts" % (len(recs) - 1, len(js)))
     nums = ["alloc_count", "total_size", "min_size", "max_size", "total_lifetime_ms",
-            "min_lifetime_ms", "max_lifetime_ms", "access_samples", "est_accesses"]
+            "min_lifetime_ms", "max_lifetime_ms", "access_samples", "est_accesses",
+            "est_accesses_lo", "est_accesses_hi"]
     for i, (r, j) in enumerate(zip(recs[1:], js)):
         if len(r) != len(header):
             fail("CSV record %d has %d fields" % (i, len(r)))
