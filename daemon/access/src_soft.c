@@ -356,9 +356,10 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 	if (!m)
 		s->st.no_mapping++;
 	if (m && m->path[0] == '/' && window_access(s, p, m, ip, &ctx, &wres)) {
-		/* The sample stands for the window's instructions alike: each recovered access
-		 * gets w / ninsns (accesses of unrecoverable operands are not redistributed). */
-		uint64_t wa = (w + wres.ninsns / 2) / wres.ninsns;
+		/* The sample stands for the window's instructions alike, so for w x nmem /
+		 * ninsns accesses; they are spread over the accesses recovered (those whose
+		 * registers were overwritten are assumed to go where the recovered ones go). */
+		uint64_t wa = wres.n ? (uint64_t)((double)w * wres.nmem / wres.ninsns / wres.n + 0.5) : 0;
 		if (!wres.n) {
 			s->st.no_access++;
 			return 0;

@@ -6,7 +6,8 @@
  * instructions executed since the last one, R measured for the run (soft_calib.h;
  * SOFT_EST_INSNS_PER_NS where it cannot be, and in offline instances). The sample's
  * straight-line window of K instructions (symbolizer/insn_window.h) stands for them
- * alike, so each access recovered from it stands for P * R / K accesses. Without a
+ * alike: it stands for P * R * M / K accesses (M memory operands in the window),
+ * spread evenly over the R' operands recovered (P * R * M / (K * R') each). Without a
  * window (no function symbol), the instruction at the IP, or if it accesses no memory
  * the one that retired just before it (skid), gets P * R per access.
  * For PMU events (SOFT_F_ADDR) the weight is the source's est_per_sample (src_pmu.h); a
