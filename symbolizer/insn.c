@@ -11,6 +11,7 @@
 #include <capstone/capstone.h>
 #include "symbolizer/insn.h"
 #include "symbolizer/insn_priv.h"
+#include "base/hash.h"
 
 
 /* Capstone register -> register slot and width; R_VEC for vector registers (VSIB). */
@@ -39,13 +40,7 @@ uint8_t insn__reg_slot(unsigned r, uint8_t *w)
 
 uint64_t insn__hash_bid(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h | 1;   /* 0 marks an uncached decode */
+	return fnv1a(s, strlen(s)) | 1;   /* 0 marks an uncached decode */
 }
 
 /* Every key bit reaches the low bits (murmur3's finalizer): PREV_KEY is bit 63, and a

@@ -45,8 +45,9 @@
 #include "base/log.h"
 #include "daemon/alloc/events.h"
 #include "daemon/attrib/attrib.h"
-#include "daemon/record/recorder.h"
+#include "daemon/alloc/alloc_sampled.h"
 #include "sampler/sampler.h"
+#include "base/clock.h"
 
 extern char **environ;
 
@@ -70,14 +71,6 @@ struct sampled {
 	uint64_t watermark;       /* every record made before this has been consumed */
 	uint64_t records;         /* sampled allocations and frees read (EV_SALLOC, EV_SFREE) */
 };
-
-static uint64_t mono_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
 
 static int on_event(void *ctx, void *data, size_t len);
 
@@ -505,7 +498,7 @@ int sampled_poll(struct sampled *s, int timeout_ms)
 	if (n == -EINTR)
 		n = 0;
 	if (n >= 0) {
-		uint64_t t0 = mono_now();
+		uint64_t t0 = mono_ns();
 		int c = ring_buffer__consume(s->rb);
 		n = c < 0 ? c : n + c;
 		/* A drain that began at t0 consumed every record submitted before t0. */

@@ -20,9 +20,13 @@
 #include "base/log.h"
 #include "daemon/service/rules.h"
 #include "daemon/service/targets.h"
+#include "daemon/alloc/alloc_exact.h"
+#include "daemon/alloc/alloc_sampled.h"
 #include "sampler/sampler.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
+#include "base/clock.h"
+#include "base/array.h"
 
 #define ENVIRON_MAX (256 << 10)     /* bytes of /proc/PID/environ read to find LD_PRELOAD */
 #define SAMPLER_NAME "libmemprofd_sampler.so"
@@ -49,14 +53,6 @@ struct tunsampled {
 };
 
 enum why { WHY_RESCAN, WHY_EXEC, WHY_RECHECK };
-
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
-}
 
 /* ---- process identity ---- */
 
@@ -154,12 +150,9 @@ static size_t map_sweep(const struct targets *t)
 			n++;
 			continue;
 		}
-		if (ngone == cap) {    /* deleting while walking would restart the walk */
-			uint32_t *v = realloc(gone, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-			if (!v)
-				break;
-			gone = v;
-		}
+		/* Collected, not deleted: deleting while walking would restart the walk. */
+		if (ARRAY_GROW(gone, cap, ngone, 64) < 0)
+			break;
 		gone[ngone++] = k;
 	}
 	for (size_t i = 0; i < ngone; i++)

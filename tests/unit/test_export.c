@@ -18,6 +18,7 @@
 #include <zlib.h>
 #include <cmocka.h>
 
+#include "cli/cmds.h"
 #include "reporter/export.h"
 #include "reporter/strtab.h"
 #include "reporter/profile.pb-c.h"
