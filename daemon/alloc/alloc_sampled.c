@@ -46,6 +46,7 @@
 #include "daemon/alloc/events.h"
 #include "daemon/attrib/attrib.h"
 #include "daemon/alloc/alloc_sampled.h"
+#include "symbolizer/rootfs.h"
 #include "sampler/sampler.h"
 #include "base/clock.h"
 
@@ -232,8 +233,16 @@ int sampled_attach_pid(struct sampled *s, int pid)
 		p[strcspn(p, "\n")] = '\0';
 		if (!is_sampler_name(p))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, p);
+		/* Resolved inside the target's root: its links never reach our files. */
+		int fd = rootfs_open(pid, p);
+		if (fd < 0) {
+			fclose(f);
+			return log_error_errno(fd, "record: --pid %d: %s inside its root: %s", pid, p,
+					       strerror(-fd));
+		}
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		err = sampled_attach_binary(s, path, pid);
+		close(fd);
 		if (err < 0) {
 			fclose(f);
 			return err;

@@ -27,6 +27,7 @@
 #include "daemon/alloc/alloc_sampled.h"
 #include "store/store.h"
 #include "symbolizer/maps.h"
+#include "symbolizer/rootfs.h"
 #include "symbolizer/symcache.h"
 #include "base/clock.h"
 
@@ -143,8 +144,17 @@ static int attach_libs_of_pid(struct recorder *r, pid_t pid)
 		base++;
 		if (strncmp(base, "libc.so", 7) && strncmp(base, "libstdc++.so", 12))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, p);
+		/* Resolved inside the target's root: its links never reach our files. */
+		int fd = rootfs_open(pid, p);
+		if (fd < 0) {
+			log_error_errno(fd, "record: --pid %d: %s inside its root: %s", pid, p,
+					strerror(-fd));
+			maps_free(&m);   /* p points into m */
+			return fd;
+		}
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		int n = exact_attach_binary(r, path);
+		close(fd);
 		if (n < 0) {
 			maps_free(&m);
 			return n;

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "cli/cmds.h"
 #include "reporter/export.h"
