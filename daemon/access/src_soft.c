@@ -300,6 +300,49 @@ static void deliver(struct src_soft *s, const struct soft_event *e, uint64_t add
 	s->cb(s->arg, &a);
 }
 
+/* A PMU source: the hardware gave the address (loads: the events sample loads). The
+ * estimate is per configured period; a sample taken at another period (the governor
+ * changed it) stands for proportionally more or fewer. A sample without a data address
+ * (the PMU recorded none for it) is one sampled load, not a timer sample's
+ * instructions: dropped and counted. */
+static int handle_pmu(struct src_soft *s, const struct soft_event *e, const struct src_event *ev)
+{
+	uint64_t w = e->period;
+
+	if (ev && ev->est_per_sample) {
+		w = ev->est_per_sample;
+		if (!ev->attr.freq && ev->attr.sample_period && e->period)
+			w = (uint64_t)((double)ev->est_per_sample * (double)e->period /
+				       (double)ev->attr.sample_period + 0.5);
+	}
+	if (!(e->flags & SOFT_F_ADDR)) {
+		s->st.pmu_no_addr++;
+		return 0;
+	}
+	deliver(s, e, e->addr, 0, INSN_READ, 0, w);
+	return 1;
+}
+
+/* The sample stands for the window's instructions alike, so for w x nmem / ninsns
+ * accesses; they are spread over the accesses recovered (those whose registers were
+ * overwritten are assumed to go where the recovered ones go). */
+static int deliver_window(struct src_soft *s, const struct soft_event *e,
+			  const struct insn_win_result *wres, uint64_t w)
+{
+	uint64_t wa;
+
+	if (!wres->n) {
+		s->st.no_access++;
+		return 0;
+	}
+	wa = (uint64_t)((double)w * wres->nmem / wres->ninsns / wres->n + 0.5);
+	s->st.from_window++;
+	for (unsigned i = 0; i < wres->n; i++)
+		deliver(s, e, wres->acc[i].addr, wres->acc[i].size, wres->acc[i].rw,
+			wres->acc[i].flags, wa ? wa : 1);
+	return (int)wres->n;
+}
+
 int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 {
 	const struct soft_event *e = data;
@@ -315,27 +358,8 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 		return 0;
 	s->st.events++;
 	const struct src_event *ev = s->ev.n ? &s->ev.ev[0] : NULL;
-	bool pmu = ev && ev->attr.type != PERF_TYPE_SOFTWARE;
-	if ((e->flags & SOFT_F_ADDR) || pmu) {
-		/* A PMU source: the hardware gave the address (loads: the events sample loads).
-		 * The estimate is per configured period; a sample taken at another period (the
-		 * governor changed it) stands for proportionally more or fewer. */
-		w = e->period;
-		if (ev && ev->est_per_sample) {
-			w = ev->est_per_sample;
-			if (!ev->attr.freq && ev->attr.sample_period && e->period)
-				w = (uint64_t)((double)ev->est_per_sample * (double)e->period /
-					       (double)ev->attr.sample_period + 0.5);
-		}
-		if (e->flags & SOFT_F_ADDR) {
-			deliver(s, e, e->addr, 0, INSN_READ, 0, w);
-			return 1;
-		}
-		/* No data address (the PMU recorded none for this one): one sampled load, so
-		 * not a timer sample's instructions; dropped and counted. */
-		s->st.pmu_no_addr++;
-		return 0;
-	}
+	if ((e->flags & SOFT_F_ADDR) || (ev && ev->attr.type != PERF_TYPE_SOFTWARE))
+		return handle_pmu(s, e, ev);
 	memset(&ctx, 0, sizeof(ctx));
 	memcpy(&ctx.regs, e->regs, sizeof(ctx.regs));
 	ctx.fs_base = e->fs_base;
@@ -348,21 +372,8 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 	m = p ? find_map(p, ip) : NULL;
 	if (!m)
 		s->st.no_mapping++;
-	if (m && m->path[0] == '/' && window_access(s, p, m, ip, &ctx, &wres)) {
-		/* The sample stands for the window's instructions alike, so for w x nmem /
-		 * ninsns accesses; they are spread over the accesses recovered (those whose
-		 * registers were overwritten are assumed to go where the recovered ones go). */
-		uint64_t wa = wres.n ? (uint64_t)((double)w * wres.nmem / wres.ninsns / wres.n + 0.5) : 0;
-		if (!wres.n) {
-			s->st.no_access++;
-			return 0;
-		}
-		s->st.from_window++;
-		for (unsigned i = 0; i < wres.n; i++)
-			deliver(s, e, wres.acc[i].addr, wres.acc[i].size, wres.acc[i].rw,
-				wres.acc[i].flags, wa ? wa : 1);
-		return (int)wres.n;
-	}
+	if (m && m->path[0] == '/' && window_access(s, p, m, ip, &ctx, &wres))
+		return deliver_window(s, e, &wres, w);
 	if (m && m->path[0] == '/') {
 		uint64_t off = map_entry_file_offset(m, ip);
 		const char *bid = map_bid(p, m);
