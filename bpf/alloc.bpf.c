@@ -101,19 +101,6 @@ static __always_inline int on_entry(struct pt_regs *ctx, u64 kind, u64 size, u64
 	return 0;
 }
 
-struct vma_range {
-	u64 lo, hi;
-};
-
-static long vma_bounds(struct task_struct *task, struct vm_area_struct *vma, void *data)
-{
-	struct vma_range *r = data;
-
-	r->lo = vma->vm_start;
-	r->hi = vma->vm_end;
-	return 0;
-}
-
 struct walk {
 	u64 lo, hi;    /* in and out: the mapping that holds the thread's stack (0, 0: unknown) */
 	u64 seed;      /* in: the hash's seed (the process) */
@@ -191,7 +178,7 @@ __attribute__((noinline)) int walk_user_stack(struct pt_regs *ctx, struct walk *
 		ws.hi = w->hi;
 	ws.h = hash_ip(w->seed ^ HASH_SEED, PT_REGS_IP(ctx));
 	bpf_loop(ALLOC_MAX_FRAMES - 1, walk_frame, &ws, 0);
-	w->key = ws.h | 1;
+	w->key = (ws.h | 1) & ~ALLOC_USTACK_KEY;
 	return ws.n;
 }
 
@@ -201,11 +188,26 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 {
 	u32 zero = 0;
 	struct walk w = { .lo = st->stack_lo, .hi = st->stack_hi, .seed = ((u64)tgid << 32) ^ start_ns };
-	int n = walk_user_stack(ctx, &w);
-	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+	int n;
+	struct scratch *s;
 	long got;
-	u64 key = w.key;
+	u64 key;
 
+	if (!fp_trusted(tgid, start_ns)) {
+		u64 sp = PT_REGS_SP(ctx);
+		if (sp < st->stack_lo || sp >= st->stack_hi) {
+			struct vma_range r = {};
+			if (bpf_find_vma(bpf_get_current_task_btf(), sp, vma_bounds, &r, 0) == 0) {
+				st->stack_lo = r.lo;
+				st->stack_hi = r.hi;
+			}
+		}
+		return send_ustack(ctx, tgid, start_ns,
+				   sp >= st->stack_lo && sp < st->stack_hi ? st->stack_hi : 0, 0);
+	}
+	n = walk_user_stack(ctx, &w);
+	s = bpf_map_lookup_elem(&scratch_map, &zero);
+	key = w.key;
 	st->stack_lo = w.lo;
 	st->stack_hi = w.hi;
 	if (!s || n <= 0)

@@ -113,6 +113,122 @@ static __always_inline void send_stack(struct ev_stack *st, u32 tgid, u64 start_
 	bpf_map_update_elem(&sent_stacks, &key, &mark, BPF_ANY);
 }
 
+/* Processes whose every mapped object keeps frame pointers (set by user space after it
+ * checked them, daemon/alloc/fpcheck.c): their stacks are walked by frame pointers here.
+ * Any other process's stack is copied for DWARF unwinding in user space (send_ustack),
+ * the safe default, until user space has checked its objects. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ALLOC_FP_PROCS_MAX);
+	__type(key, u32);
+	__type(value, u64);            /* process start_ns */
+} fp_procs SEC(".maps");
+
+struct ustack_scratch {
+	struct ev_ustack u;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct ustack_scratch);
+} ustack_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} ustack_seq SEC(".maps");
+
+static __always_inline bool fp_trusted(u32 tgid, u64 start_ns)
+{
+	u64 *v = bpf_map_lookup_elem(&fp_procs, &tgid);
+
+	return v && *v == start_ns;
+}
+
+/* Sends the registers and the user stack from SP up to stack_hi (at most
+ * ALLOC_USTACK_MAX bytes) for unwinding in user space; returns the allocation's unique
+ * key (ALLOC_USTACK_KEY | per-CPU sequence | CPU), or 0 when nothing could be sent. */
+static __noinline u64 send_ustack(struct pt_regs *ctx, u32 tgid, u64 start_ns, u64 stack_hi,
+				  u64 caller)
+{
+	u32 zero = 0, cpu = bpf_get_smp_processor_id();
+	struct ustack_scratch *s = bpf_map_lookup_elem(&ustack_map, &zero);
+	u64 *seq = bpf_map_lookup_elem(&ustack_seq, &zero);
+	u64 sp, len, key;
+
+	if (!s || !seq || !ctx)
+		return 0;
+	sp = PT_REGS_SP(ctx);
+	len = stack_hi > sp ? stack_hi - sp : ALLOC_USTACK_MAX;
+	if (len > ALLOC_USTACK_MAX)
+		len = ALLOC_USTACK_MAX;
+	len &= ALLOC_USTACK_MAX * 2 - 1;
+	if (len > ALLOC_USTACK_MAX)
+		len = ALLOC_USTACK_MAX;
+	if (len && bpf_probe_read_user(s->u.data, len, (void *)sp)) {
+		/* A page not present (or no stack bound known): keep what one page gives. */
+		len = 4096 - (sp & 4095);
+		if (len > ALLOC_USTACK_MAX)
+			len = ALLOC_USTACK_MAX;
+		if (bpf_probe_read_user(s->u.data, len, (void *)sp))
+			len = 0;
+	}
+	*seq += 1;
+	key = ALLOC_USTACK_KEY | ((*seq & 0xffffffffffULL) << 12) | ((u64)(cpu & 0x7ff) << 1) | 1;
+	s->u.h.type = EV_USTACK;
+	s->u.h.tgid = tgid;
+	s->u.h.start_ns = start_ns;
+	s->u.key = key;
+	s->u.caller = caller;
+	s->u.regs[0] = ctx->ax;
+	s->u.regs[1] = ctx->dx;
+	s->u.regs[2] = ctx->cx;
+	s->u.regs[3] = ctx->bx;
+	s->u.regs[4] = ctx->si;
+	s->u.regs[5] = ctx->di;
+	s->u.regs[6] = ctx->bp;
+	s->u.regs[7] = sp;
+	s->u.regs[8] = ctx->r8;
+	s->u.regs[9] = ctx->r9;
+	s->u.regs[10] = ctx->r10;
+	s->u.regs[11] = ctx->r11;
+	s->u.regs[12] = ctx->r12;
+	s->u.regs[13] = ctx->r13;
+	s->u.regs[14] = ctx->r14;
+	s->u.regs[15] = ctx->r15;
+	s->u.regs[16] = PT_REGS_IP(ctx);
+	s->u.sp = sp;
+	s->u.len = len;
+	s->u.pad = 0;
+	len += offsetof(struct ev_ustack, data);
+	if (len > sizeof(s->u))
+		len = sizeof(s->u);
+	if (bpf_ringbuf_output(&events, &s->u, len, rb_flags())) {
+		count(CNT_DROP_RINGBUF);
+		return 0;
+	}
+	count(CNT_USTACKS);
+	return key;
+}
+
+/* The bounds of the mapping that holds the user SP (the thread's stack). */
+struct vma_range {
+	u64 lo, hi;
+};
+
+static long vma_bounds(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_range *r = data;
+
+	r->lo = vma->vm_start;
+	r->hi = vma->vm_end;
+	return 0;
+}
+
 static __always_inline u64 proc_start_ns(void)
 {
 	return bpf_get_current_task_btf()->group_leader->start_time;
@@ -181,6 +297,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		}
 		return 0;
 	}
+	bpf_map_delete_elem(&fp_procs, &tgid);   /* a new image: its objects are unchecked */
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(CNT_DROP_RINGBUF);
@@ -208,6 +325,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;   /* other threads of the process still run */
 	bpf_map_delete_elem(&targets, &tgid);
+	bpf_map_delete_elem(&fp_procs, &tgid);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(CNT_DROP_RINGBUF);

@@ -53,6 +53,12 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 
 	if (!s)
 		return 0;
+	if (!fp_trusted(tgid, start_ns)) {
+		struct vma_range r = {};
+		if (bpf_find_vma(bpf_get_current_task_btf(), PT_REGS_SP(ctx), vma_bounds, &r, 0))
+			r.hi = 0;
+		return send_ustack(ctx, tgid, start_ns, r.hi, caller);
+	}
 	got = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
 	if (got <= 0) {
 		count(CNT_DROP_STACK);
@@ -76,7 +82,7 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 			continue;
 		h = hash_ip(h, s->ips[i]);
 	}
-	u64 key = h | 1;
+	u64 key = (h | 1) & ~ALLOC_USTACK_KEY;
 	if (stack_sent(key))
 		return key;
 

@@ -13,6 +13,7 @@
 #include "alloc.skel.h"
 #include "base/log.h"
 #include "daemon/alloc/events.h"
+#include "daemon/alloc/ustack.h"
 #include "daemon/record/recorder.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/probesite.h"
@@ -107,6 +108,7 @@ int exact_open(struct recorder *r)
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+	r->fp_procs_fd = bpf_map__fd(r->skel->maps.fp_procs);
 	err = events_attach_lifecycle(r->skel->progs.on_fork, r->skel->progs.on_exec,
 				      r->skel->progs.on_exit, &r->links, &r->nlinks, &r->links_cap);
 	if (err)
@@ -228,6 +230,7 @@ static void add_object(struct recorder *r, struct proc *p, uint64_t key, uint64_
 	struct istack *s = key ? hmap_find(&p->stacks, key, NULL, NULL) : NULL;
 	struct mib m;
 
+	ustack_key_done(p, key);   /* a copied stack's key is this object's alone */
 	if (!s) {
 		s = r->unknown_stack;
 		r->unknown_stack_objs++;

@@ -11,9 +11,12 @@
 #include <bpf/libbpf.h>
 #include <stdarg.h>
 #include <time.h>
+#include <sys/mman.h>
 #include "base/log.h"
 #include "daemon/alloc/events.h"
 #include "symbolizer/elfsym.h"
+#include "daemon/alloc/ustack.h"
+#include "daemon/alloc/unwind.h"
 
 /* An IP the kernel could not turn into (build-id, offset): try the process's maps. */
 static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
@@ -44,6 +47,13 @@ static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
 	return f;
 }
 
+static bool exec_mapped(struct proc *p, uint64_t ip)
+{
+	const struct map_entry *m = p->maps_loaded ? maps_find(&p->maps, ip) : NULL;
+
+	return m && (m->prot & PROT_EXEC);
+}
+
 static unsigned stack_unresolved(const struct iframe *f, unsigned n)
 {
 	unsigned u = 0;
@@ -62,7 +72,7 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 	struct iframe f[ALLOC_MAX_FRAMES];
 	unsigned n = 0, max = e->nframes, bare = 0;
 	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
-	bool scanned = false;
+	bool scanned = false, truncated = false;
 
 	if (!p)
 		return;
@@ -85,6 +95,7 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 			}
 			if (b) {
 				f[n].build_id = b->build_id;
+				ustack_check_fp_frame(r, p, b);
 			} else {
 				char hex[41];
 				elf_hex(ef->build_id, 20, hex, sizeof(hex));
@@ -93,6 +104,10 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 			f[n].offset = ef->offset;
 		} else if (ef->status == 2) {
 			f[n] = resolve_ip(r, p, ef->ip);
+			if (!*f[n].build_id && !exec_mapped(p, ef->ip)) {
+				truncated = true;   /* never a frame outside the executable mappings */
+				break;
+			}
 		} else {
 			break;
 		}
@@ -101,7 +116,7 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 		}
 		n++;
 	}
-	struct istack *s = intern_stack(&r->in, f, n);
+	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
 	if (!s)
 		return;
 	unsigned unresolved = stack_unresolved(f, n);
@@ -152,6 +167,9 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 	hmap_free(&p->stacks);   /* stack keys were per image */
 	maps_free(&p->maps);
 	p->maps_loaded = false;
+	unwinder_free(p->uw);     /* the new image maps other objects */
+	p->uw = NULL;
+	p->fp_checked = false;
 }
 
 bool events_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap)
@@ -163,6 +181,10 @@ bool events_common(struct recorder *r, const void *data, size_t len, events_reap
 	case EV_STACK:
 		if (len >= offsetof(struct ev_stack, frames))
 			on_stack(r, data, len);
+		return true;
+	case EV_USTACK:
+		if (len >= offsetof(struct ev_ustack, data))
+			ustack_handle(r, data, len);
 		return true;
 	case EV_FORK:
 		if (len >= sizeof(struct ev_fork) && (p = proc_get(&r->procs, h->tgid, h->start_ns)))

@@ -42,6 +42,7 @@ struct iframe {
 struct istack {
 	uint64_t hash;          /* stable across processes and runs: the store's stack_hash */
 	unsigned nframes;
+	bool truncated;         /* the walk stopped before the outermost frame */
 	bool symbolized;        /* function[]/mangled[] filled (NULL where unknown) */
 	const char **function;  /* per frame, demangled, NULL until symbolized */
 	const char **mangled;
@@ -59,4 +60,7 @@ struct interner {
 const char *intern_str(struct interner *in, const char *s);            /* NULL on ENOMEM */
 const char *intern_strn(struct interner *in, const char *s, size_t n);
 struct istack *intern_stack(struct interner *in, const struct iframe *f, unsigned n);
+/* The same, for a stack whose walk stopped before its outermost frame when truncated. */
+struct istack *intern_stack_cut(struct interner *in, const struct iframe *f, unsigned n,
+				bool truncated);
 void interner_free(struct interner *in);

@@ -35,6 +35,8 @@ struct recorder {
 	int64_t mono_to_real_ns;         /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	uint64_t events;
 	uint64_t unresolved_frames;
+	uint64_t ustacks, ustacks_truncated;  /* stacks unwound from DWARF CFI, of them cut short */
+	int fp_procs_fd;                 /* BPF fp_procs map (daemon/alloc/ustack.c), 0: none */
 	uint64_t unknown_stack_objs;     /* objects attributed to unknown_stack */
 	uint64_t objects;                /* objects aggregated (deaths + live at end) */
 	bool flush_error_logged;

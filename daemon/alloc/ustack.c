@@ -1,0 +1,199 @@
+/* Copied stacks into contexts. Invariants: a context's frames are return addresses in
+ * executable file mappings of the process, innermost first, and a walk that ended
+ * anywhere but the outermost frame marks the context truncated; a process is walked by
+ * frame pointers in BPF only once every object it maps (but libc and the dynamic loader,
+ * whose frames sit below main) was found to keep them. Cost: one libdwfl walk per record;
+ * one ELF open per (file, inode) mapped and per object checked. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
+#include "base/log.h"
+#include "daemon/alloc/ustack.h"
+#include "daemon/alloc/unwind.h"
+#include "symbolizer/fpcheck.h"
+
+/* Objects whose frames sit only below main (or in rare callbacks): their lack of frame
+ * pointers does not break the walk of the frames above them. */
+static const char *const fp_exempt[] = { "libc.so.6", "ld-linux-x86-64.so.2" };
+
+struct filebin {
+	unsigned dev_major, dev_minor;
+	uint64_t inode;
+	const char *path;          /* interned */
+	struct binary *b;
+};
+
+static uint64_t file_hash(const struct map_entry *e)
+{
+	uint64_t h = hash_u64(((uint64_t)e->dev_major << 40) ^ ((uint64_t)e->dev_minor << 20) ^ e->inode);
+
+	return hash_bytes(e->path, strlen(e->path), h);
+}
+
+static bool file_eq(const void *val, const void *key)
+{
+	const struct filebin *f = val;
+	const struct map_entry *e = key;
+
+	return f->dev_major == e->dev_major && f->dev_minor == e->dev_minor &&
+	       f->inode == e->inode && !strcmp(f->path, e->path);
+}
+
+struct binary *ustack_map_binary(struct recorder *r, struct proc *p, const struct map_entry *e)
+{
+	uint64_t h = file_hash(e);
+	struct filebin *f = hmap_find(&r->procs.files, h, file_eq, e);
+	char open_path[128], path[MAPS_PATH_MAX + 64];
+
+	if (f)
+		return f->b;
+	if (e->path[0] != '/')
+		return NULL;
+	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
+		 (unsigned long long)e->start, (unsigned long long)e->end);
+	proc_file_path(p, e->path, path, sizeof(path));
+	struct binary *b = bin_register(&r->procs, path, open_path);
+	if (!b)
+		b = bin_register(&r->procs, path, path);
+	if (!b)
+		return NULL;   /* not cached: the process may be gone, a later one may tell */
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return b;
+	*f = (struct filebin){ e->dev_major, e->dev_minor, e->inode, intern_str(&r->in, e->path), b };
+	if (!f->path || hmap_insert(&r->procs.files, h, f))
+		free(f);
+	return b;
+}
+
+/* The executable mapping of p that holds ip; the maps are read again once when none
+ * does (an object mapped since they were read). */
+static const struct map_entry *exec_map(struct proc *p, uint64_t ip, bool *reloaded)
+{
+	const struct map_entry *m;
+
+	if (!p->maps_loaded) {
+		p->maps_loaded = true;
+		maps_read_pid(&p->maps, p->pid);
+	}
+	m = maps_find(&p->maps, ip);
+	if ((!m || !(m->prot & PROT_EXEC)) && !*reloaded) {
+		*reloaded = true;
+		maps_free(&p->maps);
+		maps_read_pid(&p->maps, p->pid);
+		m = maps_find(&p->maps, ip);
+	}
+	return m && (m->prot & PROT_EXEC) ? m : NULL;
+}
+
+static signed char binary_fp(struct binary *b)
+{
+	if (!b->fp) {
+		int rc = fpcheck_path(b->path);
+		b->fp = rc > 0 ? 1 : -1;
+	}
+	return b->fp;
+}
+
+static bool fp_exempt_path(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (size_t i = 0; i < sizeof(fp_exempt) / sizeof(fp_exempt[0]); i++)
+		if (!strcmp(base, fp_exempt[i]))
+			return true;
+	return false;
+}
+
+/* Once per image: if every executable file mapping keeps frame pointers, let BPF walk. */
+static void decide_fp(struct recorder *r, struct proc *p)
+{
+	bool all = p->maps.n > 0;
+	uint32_t tgid = p->pid;
+
+	p->fp_checked = true;
+	if (r->fp_procs_fd <= 0)
+		return;
+	for (size_t i = 0; i < p->maps.n && all; i++) {
+		const struct map_entry *e = &p->maps.v[i];
+		if (!(e->prot & PROT_EXEC) || e->path[0] != '/' || fp_exempt_path(e->path))
+			continue;
+		struct binary *b = ustack_map_binary(r, p, e);
+		all = b && binary_fp(b) > 0;
+	}
+	if (all && bpf_map_update_elem(r->fp_procs_fd, &tgid, &p->start_ns, BPF_ANY))
+		log_warn("%s: fp_procs: %s", recorder_cmd(r), strerror(errno));
+}
+
+void ustack_check_fp_frame(struct recorder *r, struct proc *p, struct binary *b)
+{
+	uint32_t tgid = p->pid;
+
+	if (r->fp_procs_fd <= 0 || binary_fp(b) > 0 || fp_exempt_path(b->path))
+		return;
+	bpf_map_delete_elem(r->fp_procs_fd, &tgid);
+	p->fp_checked = false;
+}
+
+/* Frames from the sampler's caller on (sampled mode), as sampled.bpf.c cuts them. */
+static unsigned caller_skip(const struct ev_ustack *e, const uint64_t *pcs, unsigned n)
+{
+	if (!e->caller)
+		return 0;
+	for (unsigned i = 0; i < SAMPLED_CALLER_SEARCH && i < n; i++)
+		if (pcs[i] == e->caller)
+			return i;
+	return SAMPLED_DEFAULT_SKIP;
+}
+
+void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
+{
+	uint64_t pcs[ALLOC_MAX_FRAMES + SAMPLED_CALLER_SEARCH];
+	struct iframe f[ALLOC_MAX_FRAMES];
+	unsigned got = 0, n = 0, i, unresolved = 0;
+	bool truncated, reloaded = false;
+	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
+	size_t have = len - offsetof(struct ev_ustack, data);
+
+	if (!p)
+		return;
+	if (e->len < have)
+		have = e->len;
+	unwind_stack(&p->uw, p->pid, e, have, pcs, e->caller ? ALLOC_MAX_FRAMES + SAMPLED_CALLER_SEARCH
+							      : ALLOC_MAX_FRAMES, &got, &truncated);
+	for (i = caller_skip(e, pcs, got); i < got && n < ALLOC_MAX_FRAMES; i++) {
+		const struct map_entry *m = exec_map(p, pcs[i], &reloaded);
+		struct binary *b = m ? ustack_map_binary(r, p, m) : NULL;
+		if (!m) {
+			truncated = true;   /* never a frame outside the executable mappings */
+			break;
+		}
+		f[n].build_id = b ? b->build_id : "";
+		f[n].offset = b ? map_entry_file_offset(m, pcs[i]) : pcs[i];
+		unresolved += !b;
+		n++;
+	}
+	if (i < got)
+		truncated = true;
+	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
+	if (!s || hmap_insert(&p->stacks, e->key, s))
+		return;
+	r->unresolved_frames += unresolved;
+	r->ustacks++;
+	if (truncated)
+		r->ustacks_truncated++;
+	if (!p->fp_checked && p->maps_loaded)
+		decide_fp(r, p);
+}
+
+void ustack_key_done(struct proc *p, uint64_t key)
+{
+	struct istack *s;
+
+	if (!(key & ALLOC_USTACK_KEY) || !(s = hmap_find(&p->stacks, key, NULL, NULL)))
+		return;
+	hmap_remove(&p->stacks, key, s);
+}
