@@ -238,6 +238,10 @@ static const char *const migrations[] = {
 	"  unsampled INTEGER NOT NULL,"          /* selected, without the sampler */
 	"  skipped INTEGER NOT NULL,"            /* selected, over max_processes (cumulative) */
 	"  unsampled_list TEXT);",               /* 'PID EXE' a line, newest first, a few */
+	/* issue 16: 8 -> 9: a stack whose unwinding stopped before its outermost frame
+	 * (no CFI, a read outside the copied stack, an address outside the executable
+	 * mappings) is marked, never completed by a guess. */
+	"ALTER TABLE stacks ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,
