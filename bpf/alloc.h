@@ -10,7 +10,9 @@
 #define ALLOC_TARGETS_MAX 16384    /* processes traced at once */
 #define ALLOC_RINGBUF_BYTES (16 << 20)
 #define ALLOC_EXEC_NAME 256
-#define ALLOC_USTACK_MAX 16384     /* user stack bytes copied for DWARF unwinding (power of 2) */
+#define ALLOC_USTACK_MAX 24576     /* user stack bytes copied for DWARF unwinding: sqlite3's
+                                    * shell needs more than 16 KiB to reach main; a per-CPU
+                                    * map value (the record's scratch) is at most 32 KiB */
 #define ALLOC_FP_PROCS_MAX 16384   /* processes whose frame-pointer chain is trusted */
 #define ALLOC_NREGS 17             /* x86-64 DWARF registers rax..r15, rip (DWARF numbering) */
 

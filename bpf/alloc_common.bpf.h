@@ -166,7 +166,7 @@ static __noinline u64 send_ustack(struct pt_regs *ctx, u32 tgid, u64 start_ns, u
 	len = stack_hi > sp ? stack_hi - sp : ALLOC_USTACK_MAX;
 	if (len > ALLOC_USTACK_MAX)
 		len = ALLOC_USTACK_MAX;
-	len &= ALLOC_USTACK_MAX * 2 - 1;
+	len &= 32767;   /* a bound the verifier can see */
 	if (len > ALLOC_USTACK_MAX)
 		len = ALLOC_USTACK_MAX;
 	if (len && bpf_probe_read_user(s->u.data, len, (void *)sp)) {

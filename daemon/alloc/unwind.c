@@ -18,6 +18,8 @@ struct unwinder {
 	unsigned reports;
 	const struct ev_ustack *u;   /* the record being unwound */
 	size_t len;                  /* its stack bytes */
+	bool read_failed;            /* a read fell outside the copy: libdwfl takes an
+	                              * unreadable return address for the outermost frame */
 };
 
 struct walk {
@@ -57,8 +59,10 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *a
 	uint64_t lo = uw->u->sp;
 
 	(void)dwfl;
-	if (addr < lo || addr - lo > uw->len || uw->len - (addr - lo) < sizeof(*result))
+	if (addr < lo || addr - lo > uw->len || uw->len - (addr - lo) < sizeof(*result)) {
+		uw->read_failed = true;
 		return false;
+	}
 	memcpy(result, uw->u->data + (addr - lo), sizeof(*result));
 	return true;
 }
@@ -152,15 +156,17 @@ int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct ev_ustack *u,
 	}
 	uw->u = u;
 	uw->len = len;
+	uw->read_failed = false;
 	rc = dwfl_getthread_frames(uw->dwfl, (pid_t)pid, on_frame, &w);
 	if (!all_known(uw->dwfl, pcs, w.n) && uw->reports < UNWIND_REPORTS_MAX && !report(uw)) {
 		/* An object mapped since the modules were read (dlopen): read them again. */
 		w.n = 0;
 		w.full = false;
+		uw->read_failed = false;
 		rc = dwfl_getthread_frames(uw->dwfl, (pid_t)pid, on_frame, &w);
 	}
 	/* 0: the outermost frame was reached (its return address is undefined in the CFI). */
-	*truncated = rc != 0 || w.full;
+	*truncated = rc != 0 || w.full || uw->read_failed;
 	*n = w.n;
 	return w.n ? 0 : -ENOENT;
 }

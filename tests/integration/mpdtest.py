@@ -29,11 +29,12 @@ CONTEXT_KEYS = {
     "alloc_count": int, "total_size": int, "min_size": int, "max_size": int,
     "total_lifetime_ms": int, "min_lifetime_ms": int, "max_lifetime_ms": int,
     "access_samples": int, "est_accesses": int, "lifetime_access_density": (int, float),
-    "class": str,
+    "class": str, "truncated": bool,
 }
 FRAME_KEYS = {
     "function": (str, type(None)), "file": (str, type(None)), "line": (int, type(None)),
     "column": (int, type(None)), "inlined": bool, "address": str,
+    "module": (str, type(None)), "build_id": str,
 }
 CLASSES = {"cold", "notcold", "hot"}
 
