@@ -193,8 +193,11 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 	long got;
 	u64 key;
 
-	if (!fp_trusted(tgid, start_ns)) {
-		u64 sp = PT_REGS_SP(ctx);
+	u32 mode = unwind_mode(tgid, start_ns);
+	u64 sp = PT_REGS_SP(ctx);
+	struct ustack_req q = { .start_ns = start_ns, .tgid = tgid };
+
+	if (mode == UNWIND_DWARF) {
 		if (sp < st->stack_lo || sp >= st->stack_hi) {
 			struct vma_range r = {};
 			if (bpf_find_vma(bpf_get_current_task_btf(), sp, vma_bounds, &r, 0) == 0) {
@@ -202,8 +205,8 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 				st->stack_hi = r.hi;
 			}
 		}
-		return send_ustack(ctx, tgid, start_ns,
-				   sp >= st->stack_lo && sp < st->stack_hi ? st->stack_hi : 0, 0);
+		q.stack_hi = sp >= st->stack_lo && sp < st->stack_hi ? st->stack_hi : 0;
+		return send_ustack(ctx, &q);
 	}
 	n = walk_user_stack(ctx, &w);
 	s = bpf_map_lookup_elem(&scratch_map, &zero);
@@ -212,7 +215,12 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 	st->stack_hi = w.hi;
 	if (!s || n <= 0)
 		return 0;
-	if (stack_sent(key))
+	/* Until user space has checked the process's objects, each allocation has its own
+	 * key, its frame-pointer stack and a copy, which replaces that stack if an object
+	 * lacks frame pointers. */
+	if (mode == UNWIND_UNDECIDED)
+		key = ustack_key();
+	else if (stack_sent(key))
 		return key;
 
 	/* First sight: the same frames as (build id, offset), resolved by the kernel's own
@@ -226,6 +234,12 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 	if (n < ALLOC_MAX_FRAMES && got > (long)(n * sizeof(struct ev_frame)))
 		got = n * sizeof(struct ev_frame);
 	send_stack(&s->st, tgid, start_ns, key, got);
+	if (mode == UNWIND_UNDECIDED) {
+		q.stack_hi = sp >= w.lo && sp < w.hi ? w.hi : 0;
+		q.key = key;
+		q.wake = 1;
+		send_ustack(ctx, &q);
+	}
 	return key;
 }
 

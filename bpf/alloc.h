@@ -13,7 +13,7 @@
 #define ALLOC_USTACK_MAX 24576     /* user stack bytes copied for DWARF unwinding: sqlite3's
                                     * shell needs more than 16 KiB to reach main; a per-CPU
                                     * map value (the record's scratch) is at most 32 KiB */
-#define ALLOC_FP_PROCS_MAX 16384   /* processes whose frame-pointer chain is trusted */
+#define ALLOC_MODES_MAX 16384      /* processes whose unwinding mode user space decided */
 #define ALLOC_NREGS 17             /* x86-64 DWARF registers rax..r15, rip (DWARF numbering) */
 
 /* What a probed function takes and returns; picks the argument registers to read. */
@@ -78,7 +78,21 @@ struct ev_stack {
 	struct ev_frame frames[ALLOC_MAX_FRAMES];
 };
 
-/* A process not in fp_procs (its objects lack frame pointers, or are not checked yet):
+/* How a process's stacks are taken (map unwind_modes, written by daemon/alloc/ustack.c
+ * once it has checked the objects the process maps; no entry: undecided). */
+enum unwind_mode {
+	UNWIND_UNDECIDED = 0,          /* copied, and the reader woken to decide */
+	UNWIND_FP = 1,                 /* every object keeps frame pointers: walked in BPF */
+	UNWIND_DWARF = 2,              /* an object lacks them: copied for DWARF unwinding */
+};
+
+struct unwind_mode_val {
+	unsigned long long start_ns;   /* the process instance it was decided for */
+	unsigned int mode;             /* enum unwind_mode */
+	unsigned int pad;
+};
+
+/* A process not in UNWIND_FP mode (its objects lack frame pointers, or are not checked yet):
  * the registers and the top of the user stack, unwound by daemon/alloc/unwind.c from
  * the objects' CFI. key is unique to this allocation (ALLOC_USTACK_KEY set): user space
  * forgets it at the allocation's death. */
@@ -91,7 +105,7 @@ struct ev_ustack {
 	unsigned long long sp;         /* user address of data[0] (= regs[7]) */
 	unsigned int len;              /* bytes of data that hold the stack */
 	unsigned int pad;
-	unsigned char data[ALLOC_USTACK_MAX];
+	unsigned char data[ALLOC_USTACK_MAX + 4096];  /* a page of slack for BPF's page-wise copy */
 };
 
 struct ev_free {

@@ -113,16 +113,15 @@ static __always_inline void send_stack(struct ev_stack *st, u32 tgid, u64 start_
 	bpf_map_update_elem(&sent_stacks, &key, &mark, BPF_ANY);
 }
 
-/* Processes whose every mapped object keeps frame pointers (set by user space after it
- * checked them, daemon/alloc/fpcheck.c): their stacks are walked by frame pointers here.
- * Any other process's stack is copied for DWARF unwinding in user space (send_ustack),
- * the safe default, until user space has checked its objects. */
+/* The unwinding mode of each process (enum unwind_mode), decided by user space from the
+ * objects it maps: frame-pointer walks here, the fast path, only once every object was
+ * found to keep frame pointers; until then stacks are copied (the safe default). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, ALLOC_FP_PROCS_MAX);
+	__uint(max_entries, ALLOC_MODES_MAX);
 	__type(key, u32);
-	__type(value, u64);            /* process start_ns */
-} fp_procs SEC(".maps");
+	__type(value, struct unwind_mode_val);
+} unwind_modes SEC(".maps");
 
 struct ustack_scratch {
 	struct ev_ustack u;
@@ -142,26 +141,54 @@ struct {
 	__type(value, u64);
 } ustack_seq SEC(".maps");
 
-static __always_inline bool fp_trusted(u32 tgid, u64 start_ns)
+static __always_inline u32 unwind_mode(u32 tgid, u64 start_ns)
 {
-	u64 *v = bpf_map_lookup_elem(&fp_procs, &tgid);
+	struct unwind_mode_val *v = bpf_map_lookup_elem(&unwind_modes, &tgid);
 
-	return v && *v == start_ns;
+	return v && v->start_ns == start_ns ? v->mode : UNWIND_UNDECIDED;
 }
 
-/* Sends the registers and the user stack from SP up to stack_hi (at most
- * ALLOC_USTACK_MAX bytes) for unwinding in user space; returns the allocation's unique
- * key (ALLOC_USTACK_KEY | per-CPU sequence | CPU), or 0 when nothing could be sent. */
-static __noinline u64 send_ustack(struct pt_regs *ctx, u32 tgid, u64 start_ns, u64 stack_hi,
-				  u64 caller)
+/* An allocation's own stack key: ALLOC_USTACK_KEY | per-CPU sequence | CPU. */
+static __always_inline u64 ustack_key(void)
 {
 	u32 zero = 0, cpu = bpf_get_smp_processor_id();
-	struct ustack_scratch *s = bpf_map_lookup_elem(&ustack_map, &zero);
 	u64 *seq = bpf_map_lookup_elem(&ustack_seq, &zero);
-	u64 sp, len, key;
 
-	if (!s || !seq || !ctx)
+	if (!seq)
 		return 0;
+	*seq += 1;
+	return ALLOC_USTACK_KEY | ((*seq & 0xffffffffffULL) << 12) | ((u64)(cpu & 0x7ff) << 1) | 1;
+}
+
+#define USTACK_PAGES (ALLOC_USTACK_MAX / 4096 + 1)   /* page-wise copies after a failed one */
+
+struct ustack_req {
+	u64 start_ns;
+	u64 stack_hi;      /* end of the mapping holding the stack (0: unknown) */
+	u64 caller;        /* sampled mode: the sampler's caller (0: none) */
+	u64 key;           /* the key its frame-pointer stack was sent under (an undecided
+	                    * process), or 0: make the allocation's own key */
+	u32 tgid;
+	u32 wake;          /* wake the reader (an undecided process) */
+};
+
+/* Sends the registers and the user stack from SP up to stack_hi (at most
+ * ALLOC_USTACK_MAX bytes) for unwinding in user space; returns the key it was sent
+ * under (q->key, or ALLOC_USTACK_KEY | per-CPU sequence | CPU), or 0 when nothing could
+ * be sent. */
+static __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
+{
+	u32 zero = 0;
+	struct ustack_scratch *s = bpf_map_lookup_elem(&ustack_map, &zero);
+	u64 sp, len, key, stack_hi;
+	u32 tgid;
+	bool wake;
+
+	if (!s || !ctx || !q)
+		return 0;
+	stack_hi = q->stack_hi;
+	tgid = q->tgid;
+	wake = q->wake;
 	sp = PT_REGS_SP(ctx);
 	len = stack_hi > sp ? stack_hi - sp : ALLOC_USTACK_MAX;
 	if (len > ALLOC_USTACK_MAX)
@@ -170,20 +197,30 @@ static __noinline u64 send_ustack(struct pt_regs *ctx, u32 tgid, u64 start_ns, u
 	if (len > ALLOC_USTACK_MAX)
 		len = ALLOC_USTACK_MAX;
 	if (len && bpf_probe_read_user(s->u.data, len, (void *)sp)) {
-		/* A page not present (or no stack bound known): keep what one page gives. */
-		len = 4096 - (sp & 4095);
-		if (len > ALLOC_USTACK_MAX)
-			len = ALLOC_USTACK_MAX;
-		if (bpf_probe_read_user(s->u.data, len, (void *)sp))
-			len = 0;
+		/* No stack bound known (the mm lock was contended: the copy ran past the
+		 * stack's top) or a page not present: copy page by page up to the first
+		 * that fails. */
+		u64 off = 0, n = 4096 - (sp & 4095);
+		len = 0;
+		for (int i = 0; i < USTACK_PAGES; i++) {
+			if (off >= ALLOC_USTACK_MAX || n > 4096)
+				break;
+			/* data has a page of slack past ALLOC_USTACK_MAX for this */
+			if (bpf_probe_read_user(s->u.data + off, n, (void *)(sp + off)))
+				break;
+			off += n;
+			len = off < ALLOC_USTACK_MAX ? off : ALLOC_USTACK_MAX;
+			n = 4096;
+		}
 	}
-	*seq += 1;
-	key = ALLOC_USTACK_KEY | ((*seq & 0xffffffffffULL) << 12) | ((u64)(cpu & 0x7ff) << 1) | 1;
+	key = q->key ? q->key : ustack_key();
+	if (!key)
+		return 0;
 	s->u.h.type = EV_USTACK;
 	s->u.h.tgid = tgid;
-	s->u.h.start_ns = start_ns;
+	s->u.h.start_ns = q->start_ns;
 	s->u.key = key;
-	s->u.caller = caller;
+	s->u.caller = q->caller;
 	s->u.regs[0] = ctx->ax;
 	s->u.regs[1] = ctx->dx;
 	s->u.regs[2] = ctx->cx;
@@ -207,7 +244,9 @@ static __noinline u64 send_ustack(struct pt_regs *ctx, u32 tgid, u64 start_ns, u
 	len += offsetof(struct ev_ustack, data);
 	if (len > sizeof(s->u))
 		len = sizeof(s->u);
-	if (bpf_ringbuf_output(&events, &s->u, len, rb_flags())) {
+	/* An undecided process wakes the reader: its decision may let BPF walk frame
+	 * pointers instead of copying every stack. */
+	if (bpf_ringbuf_output(&events, &s->u, len, wake ? BPF_RB_FORCE_WAKEUP : rb_flags())) {
 		count(CNT_DROP_RINGBUF);
 		return 0;
 	}
@@ -297,7 +336,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		}
 		return 0;
 	}
-	bpf_map_delete_elem(&fp_procs, &tgid);   /* a new image: its objects are unchecked */
+	bpf_map_delete_elem(&unwind_modes, &tgid);   /* a new image: its objects are unchecked */
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(CNT_DROP_RINGBUF);
@@ -310,7 +349,8 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	e->cpu = bpf_get_smp_processor_id();
 	e->pad = 0;
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
-	bpf_ringbuf_submit(e, rb_flags());
+	/* Wake the reader: it decides from the new image how its stacks are taken. */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -325,7 +365,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;   /* other threads of the process still run */
 	bpf_map_delete_elem(&targets, &tgid);
-	bpf_map_delete_elem(&fp_procs, &tgid);
+	bpf_map_delete_elem(&unwind_modes, &tgid);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(CNT_DROP_RINGBUF);

@@ -14,7 +14,29 @@
 static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
 static const unsigned char fp_prologue[4] = { 0x55, 0x48, 0x89, 0xe5 };  /* push; mov */
 
-static bool opens_with_fp(Elf *elf, const GElf_Sym *sym)
+/* Start-up code every executable links (crt1.o, crti.o, crtbegin.o), built without
+ * frame pointers whatever the program's own flags: not counted. */
+static const char *const crt_funcs[] = {
+	"_start", "_init", "_fini", "deregister_tm_clones", "register_tm_clones",
+	"__do_global_dtors_aux", "frame_dummy", "_dl_relocate_static_pie",
+};
+
+static bool is_crt(Elf *elf, size_t strndx, const GElf_Sym *sym)
+{
+	const char *name = elf_strptr(elf, strndx, sym->st_name);
+
+	for (size_t i = 0; name && i < sizeof(crt_funcs) / sizeof(crt_funcs[0]); i++)
+		if (!strcmp(name, crt_funcs[i]))
+			return true;
+	return false;
+}
+
+/* Callee-saved registers pushed first: code that keeps frame pointers pushes %rbp first
+ * (and then sets it), code without them saves its other registers first, or %rbp as a
+ * plain register. */
+enum prologue { PRO_OTHER, PRO_FP, PRO_NO_FP };
+
+static enum prologue prologue_of(Elf *elf, const GElf_Sym *sym)
 {
 	Elf_Scn *scn = elf_getscn(elf, sym->st_shndx);
 	GElf_Shdr sh;
@@ -22,14 +44,18 @@ static bool opens_with_fp(Elf *elf, const GElf_Sym *sym)
 
 	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
 	    !(sh.sh_flags & SHF_EXECINSTR) || sym->st_value < sh.sh_addr)
-		return false;
+		return PRO_OTHER;
 	uint64_t off = sym->st_value - sh.sh_addr;
 	if (!(d = elf_getdata(scn, NULL)) || !d->d_buf || off > d->d_size || d->d_size - off < 8)
-		return false;
+		return PRO_OTHER;
 	const unsigned char *p = (const unsigned char *)d->d_buf + off;
 	if (!memcmp(p, endbr64, sizeof(endbr64)))
 		p += sizeof(endbr64);
-	return !memcmp(p, fp_prologue, sizeof(fp_prologue));
+	if (!memcmp(p, fp_prologue, sizeof(fp_prologue)))
+		return PRO_FP;
+	if (p[0] == 0x55 || p[0] == 0x53 || (p[0] == 0x41 && p[1] >= 0x54 && p[1] <= 0x57))
+		return PRO_NO_FP;   /* push %rbp not followed by mov, push %rbx, push %r12..%r15 */
+	return PRO_OTHER;
 }
 
 static int count_in(Elf *elf, Elf_Scn *symscn, unsigned *funcs, unsigned *fp)
@@ -42,10 +68,12 @@ static int count_in(Elf *elf, Elf_Scn *symscn, unsigned *funcs, unsigned *fp)
 	for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
 		GElf_Sym sym;
 		if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-		    sym.st_size < 16 || sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE)
+		    sym.st_size < FPCHECK_MIN_SIZE || sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE ||
+		    is_crt(elf, sh.sh_link, &sym))
 			continue;
-		(*funcs)++;
-		*fp += opens_with_fp(elf, &sym);
+		enum prologue pro = prologue_of(elf, &sym);
+		*funcs += pro != PRO_OTHER;
+		*fp += pro == PRO_FP;
 	}
 	return 0;
 }

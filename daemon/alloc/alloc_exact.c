@@ -108,7 +108,7 @@ int exact_open(struct recorder *r)
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
-	r->fp_procs_fd = bpf_map__fd(r->skel->maps.fp_procs);
+	r->unwind_modes_fd = bpf_map__fd(r->skel->maps.unwind_modes);
 	err = events_attach_lifecycle(r->skel->progs.on_fork, r->skel->progs.on_exec,
 				      r->skel->progs.on_exit, &r->links, &r->nlinks, &r->links_cap);
 	if (err)

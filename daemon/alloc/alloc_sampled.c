@@ -110,7 +110,7 @@ int sampled_open(struct sampled **out, struct recorder *r)
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
-	r->fp_procs_fd = bpf_map__fd(s->skel->maps.fp_procs);
+	r->unwind_modes_fd = bpf_map__fd(s->skel->maps.unwind_modes);
 	err = events_attach_lifecycle(s->skel->progs.on_fork, s->skel->progs.on_exec,
 				      s->skel->progs.on_exit, &s->links, &s->nlinks, &s->links_cap);
 	if (err)

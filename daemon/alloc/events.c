@@ -76,6 +76,8 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 
 	if (!p)
 		return;
+	if (!p->fp_checked)
+		ustack_decide(r, p);
 	if (max > ALLOC_MAX_FRAMES || offsetof(struct ev_stack, frames) + max * sizeof(e->frames[0]) > len)
 		max = (len - offsetof(struct ev_stack, frames)) / sizeof(e->frames[0]);
 	for (unsigned i = 0; i < max; i++)
@@ -169,7 +171,8 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 	p->maps_loaded = false;
 	unwinder_free(p->uw);     /* the new image maps other objects */
 	p->uw = NULL;
-	p->fp_checked = false;
+	p->fp_checked = false;   /* decided again at the new image's first stack */
+	ustack_decide_exec(r, p);
 }
 
 bool events_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap)

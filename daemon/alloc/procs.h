@@ -24,6 +24,7 @@ struct proc {
 	bool maps_loaded;
 	struct unwinder *uw;       /* DWARF unwinder of this image (daemon/alloc/unwind.c), lazily */
 	bool fp_checked;           /* its objects were checked for frame pointers (fpcheck.c) */
+	bool fp_mode;              /* and all keep them: BPF walks them (unwind_modes) */
 	bool forget;               /* recorder_forget_exited's scratch mark */
 };
 

@@ -14,9 +14,12 @@
 #include "daemon/alloc/unwind.h"
 #include "symbolizer/fpcheck.h"
 
-/* Objects whose frames sit only below main (or in rare callbacks): their lack of frame
- * pointers does not break the walk of the frames above them. */
-static const char *const fp_exempt[] = { "libc.so.6", "ld-linux-x86-64.so.2" };
+/* Runtime objects whose frames sit below main or rarely between an allocation and its
+ * caller (libstdc++ calls operator new from out-of-line string and container code: such
+ * frames can be lost by the frame-pointer walk, a known limit): their lack of frame
+ * pointers does not send a process to copied stacks. */
+static const char *const fp_exempt[] = { "libc.so.6", "ld-linux-x86-64.so.2", "libstdc++.so.6",
+					  "libgcc_s.so.1", "libm.so.6" };
 
 struct filebin {
 	unsigned dev_major, dev_minor;
@@ -103,19 +106,56 @@ static bool fp_exempt_path(const char *path)
 
 	base = base ? base + 1 : path;
 	for (size_t i = 0; i < sizeof(fp_exempt) / sizeof(fp_exempt[0]); i++)
-		if (!strcmp(base, fp_exempt[i]))
+		if (!strncmp(base, fp_exempt[i], strlen(fp_exempt[i])))   /* libstdc++.so.6.0.30 */
 			return true;
 	return false;
 }
 
-/* Once per image: if every executable file mapping keeps frame pointers, let BPF walk. */
-static void decide_fp(struct recorder *r, struct proc *p)
+static void set_mode(struct recorder *r, struct proc *p, unsigned mode)
 {
-	bool all = p->maps.n > 0;
+	struct unwind_mode_val v = { .start_ns = p->start_ns, .mode = mode };
 	uint32_t tgid = p->pid;
 
+	if (bpf_map_update_elem(r->unwind_modes_fd, &tgid, &v, BPF_ANY) && !r->unwind_mode_logged) {
+		r->unwind_mode_logged = true;
+		log_warn("%s: unwind_modes: %s (stacks stay copied)", recorder_cmd(r), strerror(errno));
+	}
+}
+
+void ustack_decide(struct recorder *r, struct proc *p)
+{
+	bool all;
+
+	if (r->unwind_modes_fd <= 0)
+		return;
+	if (!p->maps_loaded) {
+		p->maps_loaded = true;
+		maps_read_pid(&p->maps, p->pid);
+	}
+	if (!p->maps.n)
+		return;   /* gone (or unreadable): undecided, its frame-pointer stacks stand */
 	p->fp_checked = true;
-	if (r->fp_procs_fd <= 0)
+	all = true;
+	for (size_t i = 0; i < p->maps.n && all; i++) {
+		const struct map_entry *e = &p->maps.v[i];
+		if (!(e->prot & PROT_EXEC) || e->path[0] != '/' || fp_exempt_path(e->path))
+			continue;
+		struct binary *b = ustack_map_binary(r, p, e);
+		all = b && binary_fp(b) > 0;
+	}
+	p->fp_mode = all;
+	set_mode(r, p, all ? UNWIND_FP : UNWIND_DWARF);
+}
+
+void ustack_decide_exec(struct recorder *r, struct proc *p)
+{
+	bool all = true;
+
+	if (r->unwind_modes_fd <= 0)
+		return;
+	maps_free(&p->maps);
+	p->maps_loaded = false;
+	if (maps_read_pid(&p->maps, p->pid) || !p->maps.n)
 		return;
 	for (size_t i = 0; i < p->maps.n && all; i++) {
 		const struct map_entry *e = &p->maps.v[i];
@@ -124,18 +164,29 @@ static void decide_fp(struct recorder *r, struct proc *p)
 		struct binary *b = ustack_map_binary(r, p, e);
 		all = b && binary_fp(b) > 0;
 	}
-	if (all && bpf_map_update_elem(r->fp_procs_fd, &tgid, &p->start_ns, BPF_ANY))
-		log_warn("%s: fp_procs: %s", recorder_cmd(r), strerror(errno));
+	/* Libraries are not mapped yet: an executable with frame pointers is checked
+	 * again, whole, at its first stack. */
+	p->fp_checked = !all;
+	p->fp_mode = all;
+	set_mode(r, p, all ? UNWIND_FP : UNWIND_DWARF);
+	maps_free(&p->maps);
 }
 
 void ustack_check_fp_frame(struct recorder *r, struct proc *p, struct binary *b)
 {
-	uint32_t tgid = p->pid;
-
-	if (r->fp_procs_fd <= 0 || binary_fp(b) > 0 || fp_exempt_path(b->path))
+	if (r->unwind_modes_fd <= 0 || binary_fp(b) > 0 || fp_exempt_path(b->path))
 		return;
-	bpf_map_delete_elem(r->fp_procs_fd, &tgid);
-	p->fp_checked = false;
+	p->fp_mode = false;
+	set_mode(r, p, UNWIND_DWARF);
+}
+
+static unsigned stack_unresolved(const struct istack *s)
+{
+	unsigned u = 0;
+
+	for (unsigned i = 0; i < s->nframes; i++)
+		u += !*s->frames[i].build_id;
+	return u;
 }
 
 /* Frames from the sampler's caller on (sampled mode), as sampled.bpf.c cuts them. */
@@ -160,6 +211,11 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 
 	if (!p)
 		return;
+	if (!p->fp_checked)
+		ustack_decide(r, p);
+	bool replaces = hmap_find(&p->stacks, e->key, NULL, NULL) != NULL;
+	if (replaces && (p->fp_mode || !p->fp_checked))
+		return;   /* an undecided process's copy; its frame-pointer stack stands */
 	if (e->len < have)
 		have = e->len;
 	unwind_stack(&p->uw, p->pid, e, have, pcs, e->caller ? ALLOC_MAX_FRAMES + SAMPLED_CALLER_SEARCH
@@ -178,15 +234,22 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 	}
 	if (i < got)
 		truncated = true;
+	if (replaces && !n)
+		return;   /* nothing unwound: the frame-pointer walk's frames are better */
 	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
-	if (!s || hmap_insert(&p->stacks, e->key, s))
+	struct istack *old = hmap_find(&p->stacks, e->key, NULL, NULL);
+	if (!s)
+		return;
+	if (old) {   /* the frame-pointer walk's context of an undecided process: replaced */
+		r->unresolved_frames -= stack_unresolved(old);
+		hmap_remove(&p->stacks, e->key, old);
+	}
+	if (hmap_insert(&p->stacks, e->key, s))
 		return;
 	r->unresolved_frames += unresolved;
 	r->ustacks++;
 	if (truncated)
 		r->ustacks_truncated++;
-	if (!p->fp_checked && p->maps_loaded)
-		decide_fp(r, p);
 }
 
 void ustack_key_done(struct proc *p, uint64_t key)

@@ -36,7 +36,8 @@ struct recorder {
 	uint64_t events;
 	uint64_t unresolved_frames;
 	uint64_t ustacks, ustacks_truncated;  /* stacks unwound from DWARF CFI, of them cut short */
-	int fp_procs_fd;                 /* BPF fp_procs map (daemon/alloc/ustack.c), 0: none */
+	int unwind_modes_fd;             /* BPF unwind_modes map (daemon/alloc/ustack.c), 0: none */
+	bool unwind_mode_logged;
 	uint64_t unknown_stack_objs;     /* objects attributed to unknown_stack */
 	uint64_t objects;                /* objects aggregated (deaths + live at end) */
 	bool flush_error_logged;
