@@ -300,6 +300,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (ctgid == ptgid || !is_target(ptgid))
 		return 0;   /* a new thread, or not ours */
 	bpf_map_update_elem(&targets, &ctgid, &start, BPF_ANY);
+	/* The child runs the parent's image: its stacks are taken the same way. */
+	struct unwind_mode_val *pm = bpf_map_lookup_elem(&unwind_modes, &ptgid);
+	if (pm && pm->start_ns == BPF_CORE_READ(parent, group_leader, start_time)) {
+		struct unwind_mode_val cm = { .start_ns = start, .mode = pm->mode };
+		bpf_map_update_elem(&unwind_modes, &ctgid, &cm, BPF_ANY);
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(CNT_DROP_RINGBUF);

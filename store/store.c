@@ -658,6 +658,8 @@ static int intern_binary(struct store *s, const char *build_id, const char *path
 			return r;
 		*id = sqlite3_last_insert_rowid(s->db);
 	}
+	if (!*path && *build_id)
+		return 0;   /* not cached until a frame names it (looked up in SQL till then) */
 	return cache_add(s, &s->binaries, key, klen, h, *id);
 }
 

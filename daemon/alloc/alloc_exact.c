@@ -135,7 +135,10 @@ int exact_attach_binary(struct recorder *r, const char *path)
 	elfsym_close(e);
 	if (err <= 0)
 		return err;   /* error, or defines no allocator function */
-	bin_register(&r->procs, path, path);
+	/* Not under the daemon's descriptor path (targets.c file_probe): that names another
+	 * file once closed; the processes' maps name it. */
+	if (strncmp(path, "/proc/self/fd/", 14))
+		bin_register(&r->procs, path, path);
 
 	uint64_t aoff[NPROBES], acookie[NPROBES], foff[NPROBES], fcookie[NPROBES];
 	size_t na = 0, nf = 0;
@@ -227,7 +230,7 @@ static void add_object(struct recorder *r, struct proc *p, uint64_t key, uint64_
 		       uint64_t size, uint64_t alloc_ns, uint64_t dead_ns, uint32_t acpu,
 		       uint32_t dcpu)
 {
-	struct istack *s = key ? hmap_find(&p->stacks, key, NULL, NULL) : NULL;
+	struct istack *s = key ? hmap_find(&p->stacks, stack_slot(key), NULL, NULL) : NULL;
 	struct mib m;
 
 	ustack_key_done(p, key);   /* a copied stack's key is this object's alone */

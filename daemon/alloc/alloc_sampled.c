@@ -371,7 +371,7 @@ static uint64_t carry_take(struct sampled *s, const struct istack *st, double w)
 /* The context of stack key `key` in p, or the unknown-stack context (counted). */
 static struct istack *context_of(struct sampled *s, struct proc *p, uint64_t key)
 {
-	struct istack *st = key ? hmap_find(&p->stacks, key, NULL, NULL) : NULL;
+	struct istack *st = key ? hmap_find(&p->stacks, stack_slot(key), NULL, NULL) : NULL;
 
 	if (!st) {
 		st = s->r->unknown_stack;

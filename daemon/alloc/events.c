@@ -122,16 +122,16 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 	if (!s)
 		return;
 	unsigned unresolved = stack_unresolved(f, n);
-	struct istack *old = hmap_find(&p->stacks, e->key, NULL, NULL);
+	struct istack *old = hmap_find(&p->stacks, stack_slot(e->key), NULL, NULL);
 	if (old) {
 		unsigned was = stack_unresolved(old->frames, old->nframes);
 		if (unresolved >= was)
 			return;
-		hmap_remove(&p->stacks, e->key, old);
+		hmap_remove(&p->stacks, stack_slot(e->key), old);
 		r->unresolved_frames -= was;
 	}
 	r->unresolved_frames += unresolved;
-	hmap_insert(&p->stacks, e->key, s);
+	hmap_insert(&p->stacks, stack_slot(e->key), s);
 }
 
 static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
@@ -139,6 +139,10 @@ static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
 	struct proc *parent = proc_find(&r->procs, e->ppid, e->parent_start_ns);
 
 	p->ppid = e->ppid;
+	if (parent && !p->fp_checked) {   /* BPF copied the parent's unwinding mode */
+		p->fp_checked = parent->fp_checked;
+		p->fp_mode = parent->fp_mode;
+	}
 	if (parent && (!*p->exe || !*p->build_id)) {
 		p->exe = parent->exe;
 		p->build_id = parent->build_id;

@@ -32,6 +32,15 @@ static inline uint64_t hash_u64(uint64_t x)
 	return x;
 }
 
+/* The slot of a BPF stack key in a process's stacks map: frame-pointer keys are hashes
+ * already; an allocation's own key (bpf/alloc.h ALLOC_USTACK_KEY, a sequence number in
+ * its middle bits) is mixed, bijectively, so that linear probing spreads them. */
+#define STACK_KEY_OWN (1ULL << 63)
+static inline uint64_t stack_slot(uint64_t key)
+{
+	return key & STACK_KEY_OWN ? hash_u64(key) : key;
+}
+
 /* One frame of a context: a return address as (build-id, file offset). An empty
  * build_id means unresolvable; offset is then the absolute address. */
 struct iframe {

@@ -21,6 +21,8 @@
 static const char *const fp_exempt[] = { "libc.so.6", "ld-linux-x86-64.so.2", "libstdc++.so.6",
 					  "libgcc_s.so.1", "libm.so.6" };
 
+_Static_assert(STACK_KEY_OWN == ALLOC_USTACK_KEY, "intern.h's stack_slot knows own keys");
+
 struct filebin {
 	unsigned dev_major, dev_minor;
 	uint64_t inode;
@@ -91,12 +93,26 @@ static const struct map_entry *exec_map(struct proc *p, uint64_t ip, bool *reloa
 	return m && (m->prot & PROT_EXEC) ? m : NULL;
 }
 
-static signed char binary_fp(struct binary *b)
+/* Whether b keeps frame pointers: 1, -1, or 0 when its file could not be read (then
+ * asked again next time). Read through the mapping of process p when given (e: the
+ * registered path may be a descriptor of another process, or replaced since). */
+static signed char binary_fp(struct binary *b, const struct proc *p, const struct map_entry *e)
 {
-	if (!b->fp) {
-		int rc = fpcheck_path(b->path);
-		b->fp = rc > 0 ? 1 : -1;
+	char open_path[128];
+	int rc;
+
+	if (b->fp)
+		return b->fp;
+	rc = -ENOENT;
+	if (p && e) {   /* the very file mapped */
+		snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
+			 (unsigned long long)e->start, (unsigned long long)e->end);
+		rc = fpcheck_path(open_path);
 	}
+	if (rc < 0 && strncmp(b->path, "/proc/self/", 11))
+		rc = fpcheck_path(b->path);
+	if (rc >= 0)
+		b->fp = rc > 0 ? 1 : -1;
 	return b->fp;
 }
 
@@ -141,7 +157,7 @@ void ustack_decide(struct recorder *r, struct proc *p)
 		if (!(e->prot & PROT_EXEC) || e->path[0] != '/' || fp_exempt_path(e->path))
 			continue;
 		struct binary *b = ustack_map_binary(r, p, e);
-		all = b && binary_fp(b) > 0;
+		all = b && binary_fp(b, p, e) > 0;
 	}
 	p->fp_mode = all;
 	set_mode(r, p, all ? UNWIND_FP : UNWIND_DWARF);
@@ -162,7 +178,7 @@ void ustack_decide_exec(struct recorder *r, struct proc *p)
 		if (!(e->prot & PROT_EXEC) || e->path[0] != '/' || fp_exempt_path(e->path))
 			continue;
 		struct binary *b = ustack_map_binary(r, p, e);
-		all = b && binary_fp(b) > 0;
+		all = b && binary_fp(b, p, e) > 0;
 	}
 	/* Libraries are not mapped yet: an executable with frame pointers is checked
 	 * again, whole, at its first stack. */
@@ -174,8 +190,9 @@ void ustack_decide_exec(struct recorder *r, struct proc *p)
 
 void ustack_check_fp_frame(struct recorder *r, struct proc *p, struct binary *b)
 {
-	if (r->unwind_modes_fd <= 0 || binary_fp(b) > 0 || fp_exempt_path(b->path))
-		return;
+	if (r->unwind_modes_fd <= 0 || !p->fp_mode || binary_fp(b, NULL, NULL) >= 0 ||
+	    fp_exempt_path(b->path))
+		return;   /* not walked by frame pointers, or b keeps them (or is unreadable) */
 	p->fp_mode = false;
 	set_mode(r, p, UNWIND_DWARF);
 }
@@ -213,7 +230,7 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 		return;
 	if (!p->fp_checked)
 		ustack_decide(r, p);
-	bool replaces = hmap_find(&p->stacks, e->key, NULL, NULL) != NULL;
+	bool replaces = hmap_find(&p->stacks, stack_slot(e->key), NULL, NULL) != NULL;
 	if (replaces && (p->fp_mode || !p->fp_checked))
 		return;   /* an undecided process's copy; its frame-pointer stack stands */
 	if (e->len < have)
@@ -237,14 +254,14 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 	if (replaces && !n)
 		return;   /* nothing unwound: the frame-pointer walk's frames are better */
 	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
-	struct istack *old = hmap_find(&p->stacks, e->key, NULL, NULL);
+	struct istack *old = hmap_find(&p->stacks, stack_slot(e->key), NULL, NULL);
 	if (!s)
 		return;
 	if (old) {   /* the frame-pointer walk's context of an undecided process: replaced */
 		r->unresolved_frames -= stack_unresolved(old);
-		hmap_remove(&p->stacks, e->key, old);
+		hmap_remove(&p->stacks, stack_slot(e->key), old);
 	}
-	if (hmap_insert(&p->stacks, e->key, s))
+	if (hmap_insert(&p->stacks, stack_slot(e->key), s))
 		return;
 	r->unresolved_frames += unresolved;
 	r->ustacks++;
@@ -256,7 +273,7 @@ void ustack_key_done(struct proc *p, uint64_t key)
 {
 	struct istack *s;
 
-	if (!(key & ALLOC_USTACK_KEY) || !(s = hmap_find(&p->stacks, key, NULL, NULL)))
+	if (!(key & ALLOC_USTACK_KEY) || !(s = hmap_find(&p->stacks, stack_slot(key), NULL, NULL)))
 		return;
-	hmap_remove(&p->stacks, key, s);
+	hmap_remove(&p->stacks, stack_slot(key), s);
 }

@@ -4,7 +4,10 @@ recorded in exact and default (sampled) mode, sqlite3 in default mode. Each run 
 >= 90% of its bytes in contexts >= 5 frames deep that reach main (their stack holds
 __libc_start_call_main, main's caller: python3's and sqlite3's main has no symbol),
 every frame must name a module (an address outside the process's file mappings is never
-stored), and two exact runs of python3 must give the same top-10 stacks."""
+stored), and two exact runs of python3 must give the same top-10 stacks. Frames name
+their object: libc's frames say libc.so.6 (module, build-id of that file) and, with
+libc6-dbg's separate debug file by build-id, file:line; `export folded` names a frame
+without a symbol by its own object (python3.11+0x...), not by the executable."""
 import argparse
 import os
 import shutil
@@ -59,6 +62,43 @@ def check_run(memprofd, tmp, name, argv, alloc, errs):
     return ctxs
 
 
+def libc_debug_file(path):
+    bid = mpdtest.elf_build_id(path)
+    return bid and "/usr/lib/debug/.build-id/%s/%s.debug" % (bid[:2], bid[2:])
+
+
+def check_objects(memprofd, db, ctxs, errs):
+    """libc frames name libc with its build-id and carry file:line (libc6-dbg); folded
+    names unsymbolized frames by their object."""
+    libc = [f for c in ctxs for f in c["frames"] if (f["module"] or "").endswith("/libc.so.6")]
+    if not libc:
+        errs.append("python3-exact: no frame names libc.so.6 as its module")
+        return
+    path = libc[0]["module"]
+    if any(f["build_id"] != mpdtest.elf_build_id(path) for f in libc):
+        errs.append("python3-exact: libc frames' build_id is not %s's" % path)
+    dbg = libc_debug_file(path)
+    if not (dbg and os.path.exists(dbg)):
+        errs.append("libc6-dbg's %s is missing (deploy/bootstrap.sh installs libc6-dbg)" % dbg)
+    else:
+        start = [f for f in libc if f["function"] == MAIN_CALLER]
+        if not start or not all(f["file"] and f["line"] for f in start):
+            errs.append("python3-exact: %s in libc has no file:line although %s exists: %s" %
+                        (MAIN_CALLER, dbg, start[:1]))
+    exe = ctxs[0]["binary"]
+    out = os.path.join(os.path.dirname(db), "py.folded")
+    p = mpdtest.run([memprofd, "export", "folded", "--db", db, "--binary", exe, "-o", out])
+    if p.returncode != 0:
+        errs.append("export folded failed: " + mpdtest.describe(p))
+        return
+    with open(out) as f:
+        text = f.read()
+    base = os.path.basename(exe)
+    if base + "+0x" not in text or "[unknown]+0x" in text:
+        errs.append("export folded does not name unsymbolized frames by their object "
+                    "(%s+0x...): %r" % (base, text[:300]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
@@ -72,6 +112,8 @@ def main():
     py = ["/usr/bin/python3", "-c", PY_PROG]
     a = check_run(args.memprofd, tmp, "python3-exact", py, "exact", errs)
     b = check_run(args.memprofd, tmp, "python3-exact-again", py, "exact", errs)
+    if a:
+        check_objects(args.memprofd, os.path.join(tmp, "python3-exact.db"), a, errs)
     check_run(args.memprofd, tmp, "python3-default", py, "sampled", errs)
     check_run(args.memprofd, tmp, "sqlite3-default", ["/usr/bin/sqlite3", ":memory:", SQL],
               "sampled", errs)
