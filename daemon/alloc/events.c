@@ -176,6 +176,7 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 	unwinder_free(p->uw);     /* the new image maps other objects */
 	p->uw = NULL;
 	p->fp_checked = false;   /* decided again at the new image's first stack */
+	p->maps_reloads = 0;
 	ustack_decide_exec(r, p);
 }
 

@@ -21,6 +21,8 @@
 static const char *const fp_exempt[] = { "libc.so.6", "ld-linux-x86-64.so.2", "libstdc++.so.6",
 					  "libgcc_s.so.1", "libm.so.6" };
 
+#define USTACK_MAPS_RELOADS 64   /* maps re-read per process for unknown frames (dlopen) */
+
 _Static_assert(STACK_KEY_OWN == ALLOC_USTACK_KEY, "intern.h's stack_slot knows own keys");
 
 struct filebin {
@@ -84,8 +86,9 @@ static const struct map_entry *exec_map(struct proc *p, uint64_t ip, bool *reloa
 		maps_read_pid(&p->maps, p->pid);
 	}
 	m = maps_find(&p->maps, ip);
-	if ((!m || !(m->prot & PROT_EXEC)) && !*reloaded) {
+	if ((!m || !(m->prot & PROT_EXEC)) && !*reloaded && p->maps_reloads < USTACK_MAPS_RELOADS) {
 		*reloaded = true;
+		p->maps_reloads++;
 		maps_free(&p->maps);
 		maps_read_pid(&p->maps, p->pid);
 		m = maps_find(&p->maps, ip);
@@ -127,6 +130,20 @@ static bool fp_exempt_path(const char *path)
 	return false;
 }
 
+/* MEMPROFD_UNWIND=fp|dwarf overrides the per-object decision, for bench/unwind_cost.py's
+ * side-by-side cost of the two walks on one program (fp on code without frame pointers
+ * records wrong stacks: never for real use). */
+static unsigned forced_mode(unsigned mode)
+{
+	const char *e = getenv("MEMPROFD_UNWIND");
+
+	if (e && !strcmp(e, "fp"))
+		return UNWIND_FP;
+	if (e && !strcmp(e, "dwarf"))
+		return UNWIND_DWARF;
+	return mode;
+}
+
 static void set_mode(struct recorder *r, struct proc *p, unsigned mode)
 {
 	struct unwind_mode_val v = { .start_ns = p->start_ns, .mode = mode };
@@ -159,8 +176,8 @@ void ustack_decide(struct recorder *r, struct proc *p)
 		struct binary *b = ustack_map_binary(r, p, e);
 		all = b && binary_fp(b, p, e) > 0;
 	}
-	p->fp_mode = all;
-	set_mode(r, p, all ? UNWIND_FP : UNWIND_DWARF);
+	p->fp_mode = forced_mode(all ? UNWIND_FP : UNWIND_DWARF) == UNWIND_FP;
+	set_mode(r, p, forced_mode(all ? UNWIND_FP : UNWIND_DWARF));
 }
 
 void ustack_decide_exec(struct recorder *r, struct proc *p)
@@ -183,14 +200,15 @@ void ustack_decide_exec(struct recorder *r, struct proc *p)
 	/* Libraries are not mapped yet: an executable with frame pointers is checked
 	 * again, whole, at its first stack. */
 	p->fp_checked = !all;
-	p->fp_mode = all;
-	set_mode(r, p, all ? UNWIND_FP : UNWIND_DWARF);
+	p->fp_mode = forced_mode(all ? UNWIND_FP : UNWIND_DWARF) == UNWIND_FP;
+	set_mode(r, p, forced_mode(all ? UNWIND_FP : UNWIND_DWARF));
 	maps_free(&p->maps);
 }
 
 void ustack_check_fp_frame(struct recorder *r, struct proc *p, struct binary *b)
 {
-	if (r->unwind_modes_fd <= 0 || !p->fp_mode || binary_fp(b, NULL, NULL) >= 0 ||
+	if (r->unwind_modes_fd <= 0 || !p->fp_mode || forced_mode(UNWIND_DWARF) != UNWIND_DWARF ||
+	    binary_fp(b, NULL, NULL) >= 0 ||
 	    fp_exempt_path(b->path))
 		return;   /* not walked by frame pointers, or b keeps them (or is unreadable) */
 	p->fp_mode = false;

@@ -518,6 +518,10 @@ int cmd_record(int argc, char **argv)
 		(unsigned long long)cnt[CNT_DROP_RINGBUF], (unsigned long long)cnt[CNT_DROP_LIVE_FULL],
 		(unsigned long long)cnt[CNT_DROP_STATE_FULL], (unsigned long long)cnt[CNT_DROP_STACK], db,
 		cpu_ms, ru.ru_maxrss);
+	if (r.ustacks)
+		fprintf(stderr, "memprofd: %llu stacks unwound from DWARF CFI (%llu cut short: "
+			"truncated)\n", (unsigned long long)r.ustacks,
+			(unsigned long long)r.ustacks_truncated);
 	rc = 0;
 out:
 	if (ch.pid > 0 && ch.go_fd >= 0) {
