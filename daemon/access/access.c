@@ -13,7 +13,8 @@
 #include "alloc.skel.h"
 #include "daemon/attrib/addrspace.h"
 #include "base/log.h"
-#include "daemon/record/recorder.h"
+#include "daemon/access/access.h"
+#include "daemon/alloc/alloc_sampled.h"
 #include "daemon/access/src_soft.h"
 #include "daemon/access/src_spe.h"
 

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "daemon/alloc/ustack.h"
 #include "daemon/alloc/unwind.h"
+#include "bpf/sampled.h"
 #include "symbolizer/fpcheck.h"
 
 /* Runtime objects whose frames sit below main or rarely between an allocation and its

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "reporter/classify.h"
 #include "reporter/format.h"
@@ -1124,7 +1124,7 @@ static void test_status_governor(void **state)
 
 static void test_classify_data(void **state)
 {
-	/* attrib_classify_data()'s rule: est / size / observed s (>= 1 ms), no lifetime floor. */
+	/* classify_data()'s rule: est / size / observed s (>= 1 ms), no lifetime floor. */
 	assert_int_equal(classify_data(0, 8, 10 * SEC), CLASSIFY_COLD);           /* never hit */
 	assert_int_equal(classify_data(0, 8, 0), CLASSIFY_COLD);
 	assert_int_equal(classify_data(4999, 1000, 100 * SEC), CLASSIFY_COLD);    /* 0.04999 */
