@@ -80,16 +80,28 @@ def main():
         notify.ready(dmn, 20)
         notify.drain()
         sampler = os.path.abspath(a.sampler)
-        # inline_sites ends in microseconds, before the daemon could add it: it is exec'd
-        # by a python3 that is a target already, and so stays one.
-        exec_inl = ("import os, time\ntime.sleep(2)\nos.execve(%r, [%r], dict(os.environ, "
-                    "MEMPROFD_SAMPLE_BYTES='%d'))\n" % (inl, inl, INLINE_SAMPLE_BYTES))
         env = dict(os.environ, LD_PRELOAD=sampler, MEMPROFD_SAMPLE_BYTES=str(SAMPLE_BYTES),
                    PYTHONHOME="/usr")   # the python3 copy finds Debian's standard library
-        for argv in ([py, "-c", PY_PROG], [sq, ":memory:", SQL], [py, "-c", exec_inl]):
+        for argv in ([py, "-c", PY_PROG], [sq, ":memory:", SQL]):
             p = t.run(argv, timeout=60, env=env)
             if p.returncode != 0:
                 errs.append("%s failed: %s" % (argv[0], t.describe(p)))
+        # inline_sites ends in microseconds, before the daemon could add it: it is exec'd
+        # by a python3 that the daemon has recorded already (a target: it stays one).
+        gate = d + "/go"
+        exec_inl = ("import os, time\nwhile not os.path.exists(%r): time.sleep(0.05)\n"
+                    "os.execve(%r, [%r], dict(os.environ, MEMPROFD_SAMPLE_BYTES='%d'))\n" %
+                    (gate, inl, inl, INLINE_SAMPLE_BYTES))
+        parent = subprocess.Popen([py, "-c", exec_inl], env=env)
+        end = time.monotonic() + 30
+        while time.monotonic() < end and not any(
+                p.get("pid") == parent.pid for p in t.json.loads(t.run(
+                    [a.memprofd, "query", "processes", "--db", db, "--format", "json"]).stdout
+                    or "[]")):
+            time.sleep(0.3)
+        open(gate, "w").close()
+        if parent.wait(timeout=60) != 0:
+            errs.append("inline_sites (exec'd by python3) failed: %s" % parent.returncode)
         time.sleep(1.5)   # several flush intervals
     finally:
         dmn.send_signal(signal.SIGTERM)
