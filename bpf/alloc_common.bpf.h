@@ -161,6 +161,7 @@ static __always_inline u64 ustack_key(void)
 }
 
 #define USTACK_PAGES (ALLOC_USTACK_MAX / 4096 + 1)   /* page-wise copies after a failed one */
+#define USTACK_RING_RESERVE (2 << 20)   /* ring bytes kept for small records (~30k frees) */
 
 struct ustack_req {
 	u64 start_ns;
@@ -186,6 +187,13 @@ static __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 
 	if (!s || !ctx || !q)
 		return 0;
+	/* Copies are large: within USTACK_RING_RESERVE of a full ring, the small records
+	 * (frees, lifecycle) that keep the counts right go first; the allocation's stack
+	 * is counted lost. */
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ALLOC_RINGBUF_BYTES - USTACK_RING_RESERVE) {
+		count(CNT_DROP_STACK);
+		return 0;
+	}
 	stack_hi = q->stack_hi;
 	tgid = q->tgid;
 	wake = q->wake;
