@@ -60,6 +60,7 @@ static const char *const group_key[] = {
 	[STORE_SORT_LIFETIME] = "sum(m.total_lifetime_ns)",
 	[STORE_SORT_DENSITY] = DENSITY_SQL,
 	[STORE_SORT_ACCESSES] = "sum(m.total_access_count)",
+	[STORE_SORT_LIVE] = "sum(m.live_at_exit_bytes)",
 };
 
 static void bind_filter(sqlite3_stmt *st, const struct store_ctx_filter *f)
@@ -350,12 +351,15 @@ struct ctx_emit {
 static const char ctx_names_sql[] = "SELECT b.build_id, b.path, s.frames FROM contexts c"
 	" JOIN binaries b ON b.id = c.binary_id JOIN stacks s ON s.id = c.stack_id"
 	" WHERE c.id = ?1";
-static const char ctx_names_v9_sql[] = "SELECT b.build_id, b.path, s.frames, s.truncated"
+static const char ctx_names_v10_sql[] = "SELECT b.build_id, b.path, s.frames, s.truncated"
 	" FROM contexts c JOIN binaries b ON b.id = c.binary_id JOIN stacks s ON s.id = c.stack_id"
 	" WHERE c.id = ?1";
 #define MIB_COL(f, agg) ", m." #f
 static const char ctx_rows_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
 	" FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
+/* The same with the schema >= 9 fields. */
+static const char ctx_rows_v9_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
+	STORE__MIB_V9_FIELDS(MIB_COL) " FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
 /* The context's AccessHistogram over the same rows (schema >= 6). */
 static const char ctx_hist_sql[] =
 	"SELECT mib_hist_merge(m.access_hist) FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
@@ -393,7 +397,8 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 		    int64_t ctx)
 {
 	struct store_ctx_row row = { .context_id = ctx };
-	sqlite3_stmt *st = store__stmt(s, ctx_rows_sql);
+	bool v9 = store_schema_version(s) >= 9;
+	sqlite3_stmt *st = store__stmt(s, v9 ? ctx_rows_v9_sql : ctx_rows_sql);
 	int rc;
 
 	if (!st)
@@ -404,11 +409,14 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 		bind_filter(st, f);
 		sqlite3_bind_int64(st, 6, ctx);
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			struct mib m;
+			struct mib m = { 0 };
 			int col = 1;
 
 #define READ_COL(f, agg) m.f = col_u64(st, col++);
 			STORE__MIB_FIELDS(READ_COL)
+			if (v9) {
+				STORE__MIB_V9_FIELDS(READ_COL)
+			}
 #undef READ_COL
 			mib_combine(&row.mib, &m);
 		}
@@ -417,8 +425,8 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 	}
 	if (!row.mib.alloc_count)
 		return 0;
-	bool v9 = store_schema_version(s) >= 9;
-	st = store__stmt(s, v9 ? ctx_names_v9_sql : ctx_names_sql);
+	bool v10 = store_schema_version(s) >= 10;   /* stacks.truncated */
+	st = store__stmt(s, v10 ? ctx_names_v10_sql : ctx_names_sql);
 	if (!st)
 		return -EIO;
 
@@ -434,7 +442,7 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 		return store__fail(s, rc, "querying a context");
 	row.build_id = col_text(st, 0);
 	row.binary = col_text(st, 1);
-	row.truncated = v9 && sqlite3_column_int(st, 3) != 0;
+	row.truncated = v10 && sqlite3_column_int(st, 3) != 0;
 	r = load_frames(s, &e->fc, sqlite3_column_blob(st, 2), sqlite3_column_bytes(st, 2),
 			&row.nframes);
 	if (r == 0)
@@ -779,6 +787,14 @@ static int query_contexts(struct store *s, const struct store_ctx_filter *f,
 		g.since_ns = g.until_ns = 0;
 		f = &g;
 	}
+	if (f->sort == STORE_SORT_LIVE) {
+		/* Not in ctx_totals: the matching rows are grouped. */
+		if (store_schema_version(s) < 9)
+			return store__error(s, -EINVAL, "this store (schema %d) does not count "
+					    "objects live at exit; record with this memprofd",
+					    store_schema_version(s));
+		return query_contexts_grouped(s, f, false, e);
+	}
 	bool rows = f->pid || f->since_ns || f->until_ns, totals = store_schema_version(s) >= 2;
 	bool walkable = totals && rows && f->sort != STORE_SORT_DENSITY && f->limit &&
 			f->limit <= WALK_MAX_LIMIT;
@@ -1015,8 +1031,12 @@ double store_data_density(uint64_t est_accesses, uint64_t size, uint64_t observe
 	" FROM data_access d JOIN binaries b ON b.id = d.binary_id JOIN runs r ON r.id = d.run_id" \
 	" WHERE (?2 IS NULL OR b.build_id = ?2 OR b.path = ?2)" \
 	" AND (?3 = 0 OR r.started_ns >= ?3) AND (?4 = 0 OR r.started_ns < ?4)" \
+	" AND d.symbol != ''" \
 	" GROUP BY d.binary_id, d.symbol, d.address ORDER BY "
 #define DATA_TAIL " DESC, b.build_id, b.path, d.symbol, d.address LIMIT ?1"
+
+/* Rows with symbol '' (addresses in a binary's data that no symbol covers) are no data
+ * row: store_query_unsymbolized() counts them per binary. */
 
 /* store_data_density() in SQL. */
 #define DATA_DENSITY_SQL "CAST(sum(d.est_accesses) AS REAL) / max(max(d.size), 1)" \
@@ -1107,4 +1127,41 @@ int store_query_access_classes(struct store *s, int64_t run_id, store_access_cla
 			return r;
 	}
 	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying access classes");
+}
+
+static const char unsym_sql[] =
+	"SELECT d.run_id, b.build_id, b.path, sum(d.access_samples), sum(d.est_accesses)"
+	" FROM data_access d JOIN binaries b ON b.id = d.binary_id"
+	" WHERE d.symbol = '' AND (?1 = 0 OR d.run_id = ?1)"
+	" GROUP BY d.run_id, d.binary_id ORDER BY d.run_id DESC, 4 DESC, b.path";
+
+int store_query_unsymbolized(struct store *s, int64_t run_id, store_unsym_cb cb, void *arg)
+{
+	int rc = store_schema_version(s);
+
+	if (rc < 0)
+		return rc;
+	if (rc < 4)
+		return 0;
+
+	sqlite3_stmt *st = store__stmt(s, unsym_sql);
+
+	if (!st)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+
+	sqlite3_bind_int64(st, 1, run_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_unsym_row row = {
+			.run_id = sqlite3_column_int64(st, 0), .build_id = col_text(st, 1),
+			.binary = col_text(st, 2), .samples = col_u64(st, 3),
+			.est_accesses = col_u64(st, 4),
+		};
+		int r = cb(&row, arg);
+
+		if (r)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying unsymbolized data accesses");
 }

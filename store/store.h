@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 9
+#define STORE_SCHEMA_VERSION 10
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -130,7 +130,8 @@ int store_forget_process(struct store *s, int32_t pid, uint64_t start_ns);
 /* ---- read side ---- */
 
 enum store_sort { STORE_SORT_BYTES, STORE_SORT_COUNT, STORE_SORT_LIFETIME,
-		  STORE_SORT_DENSITY, STORE_SORT_ACCESSES };
+		  STORE_SORT_DENSITY, STORE_SORT_ACCESSES,
+		  STORE_SORT_LIVE /* bytes live at exit (schema >= 9; ranked by grouping rows) */ };
 
 /* How store_query_contexts() finds the top contexts; the result is the same whichever.
  * AUTO picks; the others are for tests and bench/query_bench, and fall back to GROUP
@@ -271,6 +272,11 @@ const char *store__migration_sql(int from);
 	X(num_same_alloc_cpu, SUM) X(num_same_dealloc_cpu, SUM) \
 	X(access_samples, SUM) X(total_access_count, SUM) \
 	X(min_access_count, MIN) X(max_access_count, MAX)
+/* The struct mib fields of schema >= 9 (issue 21: evidence and live at exit), all SUM;
+ * apart so that readers of older stores keep selecting only what those have. */
+#define STORE__MIB_V9_FIELDS(X) \
+	X(alloc_samples, SUM) X(live_at_exit_count, SUM) X(live_at_exit_bytes, SUM) \
+	X(live_at_exit_lifetime_ns, SUM)
 
 /* ---- data-access sampling (schema >= 4) ----
  * Per run, absolute values: the recorder keeps running totals and rewrites them at every
@@ -339,6 +345,16 @@ typedef int (*store_access_class_cb)(const struct store_access_class_row *row, v
  * class name. An older schema has none (returns 0). */
 int store_query_access_classes(struct store *s, int64_t run_id, store_access_class_cb cb,
 			       void *arg);
+
+/* Static-data samples at addresses no symbol of their binary covers, per run and binary
+ * (run_id 0: every run), most samples first; `query data` never lists them. */
+struct store_unsym_row {
+	int64_t run_id;
+	const char *build_id, *binary;
+	uint64_t samples, est_accesses;
+};
+typedef int (*store_unsym_cb)(const struct store_unsym_row *row, void *arg);
+int store_query_unsymbolized(struct store *s, int64_t run_id, store_unsym_cb cb, void *arg);
 
 /* ---- the overhead governor of a daemon run (store/governor.c) ----
  * One record per run, rewritten at every governor tick (absolute values), so `memprofd
