@@ -47,6 +47,20 @@ static void frame_addr(char *buf, size_t n, const struct store_frame *f)
 	snprintf(buf, n, "0x%" PRIx64, f->offset);
 }
 
+/* The object a frame is in: its path as mapped (null when unknown) and build-id; closes
+ * the frame's object. */
+static void print_frame_module(FILE *out, const struct store_frame *f)
+{
+	fputs(", \"module\": ", out);
+	if (f->path && *f->path)
+		fmt_json_str(out, f->path);
+	else
+		fputs("null", out);
+	fputs(", \"build_id\": ", out);
+	fmt_json_str(out, f->build_id ? f->build_id : "");
+	fputs("}", out);
+}
+
 static void json_bound(FILE *out, const char *key, const struct estimate *e, bool hi)
 {
 	if (e->kind == ESTIMATE_UNKNOWN || (hi && !e->hi_known))
@@ -101,7 +115,8 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
 			fputs(first ? "{\"function\": " : ", {\"function\": ", out);
 			fmt_json_str(out, f->function);
 			fprintf(out, ", \"file\": null, \"line\": null, \"column\": null, "
-				"\"inlined\": false, \"address\": \"%s\"}", addr);
+				"\"inlined\": false, \"address\": \"%s\"", addr);
+			print_frame_module(out, f);
 			first = false;
 			continue;
 		}
@@ -123,12 +138,14 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
 				fprintf(out, ", \"column\": %u", l->column);
 			else
 				fputs(", \"column\": null", out);
-			fprintf(out, ", \"inlined\": %s, \"address\": \"%s\"}",
+			fprintf(out, ", \"inlined\": %s, \"address\": \"%s\"",
 				l->inlined ? "true" : "false", addr);
+			print_frame_module(out, f);
 			first = false;
 		}
 	}
-	fprintf(out, "], \"alloc_count\": %" PRIu64 ", \"total_size\": %" PRIu64
+	fprintf(out, "], \"truncated\": %s", r->truncated ? "true" : "false");
+	fprintf(out, ", \"alloc_count\": %" PRIu64 ", \"total_size\": %" PRIu64
 		", \"min_size\": %" PRIu64 ", \"max_size\": %" PRIu64
 		", \"total_lifetime_ms\": %" PRIu64 ", \"min_lifetime_ms\": %" PRIu64
 		", \"max_lifetime_ms\": %" PRIu64 ", \"access_samples\": %" PRIu64

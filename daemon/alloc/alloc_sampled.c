@@ -44,6 +44,7 @@
 #include "sampled.skel.h"
 #include "base/log.h"
 #include "daemon/alloc/events.h"
+#include "daemon/alloc/ustack.h"
 #include "daemon/attrib/attrib.h"
 #include "daemon/alloc/alloc_sampled.h"
 #include "symbolizer/rootfs.h"
@@ -104,6 +105,7 @@ int sampled_open(struct sampled **out, struct recorder *r)
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+	r->unwind_modes_fd = bpf_map__fd(s->skel->maps.unwind_modes);
 	err = events_attach_lifecycle(s->skel->progs.on_fork, s->skel->progs.on_exec,
 				      s->skel->progs.on_exit, &s->links, &s->nlinks, &s->links_cap);
 	if (err)
@@ -379,7 +381,7 @@ static uint64_t carry_take(struct sampled *s, const struct istack *st, double w,
 /* The context of stack key `key` in p, or the unknown-stack context (counted). */
 static struct istack *context_of(struct sampled *s, struct proc *p, uint64_t key)
 {
-	struct istack *st = key ? hmap_find(&p->stacks, key, NULL, NULL) : NULL;
+	struct istack *st = key ? hmap_find(&p->stacks, stack_slot(key), NULL, NULL) : NULL;
 
 	if (!st) {
 		st = s->r->unknown_stack;
@@ -488,10 +490,13 @@ static int on_event(void *ctx, void *data, size_t len)
 		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
 			return 0;
 		if (r->attrib && (e->flags & SAMPLER_F_REGION) &&
-		    attrib_free(r->attrib, h->tgid, h->start_ns, e->addr, e->free_ns, e->free_cpu) == 0)
+		    attrib_free(r->attrib, h->tgid, h->start_ns, e->addr, e->free_ns, e->free_cpu) == 0) {
+			ustack_key_done(p, e->key);
 			return 0;   /* aggregated when it settles: sampled_object() */
+		}
 		add_sample(s, p, context_of(s, p, e->key), e->size, e->weight_q16, e->alloc_ns,
 			   e->free_ns, e->alloc_cpu, e->free_cpu, 0, 0);
+		ustack_key_done(p, e->key);   /* a copied stack's key is this sample's alone */
 		return 0;
 	}
 	if (h->type == EV_SALLOC) {

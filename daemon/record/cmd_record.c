@@ -629,6 +629,10 @@ static void print_summary(struct record *rec)
 		(unsigned long long)cnt[CNT_DROP_RINGBUF], (unsigned long long)cnt[CNT_DROP_LIVE_FULL],
 		(unsigned long long)cnt[CNT_DROP_STATE_FULL], (unsigned long long)cnt[CNT_DROP_STACK], rec->o->db,
 		cpu_ms, ru.ru_maxrss);
+	if (r->ustacks)
+		fprintf(stderr, "memprofd: %llu stacks unwound from DWARF CFI (%llu cut short: "
+			"truncated)\n", (unsigned long long)r->ustacks,
+			(unsigned long long)r->ustacks_truncated);
 }
 
 static void record_free(struct record *rec)

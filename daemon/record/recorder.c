@@ -88,11 +88,15 @@ static int write_agg(struct agg *a, void *arg)
 			.build_id = s->frames[i].build_id, .offset = s->frames[i].offset,
 			.function = s->function[i], .mangled = s->mangled[i],
 			.lines = s->lines[i], .nlines = s->nlines[i],
+			.path = *s->frames[i].build_id ? bin_path(&r->procs, s->frames[i].build_id) : NULL,
 		};
 	fill_proc(r, a->proc, &sp);
 	/* The store keys buckets by their start in CLOCK_REALTIME ns. */
-	return store_put_mib_hist(r->store, &sp, s->hash, f, s->nframes,
-				  a->bucket * 1000000000LL, &a->mib, &a->hist);
+	int err = store_put_mib_hist(r->store, &sp, s->hash, f, s->nframes,
+				     a->bucket * 1000000000LL, &a->mib, &a->hist);
+	if (!err && s->truncated)
+		err = store_mark_truncated(r->store, s->hash);
+	return err;
 }
 
 static int write_exits(struct recorder *r)

@@ -35,6 +35,9 @@ struct recorder {
 	int64_t mono_to_real_ns;         /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	uint64_t events;
 	uint64_t unresolved_frames;
+	uint64_t ustacks, ustacks_truncated;  /* stacks unwound from DWARF CFI, of them cut short */
+	int unwind_modes_fd;             /* BPF unwind_modes map (daemon/alloc/ustack.c), 0: none */
+	bool unwind_mode_logged;
 	uint64_t unknown_stack_objs;     /* objects attributed to unknown_stack */
 	uint64_t objects;                /* objects aggregated (deaths + live at end) */
 	bool flush_error_logged;

@@ -34,6 +34,7 @@
 #include "daemon/access/src_soft.h"
 #include "daemon/service/targets.h"
 #include "store/store.h"
+#include "symbolizer/symcache.h"
 #include "base/clock.h"
 
 #define DAEMON_STOP_BUDGET_MS 1200   /* SIGTERM -> flushed, leaving 0.8 s of the 2 s
@@ -42,6 +43,7 @@
 #define DAEMON_BUSY_TIMEOUT_MS 200   /* SQLite lock wait of a running flush (then: retry) */
 #define DAEMON_FLUSH_RETRY_MS 100    /* pause between final flush attempts */
 #define DAEMON_LOCK_SUFFIX ".lock"   /* DB.lock: the one-daemon-per-database flock */
+#define DAEMON_SYMCACHE_BYTES ((size_t)128 << 20)  /* opened symbolizers kept (LRU) */
 #define DAEMON_FIRST_MAINT_MS 60000  /* first maintenance after start: not in the start-up rush */
 #define MS_PER_S 1000
 
@@ -372,6 +374,12 @@ static int open_sources(struct daemon *d)
 
 	d->r.cmd = "daemon";
 	d->r.watch_all_exec = true;
+	/* Contexts get file:line and inline chains as record's do, at flush (write_agg), never
+	 * on the ring reader's path; the cache is bounded. Without it: ELF symbols only. */
+	struct symcache_opts so = { .max_bytes = DAEMON_SYMCACHE_BYTES,
+				    .debug = { .debuginfod = true } };
+	if (symcache_new(&d->r.symcache, &so) < 0)
+		d->r.symcache = NULL;
 	d->r.lifecycle = targets_lifecycle;
 	d->r.lifecycle_arg = &d->tg;
 	if (d->cfg.alloc == CFG_ALLOC_SAMPLED) {
@@ -635,6 +643,8 @@ int cmd_daemon(int argc, char **argv)
 	access_close(&d->r);
 	sampled_close(d->smp);
 	exact_close(&d->r);
+	if (d->r.symcache)
+		symcache_free(d->r.symcache);
 	agg_free(&d->r.aggs);
 	proctab_free(&d->r.procs);
 	interner_free(&d->r.in);

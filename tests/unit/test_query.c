@@ -363,10 +363,12 @@ static void test_contexts_json(void **state)
 	const char *p = out;
 	const char *keys[] = { "{\"build_id\": \"abcd01\"", "\"binary\": \"/srv/app\"",
 		"\"frames\": [{\"function\": \"cold_path\", \"file\": null, \"line\": null, "
-		"\"column\": null, \"inlined\": false, \"address\": \"0x1234\"}, "
+		"\"column\": null, \"inlined\": false, \"address\": \"0x1234\", "
+		"\"module\": \"/srv/app\", \"build_id\": \"abcd01\"}, "
 		"{\"function\": null, \"file\": null, \"line\": null, \"column\": null, "
-		"\"inlined\": false, \"address\": \"0x1300\"}, {\"function\": \"main\"",
-		"\"alloc_count\": 7,", "\"total_size\": 7340032,", "\"min_size\": 1048576,",
+		"\"inlined\": false, \"address\": \"0x1300\", \"module\": \"/srv/app\", "
+		"\"build_id\": \"abcd01\"}, {\"function\": \"main\"",
+		"\"truncated\": false,", "\"alloc_count\": 7,", "\"total_size\": 7340032,", "\"min_size\": 1048576,",
 		"\"max_size\": 1048576,", "\"total_lifetime_ms\": 21000,",
 		"\"min_lifetime_ms\": 2900,", "\"max_lifetime_ms\": 3100,",
 		"\"access_samples\": 3,", "\"est_accesses\": 30000,",
