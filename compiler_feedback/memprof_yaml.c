@@ -184,7 +184,7 @@ int export_memprof_yaml(FILE *out, struct store *s, const struct export_opts *o)
 			}
 			fprintf(out, "        MemInfoBlock:\n");
 			memprof_mib_fields(&c.v[rc->allocs[a]].mib,
-					   ts_base == UINT64_MAX ? 0 : ts_base, v);
+					   c.v[rc->allocs[a]].cls == CLASSIFY_UNKNOWN, ts_base == UINT64_MAX ? 0 : ts_base, v);
 			for (int f = 0; f < MEMPROF_MIB_NFIELDS; f++)
 				fprintf(out, "          %s: %" PRIu64 "\n",
 					memprof_mib_fields_def[f].name, v[f]);

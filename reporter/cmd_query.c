@@ -33,6 +33,7 @@ struct ctx_out {
 	FILE *out;
 	enum query_format fmt;
 	unsigned n;
+	struct classify_evidence ev;   /* the store's, for every row's class */
 };
 
 /* "0x1234": a frame without a symbol, by file offset. */
@@ -41,7 +42,8 @@ static void frame_addr(char *buf, size_t n, const struct store_frame *f)
 	snprintf(buf, n, "0x%" PRIx64, f->offset);
 }
 
-static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
+static void print_ctx_json(FILE *out, const struct store_ctx_row *r,
+			   const struct classify_evidence *ev)
 {
 	const struct mib *m = &r->mib;
 	char addr[32];
@@ -95,10 +97,11 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
 		m->alloc_count, m->total_size, m->min_size, m->max_size,
 		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
 		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
-		classify_density(m), classify_name(classify_mib(m)));
+		classify_density(m), classify_name(classify_mib(m, ev)));
 }
 
-static void print_ctx_csv(FILE *out, const struct store_ctx_row *r)
+static void print_ctx_csv(FILE *out, const struct store_ctx_row *r,
+			   const struct classify_evidence *ev)
 {
 	const struct mib *m = &r->mib;
 	_cleanup_free_ char *frames = NULL;
@@ -124,7 +127,7 @@ static void print_ctx_csv(FILE *out, const struct store_ctx_row *r)
 		m->alloc_count, m->total_size, m->min_size, m->max_size,
 		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
 		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
-		classify_density(m), classify_name(classify_mib(m)));
+		classify_density(m), classify_name(classify_mib(m, ev)));
 }
 
 /* Table layout: fixed columns, then the stack in what is left of FMT_TABLE_WIDTH. */
@@ -211,7 +214,8 @@ static void print_ctx_table_header(FILE *out)
 		W_CLASS, "CLASS", W_BINARY, "BINARY", "STACK (leaf first)");
 }
 
-static void print_ctx_table(FILE *out, const struct store_ctx_row *r)
+static void print_ctx_table(FILE *out, const struct store_ctx_row *r,
+			   const struct classify_evidence *ev)
 {
 	const struct mib *m = &r->mib;
 	char bytes[FMT_BUF], allocs[FMT_BUF], life[FMT_BUF], acc[FMT_BUF], dens[FMT_BUF];
@@ -226,7 +230,7 @@ static void print_ctx_table(FILE *out, const struct store_ctx_row *r)
 		W_LIFE, fmt_duration_ns(life, classify_avg_lifetime_ns(m)),
 		W_ACCESSES, fmt_count(acc, m->total_access_count),
 		W_DENSITY, fmt_density(dens, classify_density(m)),
-		W_CLASS, classify_name(classify_mib(m)), W_BINARY, bin, stack);
+		W_CLASS, classify_name(classify_mib(m, ev)), W_BINARY, bin, stack);
 }
 
 static int ctx_cb(const struct store_ctx_row *r, void *arg)
@@ -236,22 +240,29 @@ static int ctx_cb(const struct store_ctx_row *r, void *arg)
 	switch (o->fmt) {
 	case QUERY_JSON:
 		fputs(o->n ? ",\n" : "\n", o->out);
-		print_ctx_json(o->out, r);
+		print_ctx_json(o->out, r, &o->ev);
 		break;
 	case QUERY_CSV:
-		print_ctx_csv(o->out, r);
+		print_ctx_csv(o->out, r, &o->ev);
 		break;
 	default:
-		print_ctx_table(o->out, r);
+		print_ctx_table(o->out, r, &o->ev);
 	}
 	o->n++;
 	return 0;
 }
 
 /* --class: judged by the store on the summed MIB, before a context's frames are read. */
+struct class_want {
+	int cls;
+	const struct classify_evidence *ev;
+};
+
 static bool class_accept(const struct mib *sums, void *arg)
 {
-	return (int)classify_mib(sums) == *(const int *)arg;
+	const struct class_want *w = arg;
+
+	return (int)classify_mib(sums, w->ev) == w->cls;
 }
 
 /* cls >= 0: only that class; the limit then counts the rows that pass. */
@@ -260,13 +271,16 @@ static int print_contexts(FILE *out, struct store *s, const struct store_ctx_fil
 {
 	struct ctx_out o = { .out = out, .fmt = fmt };
 	struct store_ctx_filter g = { .sort = STORE_SORT_BYTES };
-	int r;
+	struct class_want want = { .cls = cls, .ev = &o.ev };
+	int r = classify_evidence_load(s, &o.ev);
 
+	if (r < 0)
+		return r;
 	if (f)
 		g = *f;
 	if (cls >= 0) {
 		g.accept = class_accept;
-		g.accept_arg = &cls;
+		g.accept_arg = &want;
 	}
 	if (fmt == QUERY_JSON)
 		fputc('[', out);
@@ -1083,12 +1097,12 @@ static int parse_option(int c, const char *arg, struct query_opts *o, const char
 		o->sort = arg;
 		return 0;
 	case O_CLASS:
-		for (int i = CLASSIFY_NOTCOLD; i <= CLASSIFY_HOT; i++)
+		for (int i = CLASSIFY_NOTCOLD; i < CLASSIFY_NCLASSES; i++)
 			if (!strcmp(arg, classify_name((enum classify_class)i))) {
 				o->cls = i;
 				return 0;
 			}
-		return usage_error(what, "--class: unknown class '%s' (cold|notcold|hot)", arg);
+		return usage_error(what, "--class: unknown class '%s' (cold|notcold|hot|unknown)", arg);
 	case O_FORMAT:
 		for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
 			if (!strcmp(arg, formats[i])) {

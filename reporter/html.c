@@ -82,7 +82,8 @@ struct html {
 	size_t nclasses, classes_cap;
 	unsigned n;                    /* contexts seen */
 	struct mib total;
-	uint64_t class_bytes[3], class_ctx[3], other[3];
+	struct classify_evidence ev;   /* the store's, for every context's class */
+	uint64_t class_bytes[CLASSIFY_NCLASSES], class_ctx[CLASSIFY_NCLASSES], other[3];
 	int err;
 };
 
@@ -126,7 +127,7 @@ static void table_row(struct html *h, const struct store_ctx_row *r)
 	char b1[FMT_BUF], b2[FMT_BUF], b3[FMT_BUF], b4[FMT_BUF], b5[FMT_BUF];
 	uint64_t life = classify_avg_lifetime_ns(m);
 	double dens = classify_density(m);
-	const char *cls = classify_name(classify_mib(m));
+	const char *cls = classify_name(classify_mib(m, &h->ev));
 
 	fprintf(out, "<tr class=\"%s\"><td data-v=\"%u\">%u</td>", cls, h->n + 1, h->n + 1);
 	fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", m->total_size, fmt_bytes(b1, m->total_size));
@@ -150,7 +151,7 @@ static int ctx_cb(const struct store_ctx_row *r, void *arg)
 {
 	struct html *h = arg;
 	const struct mib *m = &r->mib;
-	enum classify_class c = classify_mib(m);
+	enum classify_class c = classify_mib(m, &h->ev);
 
 	progress_step(&h->pr);
 	mib_combine(&h->total, m);
@@ -220,7 +221,8 @@ static int bucket_cb(const struct store_bucket_row *r, void *arg)
 		b->cur = b->last = r->bucket_start;
 	}
 	c = bsearch(&key, b->h->classes, b->h->nclasses, sizeof(key), cmp_class);
-	b->bytes[c ? c->cls : CLASSIFY_NOTCOLD] += r->total_size;
+	/* The map has hot, notcold and cold columns: unknown (no decision) is not cold. */
+	b->bytes[c && c->cls != CLASSIFY_UNKNOWN ? c->cls : CLASSIFY_NOTCOLD] += r->total_size;
 	return 0;
 }
 
@@ -406,7 +408,7 @@ static void summary(FILE *out, const struct html *h, const struct bucket_out *b)
 	snprintf(v, sizeof(v), "%s estimated from %" PRIu64 " samples",
 		 fmt_count(b1, h->total.total_access_count), h->total.access_samples);
 	kv(out, "accesses", v);
-	for (int c = CLASSIFY_HOT; c >= 0; c--) {
+	for (int c = CLASSIFY_NCLASSES - 1; c >= 0; c--) {
 		snprintf(v, sizeof(v), "%" PRIu64 " contexts, %s", h->class_ctx[c],
 			 fmt_bytes(b1, h->class_bytes[c]));
 		kv(out, classify_name((enum classify_class)c), v);
@@ -433,6 +435,9 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 	struct data_out d = {0};
 	int r = 0;
 
+	r = classify_evidence_load(s, &h.ev);
+	if (r < 0)
+		return r;
 	h.rows = open_memstream(&h.rows_buf, &h.rows_len);
 	for (int i = 0; i < 2; i++)
 		if (!(d.rows[i] = open_memstream(&d.buf[i], &d.len[i])))
