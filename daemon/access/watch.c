@@ -1,0 +1,395 @@
+/* Hardware-watchpoint windows over the sampler's objects (watch.h). Invariants: at most
+ * WATCH_SLOTS windows are open, each on a live object of a live process; a window's
+ * traps are bounded by max_hits per thread and reserved from the token bucket before it
+ * opens (unused ones are given back when it closes), so the traps taken never exceed
+ * the budget plus one window's worth. Lookups are linear over WATCH_OBJECTS_MAX objects:
+ * the sampler keeps about one object per 512 KiB live, so the table stays short. */
+#include <dirent.h>
+#include <errno.h>
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/access/watch.h"
+
+struct wobj {
+	uint32_t tgid;
+	uint64_t start_ns, addr, size;
+	bool dead;                /* freed or its process ended: not watched any more */
+	struct watch_est est;
+	double rate_sum;          /* sum of the windows' rates */
+};
+
+struct window {
+	int obj;                  /* index in objs, -1: slot free */
+	uint64_t opened_ns;
+	int fds[WATCH_THREADS_MAX];
+	unsigned nfds;
+};
+
+struct watch {
+	struct watch_opts o;
+	double trap_s;            /* one trap's cost in seconds */
+	struct wobj *objs;
+	unsigned nobjs;
+	unsigned next;            /* round-robin cursor over objs */
+	struct window win[WATCH_SLOTS];
+	double tokens;            /* traps that may still be spent */
+	uint64_t last_tick_ns;
+	uint64_t rng;
+	struct watch_counts c;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* One read/write watch of WATCH_GRANULE bytes at addr in thread tid (0: the caller),
+ * disarming itself after max_hits traps once enabled by PERF_EVENT_IOC_REFRESH (which the
+ * kernel refuses for inherited events: threads born during a window are not watched). */
+static int bp_open(pid_t tid, uint64_t addr, uint32_t max_hits)
+{
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_BREAKPOINT, .size = sizeof(a),
+		.bp_type = HW_BREAKPOINT_RW, .bp_addr = addr, .bp_len = HW_BREAKPOINT_LEN_8,
+		.sample_period = max_hits, .disabled = 1,
+		.exclude_kernel = 1, .exclude_hv = 1,
+		.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
+	};
+	int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static volatile uint64_t calib_word;
+
+/* The cost of one trap: the same loop of accesses with and without a watch on it. */
+static int calibrate(struct watch *w)
+{
+	uint64_t t0 = now_ns();
+
+	for (int i = 0; i < WATCH_CALIBRATE_HITS; i++)
+		calib_word = calib_word + 1;
+	uint64_t plain = now_ns() - t0;
+	int fd = bp_open(0, (uint64_t)(uintptr_t)&calib_word, 2 * WATCH_CALIBRATE_HITS + 1);
+
+	if (fd < 0)
+		return fd;
+	t0 = now_ns();
+	for (int i = 0; i < WATCH_CALIBRATE_HITS; i++)
+		calib_word = calib_word + 1;
+	uint64_t watched = now_ns() - t0, v[3] = { 0 };
+	ssize_t n = read(fd, v, sizeof(v));
+
+	close(fd);
+	if (n != sizeof(v) || !v[0])
+		return -EOPNOTSUPP;     /* armed but blind: no usable breakpoint PMU */
+	w->trap_s = (double)(watched > plain ? watched - plain : 1) / 1e9 / (double)v[0];
+	w->c.trap_ns = w->trap_s * 1e9;
+	return 0;
+}
+
+int watch_open(struct watch **out, const struct watch_opts *o)
+{
+	struct watch *w = calloc(1, sizeof(*w));
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	if (o)
+		w->o = *o;
+	if (!w->o.max_hits)
+		w->o.max_hits = WATCH_MAX_HITS;
+	if (!w->o.window_ns)
+		w->o.window_ns = WATCH_WINDOW_NS;
+	if (w->o.traps_per_s <= 0)
+		w->o.traps_per_s = WATCH_TRAPS_PER_S;
+	w->c.traps_per_s = w->o.traps_per_s;
+	w->objs = calloc(WATCH_OBJECTS_MAX, sizeof(*w->objs));
+	for (int i = 0; i < WATCH_SLOTS; i++)
+		w->win[i].obj = -1;
+	w->rng = now_ns() | 1;
+	if (!w->objs) {
+		free(w);
+		return -ENOMEM;
+	}
+	if ((r = calibrate(w)) < 0) {
+		watch_close(w);
+		return r;
+	}
+	*out = w;
+	return 0;
+}
+
+static void window_close_fds(struct window *win)
+{
+	for (unsigned i = 0; i < win->nfds; i++)
+		close(win->fds[i]);
+	win->nfds = 0;
+	win->obj = -1;
+}
+
+void watch_close(struct watch *w)
+{
+	if (!w)
+		return;
+	for (int i = 0; i < WATCH_SLOTS; i++)
+		window_close_fds(&w->win[i]);
+	free(w->objs);
+	free(w);
+}
+
+static int find(const struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr)
+{
+	for (unsigned i = 0; i < w->nobjs; i++)
+		if (w->objs[i].addr == addr && w->objs[i].tgid == tgid &&
+		    w->objs[i].start_ns == start_ns)
+			return (int)i;
+	return -1;
+}
+
+int watch_add(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr, uint64_t size)
+{
+	if (w->nobjs == WATCH_OBJECTS_MAX) {
+		w->c.dropped_objects++;
+		return -ENOSPC;
+	}
+	w->objs[w->nobjs++] = (struct wobj){ .tgid = tgid, .start_ns = start_ns, .addr = addr,
+					     .size = size ? size : 1 };
+	w->c.objects++;
+	return 0;
+}
+
+/* Per thread: hits over the time it was watched, less the traps' own time. A watch
+ * that disarmed (max_hits reached) ran for time_enabled of its thread's CPU time; one
+ * that did not, for the whole window. Returns the rate; *sat when traps took most of
+ * the time (the rate is then a lower bound). */
+static double thread_rate(const struct watch *w, const uint64_t v[3], double wall_s,
+			  uint64_t *hits, double *watched_s, bool *sat)
+{
+	double h = (double)v[0], t = v[0] >= w->o.max_hits ? (double)v[1] / 1e9 : wall_s;
+	double trap = h * w->trap_s, eff = t - trap;
+
+	if (eff < trap) {
+		*sat = *sat || v[0] >= w->o.max_hits;
+		eff = trap > 0 ? trap : t;
+	}
+	if (eff <= 0)
+		return 0;
+	*hits += v[0];
+	*watched_s += eff;
+	return h / eff;
+}
+
+/* Reads and closes a window: the object gets one more rate (the sum over its threads). */
+static void window_end(struct watch *w, struct window *win, uint64_t now)
+{
+	struct wobj *o = &w->objs[win->obj];
+	double wall_s = (double)(now - win->opened_ns) / 1e9, rate = 0, watched = 0;
+	uint64_t hits = 0;
+	bool sat = false;
+
+	for (unsigned i = 0; i < win->nfds; i++) {
+		uint64_t v[3];
+
+		if (read(win->fds[i], v, sizeof(v)) == sizeof(v))
+			rate += thread_rate(w, v, wall_s, &hits, &watched, &sat);
+	}
+	/* Unused reservations go back to the bucket. */
+	w->tokens += (double)win->nfds * w->o.max_hits - (double)hits;
+	w->c.traps += hits;
+	w->c.windows++;
+	o->est.windows++;
+	o->est.hits += hits;
+	o->est.saturated += sat;
+	o->est.watched_s += win->nfds ? watched / win->nfds : 0;
+	o->rate_sum += rate;
+	window_close_fds(win);
+}
+
+void watch_free(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr)
+{
+	int i = find(w, tgid, start_ns, addr);
+
+	if (i < 0)
+		return;
+	w->objs[i].dead = true;
+	for (int s = 0; s < WATCH_SLOTS; s++)
+		if (w->win[s].obj == i)
+			window_end(w, &w->win[s], now_ns());
+}
+
+void watch_process_exit(struct watch *w, uint32_t tgid, uint64_t start_ns)
+{
+	for (unsigned i = 0; i < w->nobjs; i++)
+		if (w->objs[i].tgid == tgid && w->objs[i].start_ns == start_ns)
+			watch_free(w, tgid, start_ns, w->objs[i].addr);
+}
+
+static void fill_est(const struct wobj *o, struct watch_est *e)
+{
+	*e = o->est;
+	e->rate = e->windows ? o->rate_sum / (double)e->windows : 0;
+	if (e->hits) {
+		double rel = WATCH_Z / sqrt((double)e->hits);
+
+		e->lo = e->rate * (rel < 1 ? 1 - rel : 0);
+		e->hi = e->rate * (1 + rel);
+	} else {
+		e->lo = 0;
+		e->hi = e->watched_s > 0 ? 3.0 / e->watched_s : INFINITY;
+	}
+}
+
+bool watch_take(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr,
+		struct watch_est *out)
+{
+	int i = find(w, tgid, start_ns, addr);
+
+	if (i < 0)
+		return false;
+	watch_free(w, tgid, start_ns, addr);
+	fill_est(&w->objs[i], out);
+	/* Swap-remove; a window on the moved object follows it. */
+	unsigned last = --w->nobjs;
+
+	if ((unsigned)i != last) {
+		w->objs[i] = w->objs[last];
+		for (int s = 0; s < WATCH_SLOTS; s++)
+			if (w->win[s].obj == (int)last)
+				w->win[s].obj = i;
+	}
+	if (w->next > w->nobjs)
+		w->next = 0;
+	return out->windows > 0;
+}
+
+/* Opens a window on object i: one watch per thread of its process. */
+static int window_open(struct watch *w, struct window *win, int i, uint64_t now)
+{
+	const struct wobj *o = &w->objs[i];
+	char path[64];
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", o->tgid);
+	if (!(d = opendir(path)))
+		return -errno;
+	w->rng ^= w->rng << 13, w->rng ^= w->rng >> 7, w->rng ^= w->rng << 17;
+	uint64_t granules = (o->size + WATCH_GRANULE - 1) / WATCH_GRANULE;
+	uint64_t at = (o->addr & ~(uint64_t)(WATCH_GRANULE - 1)) + (w->rng % granules) * WATCH_GRANULE;
+
+	win->nfds = 0;
+	while ((de = readdir(d)) && win->nfds < WATCH_THREADS_MAX) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end || tid <= 0)
+			continue;
+		int fd = bp_open((pid_t)tid, at, w->o.max_hits);
+
+		if (fd < 0) {
+			w->c.open_errors++;
+			continue;
+		}
+		win->fds[win->nfds++] = fd;
+	}
+	closedir(d);
+	if (!win->nfds)
+		return -ESRCH;
+	win->obj = i;
+	win->opened_ns = now;
+	return 0;
+}
+
+static bool watched_now(const struct watch *w, int i)
+{
+	for (int s = 0; s < WATCH_SLOTS; s++)
+		if (w->win[s].obj == i)
+			return true;
+	return false;
+}
+
+/* The next live object not in a window, round-robin; -1 if none. */
+static int next_object(struct watch *w)
+{
+	for (unsigned k = 0; k < w->nobjs; k++) {
+		unsigned i = (w->next + k) % w->nobjs;
+
+		if (!w->objs[i].dead && !watched_now(w, (int)i)) {
+			w->next = (i + 1) % w->nobjs;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+int watch_tick(struct watch *w, uint64_t now)
+{
+	int closed = 0;
+
+	if (w->last_tick_ns) {
+		double cap = w->o.traps_per_s;   /* at most one second's worth saved up */
+
+		w->tokens += w->o.traps_per_s * (double)(now - w->last_tick_ns) / 1e9;
+		if (w->tokens > cap)
+			w->tokens = cap;
+	}
+	w->last_tick_ns = now;
+	for (int s = 0; s < WATCH_SLOTS; s++)
+		if (w->win[s].obj >= 0 && now - w->win[s].opened_ns >= w->o.window_ns) {
+			window_end(w, &w->win[s], now);
+			closed++;
+		}
+	for (int s = 0; s < WATCH_SLOTS; s++) {
+		if (w->win[s].obj >= 0)
+			continue;
+		int i = next_object(w);
+
+		if (i < 0 || w->tokens < w->o.max_hits)
+			break;
+		if (window_open(w, &w->win[s], i, now) < 0) {
+			w->objs[i].dead = true;     /* its process is gone */
+			continue;
+		}
+		w->tokens -= (double)w->win[s].nfds * w->o.max_hits;
+	}
+	return closed;
+}
+
+void watch_set_budget(struct watch *w, double traps_per_s)
+{
+	w->o.traps_per_s = traps_per_s < 1 ? 1 : traps_per_s;
+	w->c.traps_per_s = w->o.traps_per_s;
+}
+
+void watch_get_counts(const struct watch *w, struct watch_counts *out)
+{
+	*out = w->c;
+}
+
+double watch_est_accesses(const struct watch_est *e, uint64_t size, uint64_t lifetime_ns)
+{
+	double granules = (double)((size + WATCH_GRANULE - 1) / WATCH_GRANULE);
+
+	return e->rate * granules * (double)lifetime_ns / 1e9;
+}
