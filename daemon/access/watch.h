@@ -14,16 +14,19 @@
 #define WATCH_SLOTS 4                      /* x86 has 4 debug registers per thread */
 #define WATCH_WINDOW_NS 20000000ull        /* a window's length (closed at the next tick) */
 #define WATCH_MAX_HITS 64                  /* traps per thread per window, then disarmed */
-#define WATCH_TRAPS_PER_S 2000.0           /* default trap budget, all targets together */
+#define WATCH_CPU_SHARE 0.01               /* default budget: traps may take 1% of one CPU
+                                            * (traps/s = share / calibrated trap cost) */
+#define WATCH_POLL_MS 20                   /* a recorder with windows wakes this often */
 #define WATCH_OBJECTS_MAX 4096             /* objects tracked at once (linear lookups) */
 #define WATCH_THREADS_MAX 64               /* threads watched per window (the first found) */
-#define WATCH_CALIBRATE_HITS 2000          /* traps of the self-test that measures a trap */
+#define WATCH_CALIBRATE_HITS 400           /* traps per run of the self-test timing a trap */
+#define WATCH_CALIBRATE_RUNS 5             /* runs; the cheapest is kept (preemption only adds) */
 #define WATCH_Z 1.96                       /* intervals: 95% (normal approximation) */
 
 struct watch_opts {
 	uint32_t max_hits;        /* 0: WATCH_MAX_HITS */
 	uint64_t window_ns;       /* 0: WATCH_WINDOW_NS */
-	double traps_per_s;       /* 0: WATCH_TRAPS_PER_S */
+	double traps_per_s;       /* 0: WATCH_CPU_SHARE / the calibrated trap cost */
 };
 
 /* What the windows on one object say. rate is accesses per second per WATCH_GRANULE
@@ -66,6 +69,9 @@ int watch_tick(struct watch *w, uint64_t now_ns);
 
 /* The governor's knob: traps per second allowed from now on (at least 1). */
 void watch_set_budget(struct watch *w, double traps_per_s);
+/* CPU (fraction of one CPU) the targets spend in traps at traps_per_s, and back. */
+double watch_cpu_of(const struct watch *w, double traps_per_s);
+double watch_traps_for(const struct watch *w, double cpu);
 void watch_get_counts(const struct watch *w, struct watch_counts *out);
 
 /* Accesses an object of size bytes alive lifetime_ns made, by the estimate. */

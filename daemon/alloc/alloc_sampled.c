@@ -43,6 +43,7 @@
 #include <bpf/bpf.h>
 #include "sampled.skel.h"
 #include "base/log.h"
+#include "daemon/access/watch.h"
 #include "daemon/alloc/events.h"
 #include "daemon/attrib/attrib.h"
 #include "daemon/record/recorder.h"
@@ -473,6 +474,8 @@ static int on_event(void *ctx, void *data, size_t len)
 		const struct ev_sfree *e = data;
 		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
 			return 0;
+		if (r->watch)
+			watch_free(r->watch, h->tgid, h->start_ns, e->addr);
 		if (r->attrib && (e->flags & SAMPLER_F_REGION) &&
 		    attrib_free(r->attrib, h->tgid, h->start_ns, e->addr, e->free_ns, e->free_cpu) == 0)
 			return 0;   /* aggregated when it settles: sampled_object() */
@@ -486,8 +489,10 @@ static int on_event(void *ctx, void *data, size_t len)
 		    !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
 			return 0;
 		/* On failure (index full) the object is aggregated at its death, without accesses. */
-		attrib_alloc(r->attrib, h->tgid, h->start_ns, e->addr, e->size,
-			     context_of(s, p, e->key), e->alloc_ns, e->cpu, e->weight_q16);
+		if (attrib_alloc(r->attrib, h->tgid, h->start_ns, e->addr, e->size,
+				 context_of(s, p, e->key), e->alloc_ns, e->cpu, e->weight_q16) == 0 &&
+		    r->watch)
+			watch_add(r->watch, h->tgid, h->start_ns, e->addr, e->size);
 		return 0;
 	}
 	events_common(r, data, len, reap_cb);
@@ -544,13 +549,26 @@ void sampled_send_allocs(struct sampled *s, bool on)
 	s->skel->bss->send_allocs = on;
 }
 
+/* A watched object's accesses come from its windows' rate over its whole life (the
+ * soft samples that hit it are a far smaller share); the traps count as its samples. */
 void sampled_object(struct sampled *s, const struct attrib_object *o)
 {
-	struct proc *p = proc_find(&s->r->procs, o->tgid, o->start_ns);
+	struct recorder *r = s->r;
+	struct proc *p = proc_find(&r->procs, o->tgid, o->start_ns);
+	uint64_t samples = o->samples, est = o->est_accesses;
+	struct watch_est we;
 
+	if (r->watch && watch_take(r->watch, o->tgid, o->start_ns, o->addr, &we)) {
+		double a = watch_est_accesses(&we, o->size, o->free_ns - o->alloc_ns);
+
+		est = a >= 1.8e19 ? UINT64_MAX : (uint64_t)(a + 0.5);
+		samples += we.hits;
+		r->watch_hits += we.hits;
+		r->watch_est += est;
+	}
 	if (p)
 		add_sample(s, p, o->ctx, o->size, o->weight_q16, o->alloc_ns, o->free_ns,
-			   o->alloc_cpu, o->free_cpu, o->samples, o->est_accesses);
+			   o->alloc_cpu, o->free_cpu, samples, est);
 }
 
 int sampled_drain(struct sampled *s)

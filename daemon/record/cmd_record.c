@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "daemon/access/watch.h"
 #include "daemon/record/child.h"
 #include "cli/cmds.h"
 #include "base/log.h"
@@ -430,7 +431,8 @@ int cmd_record(int argc, char **argv)
 	int64_t start = mono_ns(), last_flush = start;
 	bool stop = false;
 	while (!stop) {
-		if ((smp ? sampled_poll(smp, RECORD_POLL_MS) : exact_poll(&r, RECORD_POLL_MS)) < 0) {
+		int poll_ms = r.watch ? WATCH_POLL_MS : RECORD_POLL_MS;
+		if ((smp ? sampled_poll(smp, poll_ms) : exact_poll(&r, poll_ms)) < 0) {
 			status = "error: ring buffer";
 			break;
 		}
