@@ -90,6 +90,24 @@ enum classify_class classify_mib(const struct mib *m, const struct classify_evid
 	return CLASSIFY_NOTCOLD;
 }
 
+void classify_density_interval(const struct mib *m, const struct classify_evidence *ev,
+			       double *lo, double *hi)
+{
+	double d = classify_density(m);
+
+	if (m->access_samples && d > 0) {
+		double rel = CLASSIFY_INTERVAL_Z / sqrt((double)m->access_samples);
+
+		*lo = rel < 1 ? d * (1 - rel) : 0;
+		*hi = d * (1 + rel);
+		return;
+	}
+	double e = classify_expected_hot_samples(m, ev);
+
+	*lo = 0;
+	*hi = e > 0 ? CLASSIFY_MIN_EXPECTED_SAMPLES * CLASSIFY_HOT_DENSITY / e : INFINITY;
+}
+
 const char *classify_name(enum classify_class c)
 {
 	switch (c) {

@@ -20,6 +20,7 @@ struct store;
 /* Samples a context at the hot threshold must have been expected to give before their
  * absence says anything: P(0 samples | Poisson(3)) = 5%. */
 #define CLASSIFY_MIN_EXPECTED_SAMPLES 3.0
+#define CLASSIFY_INTERVAL_Z 1.96             /* density intervals: 95% */
 
 enum classify_class { CLASSIFY_NOTCOLD, CLASSIFY_COLD, CLASSIFY_HOT, CLASSIFY_UNKNOWN,
 		      CLASSIFY_NCLASSES };
@@ -45,6 +46,12 @@ double classify_expected_hot_samples(const struct mib *m, const struct classify_
  * give a density of at least CLASSIFY_COLD_DENSITY, else unknown. ev NULL: no evidence. */
 enum classify_class classify_mib(const struct mib *m, const struct classify_evidence *ev);
 const char *classify_name(enum classify_class c);   /* "cold", "notcold", "hot", "unknown" */
+/* A 95% interval of the density: with n = access_samples > 0, density * (1 -+ 1.96 /
+ * sqrt(n)) (Poisson, normal approximation; lo at least 0); with none, [0, the density at
+ * which CLASSIFY_MIN_EXPECTED_SAMPLES would have been expected], hi INFINITY without
+ * evidence. */
+void classify_density_interval(const struct mib *m, const struct classify_evidence *ev,
+			       double *lo, double *hi);
 
 /* A static data symbol, by daemon/attrib/attrib.h's attrib_classify_data() rule (default
  * thresholds): density = est_accesses / size (0 counts as 1) / observed seconds (at least

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -47,6 +48,9 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r,
 {
 	const struct mib *m = &r->mib;
 	char addr[32];
+	double lo, hi;
+
+	classify_density_interval(m, ev, &lo, &hi);
 
 	fputs("{\"build_id\": ", out);
 	fmt_json_str(out, r->build_id ? r->build_id : "");
@@ -93,11 +97,16 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r,
 		", \"total_lifetime_ms\": %" PRIu64 ", \"min_lifetime_ms\": %" PRIu64
 		", \"max_lifetime_ms\": %" PRIu64 ", \"access_samples\": %" PRIu64
 		", \"est_accesses\": %" PRIu64 ", \"lifetime_access_density\": %.9g"
-		", \"class\": \"%s\"}",
+		", \"density_interval\": [%.9g, ",
 		m->alloc_count, m->total_size, m->min_size, m->max_size,
 		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
 		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
-		classify_density(m), classify_name(classify_mib(m, ev)));
+		classify_density(m), lo);
+	if (isfinite(hi))
+		fprintf(out, "%.9g]", hi);
+	else
+		fputs("null]", out);
+	fprintf(out, ", \"class\": \"%s\"}", classify_name(classify_mib(m, ev)));
 }
 
 static void print_ctx_csv(FILE *out, const struct store_ctx_row *r,

@@ -244,10 +244,11 @@ void access_report(struct recorder *r)
 
 		watch_get_counts(r->watch, &wc);
 		fprintf(stderr, "memprofd: access: watch: %llu windows on %llu objects, %llu traps "
-			"(%.1f us each, budget %.0f/s), %llu accesses estimated\n",
+			"(%.1f us each, budget %.0f/s), %llu accesses estimated, %llu unwatched "
+			"objects given their context's density\n",
 			(unsigned long long)wc.windows, (unsigned long long)wc.objects,
 			(unsigned long long)wc.traps, wc.trap_ns / 1e3, wc.traps_per_s,
-			(unsigned long long)r->watch_est);
+			(unsigned long long)r->watch_est, (unsigned long long)r->watch_imputed);
 	}
 }
 

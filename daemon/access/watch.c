@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,8 @@ struct window {
 	int obj;                  /* index in objs, -1: slot free */
 	uint64_t opened_ns;
 	int fds[WATCH_THREADS_MAX];
+	void *rings[WATCH_THREADS_MAX];     /* each watch's ring: the time of its max_hits-th trap */
+	uint64_t armed_ns[WATCH_THREADS_MAX];
 	unsigned nfds;
 };
 
@@ -64,6 +67,7 @@ static int bp_open(pid_t tid, uint64_t addr, uint32_t max_hits)
 		.type = PERF_TYPE_BREAKPOINT, .size = sizeof(a),
 		.bp_type = HW_BREAKPOINT_RW, .bp_addr = addr, .bp_len = HW_BREAKPOINT_LEN_8,
 		.sample_period = max_hits, .disabled = 1,
+		.sample_type = PERF_SAMPLE_TIME, .use_clockid = 1, .clockid = CLOCK_MONOTONIC,
 		.exclude_kernel = 1, .exclude_hv = 1,
 		.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
 	};
@@ -156,12 +160,46 @@ int watch_open(struct watch **out, const struct watch_opts *o)
 	return 0;
 }
 
+static size_t ring_bytes(void)
+{
+	return (size_t)WATCH_RING_PAGES * (size_t)sysconf(_SC_PAGESIZE);
+}
+
 static void window_close_fds(struct window *win)
 {
-	for (unsigned i = 0; i < win->nfds; i++)
+	for (unsigned i = 0; i < win->nfds; i++) {
+		if (win->rings[i])
+			munmap(win->rings[i], ring_bytes());
 		close(win->fds[i]);
+	}
 	win->nfds = 0;
 	win->obj = -1;
+}
+
+/* The time of the first sample in a watch's ring (the trap that disarmed it), 0 if none. */
+static uint64_t ring_first_time(const void *ring)
+{
+	const struct perf_event_mmap_page *pg = ring;
+	const uint8_t *data = (const uint8_t *)ring + pg->data_offset;
+	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE), off = pg->data_tail;
+
+	while (off + sizeof(struct perf_event_header) <= head) {
+		struct perf_event_header h;
+		uint64_t t;
+		size_t at = (size_t)(off % pg->data_size);
+
+		if (at + sizeof(h) + sizeof(t) > pg->data_size)
+			return 0;   /* wrapped: one sample per window never wraps a page */
+		memcpy(&h, data + at, sizeof(h));
+		if (h.size < sizeof(h))
+			return 0;
+		if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + sizeof(t)) {
+			memcpy(&t, data + at + sizeof(h), sizeof(t));
+			return t;
+		}
+		off += h.size;
+	}
+	return 0;
 }
 
 void watch_close(struct watch *w)
@@ -195,18 +233,23 @@ int watch_add(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr, 
 	return 0;
 }
 
-/* Per thread: hits over the time it was watched, less the traps' own time. A watch
- * that disarmed (max_hits reached) ran for time_enabled of its thread's CPU time; one
- * that did not, for the whole window. Returns the rate; *sat when traps took most of
- * the time (the rate is then a lower bound). */
+/* Per thread: hits over the wall time it was watched, less the traps' own time. A watch
+ * that disarmed (max_hits reached) was watched until its last trap (t_k, from its ring);
+ * one that did not, for the whole window. Returns the rate; *sat when traps took most
+ * of the time (the rate is then a lower bound). */
 static double thread_rate(const struct watch *w, const uint64_t v[3], double wall_s,
-			  uint64_t *hits, double *watched_s, bool *sat)
+			  double to_k_s, uint64_t *hits, double *watched_s, bool *sat)
 {
-	double h = (double)v[0], t = v[0] >= w->o.max_hits ? (double)v[1] / 1e9 : wall_s;
+	double h = (double)v[0], t = v[0] >= w->o.max_hits && to_k_s > 0 ? to_k_s : wall_s;
 	double trap = h * w->trap_s, eff = t - trap;
 
-	if (eff < trap) {
-		*sat = *sat || v[0] >= w->o.max_hits;
+	/* Traps took most of the time (a target's trap can cost more than the calibration
+	 * loop's, hence the margin): the thread was trapping back to back, and the true rate
+	 * is at least what one trap per trap cost shows. */
+	if (v[0] >= w->o.max_hits && eff < WATCH_SATURATED * trap) {
+		*sat = true;
+		eff = trap;
+	} else if (eff < trap) {
 		eff = trap > 0 ? trap : t;
 	}
 	if (eff <= 0)
@@ -225,10 +268,11 @@ static void window_end(struct watch *w, struct window *win, uint64_t now)
 	bool sat = false;
 
 	for (unsigned i = 0; i < win->nfds; i++) {
-		uint64_t v[3];
+		uint64_t v[3], tk = win->rings[i] ? ring_first_time(win->rings[i]) : 0;
+		double to_k = tk > win->armed_ns[i] ? (double)(tk - win->armed_ns[i]) / 1e9 : 0;
 
 		if (read(win->fds[i], v, sizeof(v)) == sizeof(v))
-			rate += thread_rate(w, v, wall_s, &hits, &watched, &sat);
+			rate += thread_rate(w, v, wall_s, to_k, &hits, &watched, &sat);
 	}
 	/* Unused reservations go back to the bucket. */
 	w->tokens += (double)win->nfds * w->o.max_hits - (double)hits;
@@ -327,6 +371,10 @@ static int window_open(struct watch *w, struct window *win, int i, uint64_t now)
 			w->c.open_errors++;
 			continue;
 		}
+		void *ring = mmap(NULL, ring_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		win->rings[win->nfds] = ring == MAP_FAILED ? NULL : ring;
+		win->armed_ns[win->nfds] = now_ns();
 		win->fds[win->nfds++] = fd;
 	}
 	closedir(d);
@@ -345,18 +393,23 @@ static bool watched_now(const struct watch *w, int i)
 	return false;
 }
 
-/* The next live object not in a window, round-robin; -1 if none. */
+/* The live object not in a window with the fewest windows so far (round-robin among
+ * equals), so that the budget reaches every object before any gets a second; -1 if none. */
 static int next_object(struct watch *w)
 {
+	int best = -1;
+
 	for (unsigned k = 0; k < w->nobjs; k++) {
 		unsigned i = (w->next + k) % w->nobjs;
 
-		if (!w->objs[i].dead && !watched_now(w, (int)i)) {
-			w->next = (i + 1) % w->nobjs;
-			return (int)i;
-		}
+		if (w->objs[i].dead || watched_now(w, (int)i))
+			continue;
+		if (best < 0 || w->objs[i].est.windows < w->objs[best].est.windows)
+			best = (int)i;
 	}
-	return -1;
+	if (best >= 0)
+		w->next = ((unsigned)best + 1) % w->nobjs;
+	return best;
 }
 
 int watch_tick(struct watch *w, uint64_t now)

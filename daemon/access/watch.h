@@ -13,15 +13,19 @@
 #define WATCH_GRANULE 8                    /* bytes one x86 debug register watches */
 #define WATCH_SLOTS 4                      /* x86 has 4 debug registers per thread */
 #define WATCH_WINDOW_NS 20000000ull        /* a window's length (closed at the next tick) */
-#define WATCH_MAX_HITS 64                  /* traps per thread per window, then disarmed */
+#define WATCH_MAX_HITS 16                  /* traps per thread per window, then disarmed:
+                                            * enough to tell a rate at the trap limit */
 #define WATCH_CPU_SHARE 0.01               /* default budget: traps may take 1% of one CPU
                                             * (traps/s = share / calibrated trap cost) */
 #define WATCH_POLL_MS 20                   /* a recorder with windows wakes this often */
 #define WATCH_OBJECTS_MAX 4096             /* objects tracked at once (linear lookups) */
 #define WATCH_THREADS_MAX 64               /* threads watched per window (the first found) */
+#define WATCH_RING_PAGES 2                 /* per watch: header + one page for its sample */
 #define WATCH_CALIBRATE_HITS 400           /* traps per run of the self-test timing a trap */
 #define WATCH_CALIBRATE_RUNS 5             /* runs; the cheapest is kept (preemption only adds) */
 #define WATCH_Z 1.96                       /* intervals: 95% (normal approximation) */
+#define WATCH_SATURATED 2.0                /* a disarmed watch whose time besides its traps was
+                                            * under this many times the traps' is saturated */
 
 struct watch_opts {
 	uint32_t max_hits;        /* 0: WATCH_MAX_HITS */

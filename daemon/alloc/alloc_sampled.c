@@ -55,6 +55,7 @@ struct carry {
 	const struct istack *stack;
 	double wsum;              /* sum of the weights of this context's samples */
 	uint64_t emitted;         /* objects already given to aggregates */
+	double watch_acc, watch_bs;   /* its watched objects: accesses, byte-seconds of life */
 };
 
 #define SAMPLED_WATERMARK_SLACK_NS 2000000ULL  /* records may trail the ring's order by this much */
@@ -347,7 +348,7 @@ static bool carry_eq(const void *val, const void *key)
 
 /* How many whole objects this sample adds to its context: the running sum of weights,
  * floored, minus what was already given (so the count stays within 1 of the estimate). */
-static uint64_t carry_take(struct sampled *s, const struct istack *st, double w)
+static struct carry *carry_get(struct sampled *s, const struct istack *st)
 {
 	uint64_t h = st->hash ? st->hash : 1;
 	struct carry *c = hmap_find(&s->carries, h, carry_eq, st);
@@ -356,10 +357,19 @@ static uint64_t carry_take(struct sampled *s, const struct istack *st, double w)
 		c = calloc(1, sizeof(*c));
 		if (!c || hmap_insert(&s->carries, h, c)) {
 			free(c);
-			return (uint64_t)llround(w);
+			return NULL;
 		}
 		c->stack = st;
 	}
+	return c;
+}
+
+static uint64_t carry_take(struct sampled *s, const struct istack *st, double w)
+{
+	struct carry *c = carry_get(s, st);
+
+	if (!c)
+		return (uint64_t)llround(w);
 	c->wsum += w;
 	uint64_t total = (uint64_t)floor(c->wsum + 1e-9);
 	uint64_t take = total > c->emitted ? total - c->emitted : 0;
@@ -549,8 +559,15 @@ void sampled_send_allocs(struct sampled *s, bool on)
 	s->skel->bss->send_allocs = on;
 }
 
+static uint64_t d2u(double a)
+{
+	return a >= 1.8e19 ? UINT64_MAX : a <= 0 ? 0 : (uint64_t)(a + 0.5);
+}
+
 /* A watched object's accesses come from its windows' rate over its whole life (the
- * soft samples that hit it are a far smaller share); the traps count as its samples. */
+ * soft samples that hit it are a far smaller share); the traps count as its samples.
+ * An object the budget left unwatched gets its context's watched density so far (a
+ * ratio estimate: accesses / byte-seconds of the watched ones), none before the first. */
 void sampled_object(struct sampled *s, const struct attrib_object *o)
 {
 	struct recorder *r = s->r;
@@ -558,13 +575,25 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 	uint64_t samples = o->samples, est = o->est_accesses;
 	struct watch_est we;
 
-	if (r->watch && watch_take(r->watch, o->tgid, o->start_ns, o->addr, &we)) {
-		double a = watch_est_accesses(&we, o->size, o->free_ns - o->alloc_ns);
+	if (r->watch) {
+		struct carry *c = o->ctx ? carry_get(s, o->ctx) : NULL;
+		double bs = (double)o->size * (double)(o->free_ns - o->alloc_ns) / 1e9;
 
-		est = a >= 1.8e19 ? UINT64_MAX : (uint64_t)(a + 0.5);
-		samples += we.hits;
-		r->watch_hits += we.hits;
-		r->watch_est += est;
+		if (watch_take(r->watch, o->tgid, o->start_ns, o->addr, &we)) {
+			double a = watch_est_accesses(&we, o->size, o->free_ns - o->alloc_ns);
+
+			est = d2u(a);
+			samples += we.hits;
+			r->watch_hits += we.hits;
+			r->watch_est += est;
+			if (c) {
+				c->watch_acc += a;
+				c->watch_bs += bs;
+			}
+		} else if (c && c->watch_bs > 0 && !samples) {
+			est = d2u(c->watch_acc / c->watch_bs * bs);
+			r->watch_imputed++;
+		}
 	}
 	if (p)
 		add_sample(s, p, o->ctx, o->size, o->weight_q16, o->alloc_ns, o->free_ns,
