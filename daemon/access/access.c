@@ -148,7 +148,7 @@ int access_setup(struct recorder *r, const char *mode, bool required, uint64_t f
 		attrib_alloc_watermark(r->attrib, 0);
 		sampled_send_allocs(r->sampled, true);
 		/* The sampled objects' own access rates, whatever their share of the heap. */
-		if ((e = watch_open(&r->watch, NULL)) < 0) {
+		if (!r->no_watch && (e = watch_open(&r->watch, NULL)) < 0) {
 			fprintf(stderr, "memprofd: access: watch: breakpoints unavailable (%s); "
 				"sampled objects get %s samples only\n", strerror(-e),
 				access_src_name(r->access.src));

@@ -49,6 +49,7 @@ struct recorder {
 	/* --alloc sampled with --access: watchpoint windows over the sampled objects
 	 * (daemon/access/watch.h; NULL: none), and what they gave the settled objects. */
 	struct watch *watch;
+	bool no_watch;                   /* set before access_setup: --watch off */
 	uint64_t watch_hits, watch_est;  /* traps behind the estimates, accesses estimated */
 	uint64_t watch_imputed;          /* unwatched objects given their context's ratio */
 	/* The daemon's view of the process lifecycle (NULL in record mode): called after

@@ -29,13 +29,13 @@ CONTEXT_KEYS = {
     "alloc_count": int, "total_size": int, "min_size": int, "max_size": int,
     "total_lifetime_ms": int, "min_lifetime_ms": int, "max_lifetime_ms": int,
     "access_samples": int, "est_accesses": int, "lifetime_access_density": (int, float),
-    "class": str,
+    "density_interval": list, "class": str,
 }
 FRAME_KEYS = {
     "function": (str, type(None)), "file": (str, type(None)), "line": (int, type(None)),
     "column": (int, type(None)), "inlined": bool, "address": str,
 }
-CLASSES = {"cold", "notcold", "hot"}
+CLASSES = {"cold", "notcold", "hot", "unknown"}
 
 # Names that must never be a context's first frame: allocator frames are removed.
 ALLOCATOR_NAMES = {
