@@ -51,9 +51,15 @@ MALLOC_FAMILY = ("malloc", "free", "calloc", "realloc", "cfree")
 LOOP_RE = re.compile(r"malloc_loop: \d+ iters in [0-9.]+ s: [0-9.]+ ns/iter, cpu ([0-9.]+) ns/iter")
 
 
+def memprofd_path(build):
+    """The memprofd binary: cli/ since the layout split, daemon/ before it."""
+    p = os.path.join(build, "cli", "memprofd")
+    return p if os.path.exists(p) else os.path.join(build, "daemon", "memprofd")
+
+
 def variants(a, tmp):
     kv = os.path.join(a.build, "bench", "kvcache")
-    mpd = os.path.join(a.build, "daemon", "memprofd")
+    mpd = memprofd_path(a.build)
     so = os.path.join(a.build, "sampler", "libmemprofd_sampler.so")
     db = os.path.join(tmp, "bench.db")
     v = [("nothing", lambda ops, th: ([kv, "--ops", ops, "--threads", th], {}), False),
@@ -61,6 +67,9 @@ def variants(a, tmp):
                                                 {"LD_PRELOAD": so}), False),
          ("memprofd record (default)", lambda ops, th: ([mpd, "record", "--db", db, "--", kv,
                                                          "--ops", ops, "--threads", th], {}), False),
+         ("memprofd record --watch off", lambda ops, th: ([mpd, "record", "--watch", "off", "--db",
+                                                           db, "--", kv, "--ops", ops, "--threads",
+                                                           th], {}), False),
          ("memprofd --alloc exact", lambda ops, th: ([mpd, "record", "--alloc", "exact", "--db", db,
                                                       "--", kv, "--ops", ops, "--threads", th], {}), True)]
     clang = shutil.which("clang-19")
@@ -137,7 +146,7 @@ def private_libc(tmp, exe):
 def uprobe_cost_variants(a, tmp):
     loop = os.path.join(a.build, "bench", "malloc_loop")
     bare = os.path.join(a.build, "bench", "uprobe_cost")
-    mpd = os.path.join(a.build, "daemon", "memprofd")
+    mpd = memprofd_path(a.build)
     db = os.path.join(tmp, "uprobe_cost.db")
     work = [loop, "--iters", str(a.iters)]
     return [("nothing", work),
@@ -269,7 +278,8 @@ def main():
             want = a.only.split(",")
             vs = [x for x in vs if x[0] == "nothing" or any(x[0].startswith(w) for w in want)]
         iso = private_libc(tmp, os.path.join(a.build, "bench", "kvcache"))
-        cheap = ("nothing", "sampler preloaded", "memprofd record (default)")
+        cheap = ("nothing", "sampler preloaded", "memprofd record (default)",
+                 "memprofd record --watch off")
         loads = [("kvcache", [], vs)]
         if a.work:
             loads.append(("kvcache --work %d" % a.work, ["--work", str(a.work)],
