@@ -1,7 +1,7 @@
 /* Context classification: hot if density > CLASSIFY_HOT_DENSITY; cold only if, besides
  * MemProf's rule (density < CLASSIFY_COLD_DENSITY, average lifetime >=
  * CLASSIFY_COLD_MIN_AVG_LIFETIME_NS), a hot context of its size would have given
- * CLASSIFY_MIN_EXPECTED_SAMPLES samples; unknown when too little was expected. Pure
+ * CLASSIFY_MIN_EXPECTED_SAMPLES samples, or it had accesses; unknown otherwise. Pure
  * functions of the combined MIB's four summed fields (alloc_count, total_size,
  * total_lifetime_ns, total_access_count: what a store_ctx_filter's accept() sees) and of
  * the store's evidence, so every reader agrees. */
@@ -81,8 +81,11 @@ enum classify_class classify_mib(const struct mib *m, const struct classify_evid
 
 	if (d > CLASSIFY_HOT_DENSITY)
 		return CLASSIFY_HOT;
-	if (classify_expected_hot_samples(m, ev) < CLASSIFY_MIN_EXPECTED_SAMPLES)
-		return d >= CLASSIFY_COLD_DENSITY ? CLASSIFY_NOTCOLD : CLASSIFY_UNKNOWN;
+	/* Seen accesses are their own evidence: n samples at density d <= the hot threshold
+	 * say n * hot / d >= n would have been seen at it. */
+	if (!m->total_access_count &&
+	    classify_expected_hot_samples(m, ev) < CLASSIFY_MIN_EXPECTED_SAMPLES)
+		return CLASSIFY_UNKNOWN;
 	/* floor(total / count) >= T iff total / count >= T, T being an integer. */
 	if (d < CLASSIFY_COLD_DENSITY && m->alloc_count &&
 	    classify_avg_lifetime_ns(m) >= CLASSIFY_COLD_MIN_AVG_LIFETIME_NS)

@@ -41,9 +41,10 @@ double classify_density(const struct mib *m);
 /* Access samples a context of m's bytes and lifetimes would have given at exactly
  * CLASSIFY_HOT_DENSITY: hot density * sampled bytes * average lifetime s / weight. */
 double classify_expected_hot_samples(const struct mib *m, const struct classify_evidence *ev);
-/* hot if density > CLASSIFY_HOT_DENSITY; else, with at least CLASSIFY_MIN_EXPECTED_SAMPLES
- * expected, cold by MemProf's rule or notcold; with fewer, notcold when the samples seen
- * give a density of at least CLASSIFY_COLD_DENSITY, else unknown. ev NULL: no evidence. */
+/* hot if density > CLASSIFY_HOT_DENSITY; unknown if no access was seen and fewer than
+ * CLASSIFY_MIN_EXPECTED_SAMPLES were expected at the hot threshold (a context with
+ * accesses is its own evidence: its samples times hot / density were expected at the
+ * threshold); else cold by MemProf's rule, or notcold. ev NULL: no evidence. */
 enum classify_class classify_mib(const struct mib *m, const struct classify_evidence *ev);
 const char *classify_name(enum classify_class c);   /* "cold", "notcold", "hot", "unknown" */
 /* A 95% interval of the density: with n = access_samples > 0, density * (1 -+ 1.96 /

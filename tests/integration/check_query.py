@@ -87,8 +87,8 @@ def classify(ac, ts, tl, acc):
     d = density(ac, ts, tl, acc)
     if d > HOT_DENSITY:
         return "hot"
-    if expected_hot(ac, ts, tl) < MIN_EXPECTED:
-        return "notcold" if d >= COLD_DENSITY else "unknown"
+    if not acc and expected_hot(ac, ts, tl) < MIN_EXPECTED:
+        return "unknown"
     if d < COLD_DENSITY and ac and tl // ac >= COLD_LIFE_NS:
         return "cold"
     return "notcold"

@@ -499,12 +499,13 @@ static void test_classification_evidence(void **state)
 	assert_int_equal(classify_mib(&big, &ev), CLASSIFY_UNKNOWN);
 	big.total_size = 150;   /* 3.0 */
 	assert_int_equal(classify_mib(&big, &ev), CLASSIFY_COLD);
-	/* Seen samples decide what missing ones cannot: notcold at >= the cold density... */
+	/* Seen accesses decide what missing ones cannot: n samples at density d would have
+	 * been n * 1000 / d at the hot threshold. Notcold at >= the cold density... */
 	small.access_samples = 1;
 	small.total_access_count = 1000;          /* 1000 / 64 / 200 = 0.078 */
 	assert_int_equal(classify_mib(&small, &ev), CLASSIFY_NOTCOLD);
-	small.total_access_count = 100;           /* 0.0078: below cold, still no evidence */
-	assert_int_equal(classify_mib(&small, &ev), CLASSIFY_UNKNOWN);
+	small.total_access_count = 100;           /* ...cold below it (0.0078, 200 s) */
+	assert_int_equal(classify_mib(&small, &ev), CLASSIFY_COLD);
 	small.total_lifetime_ns = 1000000;        /* 1e5 / 64 B / 1 ms: hot on what was seen */
 	small.total_access_count = 100000;
 	assert_int_equal(classify_mib(&small, &ev), CLASSIFY_HOT);
