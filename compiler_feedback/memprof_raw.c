@@ -16,6 +16,7 @@
 #include "reporter/classify.h"
 #include "store/mib.h"
 #include "symbolizer/elfsym.h"
+#include "base/log.h"
 
 struct buf {
 	uint8_t *p;
@@ -269,13 +270,13 @@ int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 	int r;
 
 	if (!bin || !*bin) {
-		fprintf(stderr, "memprofd: export memprof-raw: no path for the binary; pass "
-			"--binary PATH\n");
+		log_error("export memprof-raw: no path for the binary; pass "
+			"--binary PATH");
 		return -ENOENT;
 	}
 	r = memprof_raw_check_binary(bin, o->build_id, &seg, err, sizeof(err));
 	if (r < 0) {
-		fprintf(stderr, "memprofd: export memprof-raw: %s\n", err);
+		log_error("export memprof-raw: %s", err);
 		return r;
 	}
 	r = elfsym_open(&es, bin);
@@ -329,8 +330,8 @@ int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 		goto out;
 	}
 	if (!nstacks) {
-		fprintf(stderr, "memprofd: export memprof-raw: no context of %s has a frame in "
-			"its executable segment\n", bin);
+		log_error("export memprof-raw: no context of %s has a frame in "
+			"its executable segment", bin);
 		r = -ENODATA;
 		goto out;
 	}

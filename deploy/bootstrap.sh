@@ -35,10 +35,18 @@ for p in "${PKGS[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "bootstrap: all ${#PKGS[@]} packages present"
-  exit 0
+else
+  echo "bootstrap: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "bootstrap: done"
 fi
-echo "bootstrap: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "bootstrap: done"
+
+# The pprof-format decoder that tests/integration/check_pprof.py runs (npm registry; a
+# failure here fails the bootstrap, so the test never skips for want of it).
+NODE_PREFIX=/usr/local/lib/memprofd-test
+if [ ! -d "$NODE_PREFIX/node_modules/pprof-format" ]; then
+  npm install --prefix "$NODE_PREFIX" --no-audit --no-fund --loglevel=error pprof-format@2 >/dev/null
+  echo "bootstrap: pprof-format installed in $NODE_PREFIX"
+fi

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "reporter/classify.h"
-#include "sampler/sampler.h"
 #include "store/store.h"
 
 struct ev_sums {
@@ -46,7 +45,7 @@ int classify_evidence_load(struct store *s, struct classify_evidence *ev)
 	if (r < 0)
 		return r;
 	ev->access_weight = e.samples > 0 ? e.est / e.samples : 0;
-	ev->sampler_mean = e.sampled ? SAMPLER_DEFAULT_MEAN : 0;
+	ev->sampler_mean = e.sampled ? CLASSIFY_SAMPLER_MEAN : 0;
 	return 0;
 }
 

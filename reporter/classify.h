@@ -21,6 +21,9 @@ struct store;
  * absence says anything: P(0 samples | Poisson(3)) = 5%. */
 #define CLASSIFY_MIN_EXPECTED_SAMPLES 3.0
 #define CLASSIFY_INTERVAL_Z 1.96             /* density intervals: 95% */
+/* sampler/sampler.h's SAMPLER_DEFAULT_MEAN (reporter/ may not include sampler/; the unit
+ * test holds the two equal). */
+#define CLASSIFY_SAMPLER_MEAN (512u << 10)
 
 enum classify_class { CLASSIFY_NOTCOLD, CLASSIFY_COLD, CLASSIFY_HOT, CLASSIFY_UNKNOWN,
 		      CLASSIFY_NCLASSES };
@@ -31,7 +34,7 @@ struct classify_evidence {
 	double sampler_mean;      /* bytes between the sampler's objects; 0: exact mode */
 };
 /* Mean weight of the store's access samples (access_classes over every run) and, if any
- * run recorded with --alloc sampled, the sampler's default mean (a context's sampled
+ * run recorded with --alloc sampled, the sampler's default mean (CLASSIFY_SAMPLER_MEAN) (a context's sampled
  * bytes are then its total_size * (1 - exp(-avg size / mean))). 0 or -errno. */
 int classify_evidence_load(struct store *s, struct classify_evidence *ev);
 
@@ -54,7 +57,7 @@ const char *classify_name(enum classify_class c);   /* "cold", "notcold", "hot",
 void classify_density_interval(const struct mib *m, const struct classify_evidence *ev,
 			       double *lo, double *hi);
 
-/* A static data symbol, by daemon/attrib/attrib.h's attrib_classify_data() rule (default
+/* A static data symbol (MemProf's default
  * thresholds): density = est_accesses / size (0 counts as 1) / observed seconds (at least
  * 1 ms), store_data_density(); cold if never sampled or density < CLASSIFY_COLD_DENSITY
  * (no lifetime minimum: a symbol lives as long as its process), hot if density >

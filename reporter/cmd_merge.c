@@ -25,6 +25,7 @@
 
 #include "reporter/merge.h"
 #include "store/store.h"
+#include "base/log.h"
 
 static const char merge_usage[] =
 	"usage: memprofd merge -o OUT.db IN.db...\n"
@@ -598,13 +599,13 @@ int cmd_merge(int argc, char **argv)
 		}
 	}
 	if (!out || optind >= argc) {
-		fprintf(stderr, "memprofd: merge: give -o OUT.db and at least one input database\n");
+		log_error("merge: give -o OUT.db and at least one input database");
 		return 2;
 	}
 	int r = merge_dbs(out, (const char *const *)argv + optind, argc - optind, err, sizeof(err));
 
 	if (r) {
-		fprintf(stderr, "memprofd: merge: %s\n", err);
+		log_error("merge: %s", err);
 		return r == -EINVAL && strstr(err, "given twice") ? 2 : 1;
 	}
 	return 0;

@@ -17,11 +17,10 @@
 #include "reporter/format.h"
 #include "reporter/status_governor.h"
 #include "reporter/query.h"
-
-#define _cleanup_(f) __attribute__((cleanup(f)))
-static inline void freep(void *p) { free(*(void **)p); }
-#define _cleanup_free_ _cleanup_(freep)
-static inline void store_closep(struct store **s) { store_close(*s); }
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/path.h"
+#include "base/log.h"
 
 #define NS_PER_MS UINT64_C(1000000)
 #define STACK_SEP " < "            /* between frames in the table, leaf first */
@@ -151,13 +150,6 @@ static void print_ctx_csv(FILE *out, const struct store_ctx_row *r,
 #define W_STACK (FMT_TABLE_WIDTH - W_CTX_FIXED)
 
 _Static_assert(W_STACK >= 20, "the stack column needs room");
-
-static const char *base_name(const char *path)
-{
-	const char *slash = path ? strrchr(path, '/') : NULL;
-
-	return slash ? slash + 1 : path;
-}
 
 /* "std::vector<...>::_M_realloc_insert" keeps both ends: "std::vect...realloc_insert". */
 static void elide_middle(char *s, size_t width)
@@ -611,14 +603,6 @@ int query_print_processes(FILE *out, struct store *s, const struct store_proc_fi
 #define W_STARTED 20
 #define W_STATUS 14
 
-static int64_t now_realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static const char *iso_utc(char *buf, size_t n, int64_t ns)
 {
 	time_t t = (time_t)(ns / 1000000000);
@@ -855,7 +839,7 @@ static int run_cb(const struct store_run_row *r, void *arg)
 
 int query_print_status(FILE *out, struct store *s, enum query_format fmt)
 {
-	struct list_out o = { .out = out, .fmt = fmt, .now_ns = now_realtime_ns(), .s = s };
+	struct list_out o = { .out = out, .fmt = fmt, .now_ns = real_ns(), .s = s };
 	int r;
 
 	if (fmt == QUERY_JSON)
@@ -989,7 +973,7 @@ static int run_contexts(FILE *out, struct store *s, const struct query_opts *o)
 static int run_data(FILE *out, struct store *s, const struct query_opts *o)
 {
 	struct store_data_filter f = { .binary = o->ctx.binary, .since_ns = o->ctx.since_ns,
-				       .until_ns = o->ctx.until_ns, .now_ns = now_realtime_ns(),
+				       .until_ns = o->ctx.until_ns, .now_ns = real_ns(),
 				       .sort = o->data_sort, .limit = o->ctx.limit };
 
 	return print_data(out, s, &f, o->fmt, o->cls);
@@ -1016,7 +1000,7 @@ static int run_status(FILE *out, struct store *s, const struct query_opts *o)
 static const struct subcmd {
 	const char *name;
 	unsigned opts;      /* the options that apply */
-	int (*run)(FILE *out, struct store *s, const struct query_opts *o);  /* NULL: not yet */
+	int (*run)(FILE *out, struct store *s, const struct query_opts *o);
 } subcmds[] = {
 	{ "contexts", O_ALL, run_contexts },
 	{ "data", O_ALL & ~O_PID, run_data },
@@ -1054,14 +1038,6 @@ static const char usage_text[] =
 	"T is seconds since the epoch (or N with a ns|us|ms|s suffix), a UTC date\n"
 	"YYYY-MM-DD[THH:MM[:SS]], or -N[s|m|h|d] for that long ago.\n";
 
-static int usage_error(const char *what, const char *fmt, const char *arg)
-{
-	fprintf(stderr, "memprofd: %s: ", what);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	return 2;
-}
-
 static int parse_option(int c, const char *arg, struct query_opts *o, const char *what)
 {
 	static const char *const formats[] = {
@@ -1096,7 +1072,7 @@ static int parse_option(int c, const char *arg, struct query_opts *o, const char
 		return 0;
 	case O_SINCE:
 	case O_UNTIL:
-		r = query_parse_time(arg, now_realtime_ns(), c == O_SINCE ? &o->ctx.since_ns :
+		r = query_parse_time(arg, real_ns(), c == O_SINCE ? &o->ctx.since_ns :
 				     &o->ctx.until_ns);
 		if (r < 0)
 			return usage_error(what, c == O_SINCE ? "--since: invalid time '%s'" :
@@ -1251,27 +1227,23 @@ int cmd_query(int argc, char **argv)
 	}
 	if (o.ctx.since_ns && o.ctx.until_ns && o.ctx.since_ns >= o.ctx.until_ns)
 		return usage_error(what, "--since must be before --until%s", "");
-	if (!sub->run) {
-		fprintf(stderr, "memprofd: %s: not implemented yet\n", what);
-		return 1;
-	}
 
 	char err[512];
 	_cleanup_(store_closep) struct store *s = NULL;
 
 	r = store_open(&s, o.db, STORE_RDONLY, err, sizeof(err));
 	if (r < 0) {
-		fprintf(stderr, "memprofd: %s: %s\n", what, err);
+		log_error("%s: %s", what, err);
 		return 1;
 	}
 	r = sub->run(stdout, s, &o);
 	if (r < 0) {
 		fflush(stdout);
-		fprintf(stderr, "memprofd: %s: %s\n", what, store_errmsg(s));
+		log_error("%s: %s", what, store_errmsg(s));
 		return 1;
 	}
 	if (fflush(stdout) == EOF || ferror(stdout)) {
-		fprintf(stderr, "memprofd: %s: writing the report: %s\n", what, strerror(errno));
+		log_error("%s: writing the report: %s", what, strerror(errno));
 		return 1;
 	}
 	return 0;

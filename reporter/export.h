@@ -1,5 +1,5 @@
 /* `memprofd export`: people-facing exports of one binary's allocation contexts (pprof,
- * folded stacks, an HTML report). cmd_export() is the subcommand (argv[0] "export",
+ * folded stacks, an HTML report). cli/cmd_export.c is the subcommand (argv[0] "export",
  * argv[1] the format); export_*() write one export to any FILE (tests capture them with
  * open_memstream) and return 0 or -errno, with store_errmsg() or errno saying why. */
 #pragma once
@@ -27,8 +27,6 @@ struct export_opts {
 	double hot_share;         /* ld-script/symbol-order: --hot-share, 0 = default */
 	uint64_t cold_min_samples;/* ld-script/symbol-order: --cold-min-samples, 0 = default */
 };
-
-int cmd_export(int argc, char **argv);
 
 int export_pprof(FILE *out, struct store *s, const struct export_opts *o);
 int export_folded(FILE *out, struct store *s, const struct export_opts *o);

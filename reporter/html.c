@@ -16,6 +16,7 @@
 #include "reporter/format.h"
 #include "reporter/progress.h"
 #include "reporter/strtab.h"
+#include "base/array.h"
 
 #define HTML_TOP_CONTEXTS 200     /* rows of the top-contexts table */
 #define HTML_FLAME_CONTEXTS 20000 /* contexts drawn in the flame graph; the rest as one */
@@ -157,15 +158,8 @@ static int ctx_cb(const struct store_ctx_row *r, void *arg)
 	mib_combine(&h->total, m);
 	h->class_bytes[c] += m->total_size;
 	h->class_ctx[c]++;
-	if (h->nclasses == h->classes_cap) {
-		size_t cap = h->classes_cap ? h->classes_cap * 2 : 1024;
-		struct ctx_class *v = realloc(h->classes, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		h->classes = v;
-		h->classes_cap = cap;
-	}
+	if (ARRAY_GROW(h->classes, h->classes_cap, h->nclasses, 1024) < 0)
+		return -ENOMEM;
 	h->classes[h->nclasses++] = (struct ctx_class){ .id = r->context_id, .cls = c };
 	if (h->n < HTML_TOP_CONTEXTS)
 		table_row(h, r);

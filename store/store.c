@@ -13,22 +13,13 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "base/cleanup.h"
+#include "store/stmt.h"
+#include "base/hash.h"
 
 #define STMT_CACHE_MAX 32        /* distinct read statements a store may cache */
 #define IDMAP_INITIAL_BUCKETS 256 /* grows by doubling at load factor 1 */
 #define KEY_INLINE 512           /* natural keys up to this long are built on the stack */
-
-#define _cleanup_(f) __attribute__((cleanup(f)))
-
-static inline void freep(void *p) { free(*(void **)p); }
-#define _cleanup_free_ _cleanup_(freep)
-
-static inline void stmt_resetp(sqlite3_stmt **st)
-{
-	if (*st)
-		sqlite3_reset(*st);
-}
-#define _cleanup_reset_ _cleanup_(stmt_resetp)
 
 /* ---- intern caches: natural key bytes -> rowid ---- */
 
@@ -49,11 +40,8 @@ struct idmap {
 
 static uint64_t hash_bytes(const void *key, size_t n)
 {
-	const unsigned char *p = key;
-	uint64_t h = 0xcbf29ce484222325ull;      /* FNV-1a, then a final avalanche */
+	uint64_t h = fnv1a(key, n);      /* FNV-1a, then a final avalanche */
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;
 	h ^= h >> 33;
@@ -330,8 +318,6 @@ void store_close(struct store *s)
 		idmap_free(store_maps(s, i));
 	free(s);
 }
-
-static inline void store_closep(struct store **s) { store_close(*s); }
 
 /* ---- SQL aggregate mib_hist_merge(blob): MIB histograms combined by mib_hist_merge()
  * (NULLs skipped; NULL when nothing is left), for GROUP BYs over mib rows. */

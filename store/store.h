@@ -22,6 +22,8 @@ struct store;
  * and err (if non-NULL) holds a one-line reason, e.g. "file is not a database". */
 int store_open(struct store **out, const char *path, unsigned flags, char *err, size_t errsz);
 void store_close(struct store *s);
+/* For _cleanup_(store_closep) (base/cleanup.h). */
+static inline void store_closep(struct store **s) { store_close(*s); }
 const char *store_errmsg(const struct store *s);
 int store_schema_version(struct store *s);     /* PRAGMA user_version of the open DB */
 /* Bounds the connection's page cache (SQLite's default is 2 MiB); it fills as pages are
@@ -319,7 +321,7 @@ typedef int (*store_data_cb)(const struct store_data_row *row, void *arg);
  * cb returns non-zero (and returns that value). An older schema has none (returns 0). */
 int store_query_data(struct store *s, const struct store_data_filter *f, store_data_cb cb,
 		     void *arg);
-/* Estimated accesses per byte per second observed, as attrib_density(): size 0 counts
+/* Estimated accesses per byte per second observed (the seed's unit): size 0 counts
  * as 1 byte and observed time at least 1 ms; store_query_data() sorts by it. */
 double store_data_density(uint64_t est_accesses, uint64_t size, uint64_t observed_ns);
 

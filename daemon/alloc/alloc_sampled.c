@@ -46,8 +46,10 @@
 #include "daemon/access/watch.h"
 #include "daemon/alloc/events.h"
 #include "daemon/attrib/attrib.h"
-#include "daemon/record/recorder.h"
+#include "daemon/alloc/alloc_sampled.h"
+#include "symbolizer/rootfs.h"
 #include "sampler/sampler.h"
+#include "base/clock.h"
 
 extern char **environ;
 
@@ -72,14 +74,6 @@ struct sampled {
 	uint64_t watermark;       /* every record made before this has been consumed */
 	uint64_t records;         /* sampled allocations and frees read (EV_SALLOC, EV_SFREE) */
 };
-
-static uint64_t mono_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
 
 static int on_event(void *ctx, void *data, size_t len);
 
@@ -241,8 +235,16 @@ int sampled_attach_pid(struct sampled *s, int pid)
 		p[strcspn(p, "\n")] = '\0';
 		if (!is_sampler_name(p))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, p);
+		/* Resolved inside the target's root: its links never reach our files. */
+		int fd = rootfs_open(pid, p);
+		if (fd < 0) {
+			fclose(f);
+			return log_error_errno(fd, "record: --pid %d: %s inside its root: %s", pid, p,
+					       strerror(-fd));
+		}
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		err = sampled_attach_binary(s, path, pid);
+		close(fd);
 		if (err < 0) {
 			fclose(f);
 			return err;
@@ -520,7 +522,7 @@ int sampled_poll(struct sampled *s, int timeout_ms)
 	if (n == -EINTR)
 		n = 0;
 	if (n >= 0) {
-		uint64_t t0 = mono_now();
+		uint64_t t0 = mono_ns();
 		int c = ring_buffer__consume(s->rb);
 		n = c < 0 ? c : n + c;
 		/* A drain that began at t0 consumed every record submitted before t0. */

@@ -13,7 +13,9 @@
 #include <time.h>
 #include "base/log.h"
 #include "daemon/alloc/events.h"
+#include "daemon/access/access.h"
 #include "symbolizer/elfsym.h"
+#include "base/array.h"
 
 /* An IP the kernel could not turn into (build-id, offset): try the process's maps. */
 static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
@@ -202,15 +204,9 @@ int events_live_keys(int fd, uint32_t tgid, struct live_key **out, size_t *nout)
 		k = next;
 		if (tgid && next.tgid != tgid)
 			continue;
-		if (n == cap) {
-			size_t c = cap ? cap * 2 : 1024;
-			struct live_key *v = realloc(keys, c * sizeof(*v));
-			if (!v) {
-				free(keys);
-				return -ENOMEM;
-			}
-			keys = v;
-			cap = c;
+		if (ARRAY_GROW(keys, cap, n, 1024) < 0) {
+			free(keys);
+			return -ENOMEM;
 		}
 		keys[n++] = next;
 	}
@@ -244,15 +240,9 @@ int events_recorder_init(struct recorder *r)
 
 int events_link_push(struct bpf_link ***v, size_t *n, size_t *cap, struct bpf_link *l)
 {
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 64;
-		struct bpf_link **nv = realloc(*v, c * sizeof(*nv));
-		if (!nv) {
-			bpf_link__destroy(l);
-			return -ENOMEM;
-		}
-		*v = nv;
-		*cap = c;
+	if (ARRAY_GROW(*v, *cap, *n, 64) < 0) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
 	}
 	(*v)[(*n)++] = l;
 	return 0;

@@ -96,19 +96,12 @@ def run(cmd, timeout=120, **kw):
         return subprocess.CompletedProcess(cmd, 124, out, err + "\n[timed out after %ss]" % timeout)
 
 
-def says_no_cap_bpf(stderr):
-    return "CAP_BPF" in stderr
-
-
-def record(memprofd, db, argv, extra=(), timeout=120, skip_on_caps=True, alloc="exact",
-           env=None):
+def record(memprofd, db, argv, extra=(), timeout=120, alloc="exact", env=None):
     """memprofd record --alloc ALLOC --db DB [extra] -- argv (env: extra environment
-    variables). Skips the whole check if memprofd says it lacks CAP_BPF (e.g. bpf()
-    blocked by a seccomp profile)."""
+    variables). A check calls require_bpf() first: a failure here is a failure, never a
+    skip read from memprofd's message."""
     cmd = [memprofd, "record", "--alloc", alloc, "--db", db, *extra, "--", *argv]
     p = run(cmd, timeout=timeout, env=dict(os.environ, **env) if env else None)
-    if p.returncode != 0 and skip_on_caps and says_no_cap_bpf(p.stderr):
-        skip("memprofd reports missing capability: " + p.stderr.strip().splitlines()[-1])
     return p
 
 

@@ -16,8 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
+#include "cli/cmds.h"
 #include "reporter/export.h"
 #include "reporter/strtab.h"
 #include "reporter/profile.pb-c.h"

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sqlite3.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "reporter/merge.h"
 #include "store/store.h"

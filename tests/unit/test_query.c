@@ -14,9 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "reporter/classify.h"
+#include "sampler/sampler.h"
 #include "reporter/format.h"
 #include "reporter/query.h"
 #include "store/store.h"
@@ -486,6 +487,8 @@ static void test_classification(void **state)
 static void test_classification_evidence(void **state)
 {
 	struct classify_evidence ev = { .access_weight = 1e7 };
+
+	assert_int_equal(CLASSIFY_SAMPLER_MEAN, SAMPLER_DEFAULT_MEAN);
 	struct mib big = { .alloc_count = 1, .total_size = 1000,
 			   .total_lifetime_ns = CLASSIFY_COLD_MIN_AVG_LIFETIME_NS };
 	struct mib small = big;
@@ -1173,7 +1176,7 @@ static void test_status_governor(void **state)
 
 static void test_classify_data(void **state)
 {
-	/* attrib_classify_data()'s rule: est / size / observed s (>= 1 ms), no lifetime floor. */
+	/* classify_data()'s rule: est / size / observed s (>= 1 ms), no lifetime floor. */
 	assert_int_equal(classify_data(0, 8, 10 * SEC), CLASSIFY_COLD);           /* never hit */
 	assert_int_equal(classify_data(0, 8, 0), CLASSIFY_COLD);
 	assert_int_equal(classify_data(4999, 1000, 100 * SEC), CLASSIFY_COLD);    /* 0.04999 */

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sqlite3.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "store/store.h"
 
