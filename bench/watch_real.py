@@ -152,7 +152,7 @@ def main():
     progs = [("lua5.4 tables.lua", [lua, os.path.join(HERE, "watch_real", "tables.lua"),
                                     "200000", str(a.seconds)]),
              ("leveldb db_bench", [dbb, "--benchmarks=fillrandom,readrandom",
-                                   "--num=200000", "--db=" + ldb])]
+                                   "--num=100000", "--db=" + ldb])]
     rows = []
     for name, argv in progs:
         d, w = record(mpd, os.path.join(a.workdir, "default.db"), argv, [])
