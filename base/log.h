@@ -5,8 +5,9 @@
 #include <stdio.h>
 
 #define log_error(fmt, ...) fprintf(stderr, "memprofd: " fmt "\n", ##__VA_ARGS__)
+/* r is evaluated before printing, so log_error_errno(-errno, ...) returns the caller's errno. */
 #define log_error_errno(r, fmt, ...) \
-	({ fprintf(stderr, "memprofd: " fmt "\n", ##__VA_ARGS__); (r); })
+	({ __typeof__(r) _r = (r); fprintf(stderr, "memprofd: " fmt "\n", ##__VA_ARGS__); _r; })
 #define log_warn(fmt, ...) fprintf(stderr, "memprofd: warning: " fmt "\n", ##__VA_ARGS__)
 
 /* Exit status of a command-line mistake (unknown option, bad value). */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cmds.h"
+#include "reporter/binsel.h"
 #include "reporter/export.h"
 #include "reporter/query.h"
 #include "compiler_feedback/hints.h"
@@ -43,16 +44,19 @@ static const struct format {
 };
 
 static const char usage_text[] =
-	"usage: memprofd export pprof|folded|html [--db PATH] --binary PATH|BUILDID\n"
-	"                       [-o FILE] [--weight bytes|objects|accesses]\n"
+	"usage: memprofd export pprof|folded|html|memprof-raw|memprof-yaml|hints|ld-script|\n"
+	"                       symbol-order|section-prefixes [--db PATH] --binary PATH|BUILDID\n"
+	"                       [-o FILE] [--weight bytes|objects|accesses] [--format text|json]\n"
+	"                       [--hot-share F] [--cold-min-samples N]\n"
 	"\n"
 	"Exports one binary's allocation contexts from a memprofd database (read-only).\n"
 	"\n"
 	"  pprof    gzipped profile.proto for `pprof`: alloc_objects, alloc_space,\n"
 	"           accesses (estimated) and lifetime (ms) per allocation context\n"
 	"  folded   folded stacks, root first, for flamegraph.pl, speedscope or inferno\n"
-	"  html     one self-contained HTML report (summary, top contexts, data symbols,\n"
-	"           flame graph, heap map); needs no network to view\n"
+	"  html     one self-contained HTML report (summary, top contexts with file:line,\n"
+	"           live at exit, heap over time, top-down/bottom-up flame graph with\n"
+	"           search, data symbols); needs no network to view\n"
 	"  memprof-raw  MemProf raw profile v4 for llvm-profdata merge --profiled-binary\n"
 	"           (the binary needs -Wl,-z,noseparate-code, a build-id, -gmlt)\n"
 	"  memprof-yaml MemProf YAML (LLVM >= 20) for llvm-profdata merge\n"
@@ -76,26 +80,12 @@ static const char usage_text[] =
 	"                       has at least N samples (default 1000)\n"
 	"  -h, --help           show this help\n";
 
-struct bin_find {
-	const char *want;
-	char *build_id, *path;
-	uint64_t contexts;
-	bool found, oom;
-};
-
-static int bin_cb(const struct store_binary_row *r, void *arg)
+/* Why fmt->run failed, in one line: its own words, the store's, or errno's. */
+static const char *run_error(const struct export_opts *o, struct store *s, int r)
 {
-	struct bin_find *b = arg;
-
-	if (!(r->build_id && *r->build_id && !strcmp(r->build_id, b->want)) &&
-	    !(r->path && !strcmp(r->path, b->want)))
-		return 0;
-	b->found = true;
-	b->contexts = r->contexts;
-	b->build_id = strdup(r->build_id ? r->build_id : "");
-	b->path = strdup(r->path ? r->path : "");
-	b->oom = !b->build_id || !b->path;
-	return 1;
+	if (o->err && o->err[0])
+		return o->err;
+	return store_errmsg(s)[0] ? store_errmsg(s) : strerror(-r);
 }
 
 /* Writes the export into a temporary file beside path, renamed over path on success. */
@@ -126,8 +116,7 @@ static int export_to_file(const struct format *fmt, const char *path, struct sto
 	}
 	r = fmt->run(f, s, o);
 	if (r < 0) {
-		log_error("%s: %s", what, store_errmsg(s)[0] ? store_errmsg(s) :
-			strerror(-r));
+		log_error("%s: %s", what, run_error(o, s, r));
 		fclose(f);
 		unlink(tmp);
 		return r;
@@ -150,8 +139,7 @@ static int export_to_file(const struct format *fmt, const char *path, struct sto
 
 /* What the command line asked for. */
 struct export_args {
-	const char *db, *output, *binary;
-	char *binary_path;               /* --binary resolved (owned), when it has a slash */
+	const char *db, *output, *binary;  /* binary: as given, resolved by binsel_resolve() */
 	struct export_opts o;
 	const struct format *fmt;
 	char what[64];                   /* "export FORMAT", the messages' prefix */
@@ -213,9 +201,7 @@ static int parse_option(int c, char *arg, struct export_args *a)
 	case O_BINARY:
 		if (!*arg)
 			return usage_error(a->what, "--binary: empty value%s", "");
-		free(a->binary_path);
-		a->binary_path = strchr(arg, '/') ? realpath(arg, NULL) : NULL;
-		a->binary = a->binary_path ? a->binary_path : arg;
+		a->binary = arg;
 		break;
 	case 'o':
 		if (!*arg)
@@ -313,8 +299,7 @@ static int write_export(struct store *s, const struct export_args *a)
 		return export_to_file(a->fmt, a->output, s, &a->o, a->what);
 	r = a->fmt->run(stdout, s, &a->o);
 	if (r < 0)
-		log_error("%s: %s", a->what, store_errmsg(s)[0] ?
-			store_errmsg(s) : strerror(-r));
+		log_error("%s: %s", a->what, run_error(&a->o, s, r));
 	else if (fflush(stdout) == EOF || ferror(stdout)) {
 		log_error("%s: writing the export: %s", a->what,
 			strerror(errno));
@@ -326,9 +311,9 @@ static int write_export(struct store *s, const struct export_args *a)
 /* Opens the store, finds the binary, writes the export: the exit code. */
 static int run_export(struct export_args *a)
 {
-	char err[512];
+	char err[512], why[1024] = "";
 	_cleanup_(store_closep) struct store *s = NULL;
-	struct bin_find bf = { .want = a->binary };
+	_cleanup_(binsel_free) struct binsel bin = { 0 };
 	int r;
 
 	r = store_open(&s, a->db, STORE_RDONLY, err, sizeof(err));
@@ -336,25 +321,24 @@ static int run_export(struct export_args *a)
 		log_error("%s: %s", a->what, err);
 		return 1;
 	}
-	r = store_query_binaries(s, bin_cb, &bf);
-	if (r < 0 || bf.oom) {
-		log_error("%s: %s", a->what, bf.oom ? "out of memory" : store_errmsg(s));
-		r = -ENOMEM;
-	} else if (!bf.found) {
-		log_error("%s: no binary '%s' in %s (see memprofd query binaries)",
-			a->what, a->binary, a->db);
-		r = -ENOENT;
-	} else {
-		a->o.binary = a->binary;
-		a->o.build_id = bf.build_id;
-		a->o.path = bf.path;
-		a->o.contexts = bf.contexts;
-		a->o.now_ns = real_ns();
-		a->o.progress = true;
-		r = write_export(s, a);
+	/* One resolution for query and export: unknown or rebuilt binaries are refused. */
+	if (binsel_resolve(s, a->binary, a->db, &bin, err, sizeof(err)) < 0) {
+		log_error("%s: %s", a->what, err);
+		return 1;
 	}
-	free(bf.build_id);
-	free(bf.path);
+	/* The store's key filters; a path the user gave stays the file to read (memprof-raw,
+	 * the linker exports), the recorded path otherwise. */
+	_cleanup_free_ char *file = strchr(a->binary, '/') ? realpath(a->binary, NULL) : NULL;
+
+	a->o.binary = *bin.build_id ? bin.build_id : bin.path;
+	a->o.build_id = bin.build_id;
+	a->o.path = file ? file : bin.path;
+	a->o.contexts = bin.contexts;
+	a->o.err = why;
+	a->o.errsz = sizeof(why);
+	a->o.now_ns = real_ns();
+	a->o.progress = true;
+	r = write_export(s, a);
 	return r < 0 ? 1 : 0;
 }
 
@@ -369,6 +353,5 @@ int cmd_export(int argc, char **argv)
 		r = check_args(argc, argv, &a);
 	if (r == EXPORT_GO)
 		r = run_export(&a);
-	free(a.binary_path);
 	return r;
 }

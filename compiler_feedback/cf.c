@@ -58,7 +58,9 @@ static int load_cb(const struct store_ctx_row *r, void *arg)
 				const struct store_line *sl = &sf->lines[j];
 
 				f->lines[j] = (struct cf_line){
-					.function = dup_or_null(sl->function, &oom),
+					/* One name per function in every output. */
+					.function = dup_or_null(export_line_function(sf, j),
+								&oom),
 					.mangled = dup_or_null(sl->mangled, &oom),
 					.file = dup_or_null(sl->file, &oom),
 					.line = sl->line, .column = sl->column,

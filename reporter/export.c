@@ -2,12 +2,40 @@
  * linker_script_gen/): a frame's inline chain and flame-graph name, a context's weight.
  * Pure functions of the store's rows; no I/O. */
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "reporter/export.h"
 #include "reporter/format.h"
 #include "base/path.h"
+
+int export_fail(const struct export_opts *o, const char *format, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (o->err && o->errsz) {
+		vsnprintf(o->err, o->errsz, fmt, ap);
+	} else {
+		fprintf(stderr, "memprofd: export %s: ", format);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+	va_end(ap);
+	return r;
+}
+
+const char *export_line_function(const struct store_frame *f, unsigned i)
+{
+	const struct store_line *l = &f->lines[i];
+	bool outer = i + 1 == f->nlines && !l->inlined;
+
+	if (outer && f->function && *f->function)
+		return f->function;
+	return l->function ? l->function : outer ? f->function : NULL;
+}
 
 unsigned export_frame_lines(const struct store_frame *f, struct export_line *lines,
 			    unsigned max)
@@ -17,12 +45,13 @@ unsigned export_frame_lines(const struct store_frame *f, struct export_line *lin
 	/* DWARF lines (schema >= 3): the inline chain, leaf first, as the store keeps it. */
 	for (unsigned i = 0; i < f->nlines && n < max; i++) {
 		const struct store_line *l = &f->lines[i];
-		const char *fn = l->function ? l->function : i + 1 == f->nlines ? f->function : NULL;
+		const char *fn = export_line_function(f, i);
 
 		if (!fn)
 			continue;
 		lines[n++] = (struct export_line){ .function = fn,
-			.mangled = l->mangled ? l->mangled : i + 1 == f->nlines ? f->mangled : NULL,
+			.mangled = fn == f->function && f->mangled ? f->mangled :
+				   l->mangled ? l->mangled : i + 1 == f->nlines ? f->mangled : NULL,
 			.file = l->file, .line = l->line, .column = l->column,
 			.start_line = l->decl_line };
 	}

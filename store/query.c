@@ -60,6 +60,7 @@ static const char *const group_key[] = {
 	[STORE_SORT_LIFETIME] = "sum(m.total_lifetime_ns)",
 	[STORE_SORT_DENSITY] = DENSITY_SQL,
 	[STORE_SORT_ACCESSES] = "sum(m.total_access_count)",
+	[STORE_SORT_LIVE] = "sum(m.live_at_exit_bytes)",
 };
 
 static void bind_filter(sqlite3_stmt *st, const struct store_ctx_filter *f)
@@ -353,6 +354,9 @@ static const char ctx_names_sql[] = "SELECT b.build_id, b.path, s.frames FROM co
 #define MIB_COL(f, agg) ", m." #f
 static const char ctx_rows_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
 	" FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
+/* The same with the schema >= 9 fields. */
+static const char ctx_rows_v9_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
+	STORE__MIB_V9_FIELDS(MIB_COL) " FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
 /* The context's AccessHistogram over the same rows (schema >= 6). */
 static const char ctx_hist_sql[] =
 	"SELECT mib_hist_merge(m.access_hist) FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
@@ -390,7 +394,8 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 		    int64_t ctx)
 {
 	struct store_ctx_row row = { .context_id = ctx };
-	sqlite3_stmt *st = store__stmt(s, ctx_rows_sql);
+	bool v9 = store_schema_version(s) >= 9;
+	sqlite3_stmt *st = store__stmt(s, v9 ? ctx_rows_v9_sql : ctx_rows_sql);
 	int rc;
 
 	if (!st)
@@ -401,11 +406,14 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 		bind_filter(st, f);
 		sqlite3_bind_int64(st, 6, ctx);
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			struct mib m;
+			struct mib m = { 0 };
 			int col = 1;
 
 #define READ_COL(f, agg) m.f = col_u64(st, col++);
 			STORE__MIB_FIELDS(READ_COL)
+			if (v9) {
+				STORE__MIB_V9_FIELDS(READ_COL)
+			}
 #undef READ_COL
 			mib_combine(&row.mib, &m);
 		}
@@ -773,6 +781,14 @@ static int query_contexts(struct store *s, const struct store_ctx_filter *f,
 		g = *f;
 		g.since_ns = g.until_ns = 0;
 		f = &g;
+	}
+	if (f->sort == STORE_SORT_LIVE) {
+		/* Not in ctx_totals: the matching rows are grouped. */
+		if (store_schema_version(s) < 9)
+			return store__error(s, -EINVAL, "this store (schema %d) does not count "
+					    "objects live at exit; record with this memprofd",
+					    store_schema_version(s));
+		return query_contexts_grouped(s, f, false, e);
 	}
 	bool rows = f->pid || f->since_ns || f->until_ns, totals = store_schema_version(s) >= 2;
 	bool walkable = totals && rows && f->sort != STORE_SORT_DENSITY && f->limit &&

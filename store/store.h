@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 9
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -127,7 +127,8 @@ int store_forget_process(struct store *s, int32_t pid, uint64_t start_ns);
 /* ---- read side ---- */
 
 enum store_sort { STORE_SORT_BYTES, STORE_SORT_COUNT, STORE_SORT_LIFETIME,
-		  STORE_SORT_DENSITY, STORE_SORT_ACCESSES };
+		  STORE_SORT_DENSITY, STORE_SORT_ACCESSES,
+		  STORE_SORT_LIVE /* bytes live at exit (schema >= 9; ranked by grouping rows) */ };
 
 /* How store_query_contexts() finds the top contexts; the result is the same whichever.
  * AUTO picks; the others are for tests and bench/query_bench, and fall back to GROUP
@@ -267,6 +268,11 @@ const char *store__migration_sql(int from);
 	X(num_same_alloc_cpu, SUM) X(num_same_dealloc_cpu, SUM) \
 	X(access_samples, SUM) X(total_access_count, SUM) \
 	X(min_access_count, MIN) X(max_access_count, MAX)
+/* The struct mib fields of schema >= 9 (issue 21: evidence and live at exit), all SUM;
+ * apart so that readers of older stores keep selecting only what those have. */
+#define STORE__MIB_V9_FIELDS(X) \
+	X(alloc_samples, SUM) X(live_at_exit_count, SUM) X(live_at_exit_bytes, SUM) \
+	X(live_at_exit_lifetime_ns, SUM)
 
 /* ---- data-access sampling (schema >= 4) ----
  * Per run, absolute values: the recorder keeps running totals and rewrites them at every

@@ -233,6 +233,8 @@ static void add_object(struct recorder *r, struct proc *p, uint64_t key, uint64_
 				       dead_ns, acpu, dcpu) == 0)
 		return;
 	mib_from_object(&m, size, alloc_ns, dead_ns, acpu, dcpu, 0);
+	if (p->exit_mono_ns && dead_ns >= p->exit_mono_ns)
+		mib_mark_live_at_exit(&m);   /* reaped at its process's exit */
 	recorder_add_mib(r, p, s, dead_ns, &m);
 }
 

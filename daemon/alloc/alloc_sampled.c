@@ -57,6 +57,7 @@ struct carry {
 	const struct istack *stack;
 	double wsum;              /* sum of the weights of this context's samples */
 	uint64_t emitted;         /* objects already given to aggregates */
+	uint64_t pending;         /* samples whose weight waits for the next emitted one */
 	double watch_acc, watch_bs;   /* its watched objects: accesses, byte-seconds of life */
 };
 
@@ -349,7 +350,8 @@ static bool carry_eq(const void *val, const void *key)
 }
 
 /* How many whole objects this sample adds to its context: the running sum of weights,
- * floored, minus what was already given (so the count stays within 1 of the estimate). */
+ * floored, minus what was already given (so the count stays within 1 of the estimate).
+ * *samples: how many samples those objects rest on (this one and those carried). */
 static struct carry *carry_get(struct sampled *s, const struct istack *st)
 {
 	uint64_t h = st->hash ? st->hash : 1;
@@ -366,16 +368,23 @@ static struct carry *carry_get(struct sampled *s, const struct istack *st)
 	return c;
 }
 
-static uint64_t carry_take(struct sampled *s, const struct istack *st, double w)
+static uint64_t carry_take(struct sampled *s, const struct istack *st, double w,
+			   uint64_t *samples)
 {
 	struct carry *c = carry_get(s, st);
 
-	if (!c)
+	if (!c) {
+		*samples = 1;
 		return (uint64_t)llround(w);
+	}
 	c->wsum += w;
 	uint64_t total = (uint64_t)floor(c->wsum + 1e-9);
 	uint64_t take = total > c->emitted ? total - c->emitted : 0;
 	c->emitted += take;
+	c->pending++;
+	*samples = take ? c->pending : 0;
+	if (take)
+		c->pending = 0;
 	return take;
 }
 
@@ -404,7 +413,8 @@ static void add_sample(struct sampled *s, struct proc *p, struct istack *st, uin
 		w = 1;      /* a probability is at most 1 */
 	s->samples++;
 	s->est_objects += w;
-	uint64_t c = carry_take(s, st, w);
+	uint64_t nsamples;
+	uint64_t c = carry_take(s, st, w, &nsamples);
 	if (c == 0)
 		return;     /* its weight is carried to the context's next sample */
 	mib_from_object(&m, size, alloc_ns, dead_ns, acpu, dcpu, est_accesses);
@@ -413,6 +423,9 @@ static void add_sample(struct sampled *s, struct proc *p, struct istack *st, uin
 	m.total_lifetime_ns *= c;
 	m.total_access_count = est_accesses > UINT64_MAX / c ? UINT64_MAX : c * est_accesses;
 	m.access_samples = access_samples;
+	m.alloc_samples = nsamples;
+	if (p->exit_mono_ns && dead_ns >= p->exit_mono_ns)
+		mib_mark_live_at_exit(&m);   /* reaped at its process's exit: c objects */
 	int64_t bucket = agg_bucket_of((int64_t)dead_ns + r->mono_to_real_ns);
 	struct agg *a = agg_find(&r->aggs, st, p, bucket);
 	struct mib before = a ? a->mib : (struct mib){ 0 };

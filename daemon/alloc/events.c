@@ -182,6 +182,7 @@ bool events_common(struct recorder *r, const void *data, size_t len, events_reap
 		const struct ev_exit *e = data;
 		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
 			return true;
+		p->exit_mono_ns = e->ts_ns ? e->ts_ns : 1;   /* objects reaped now: live at exit */
 		reap(r, h->tgid, h->start_ns, e->ts_ns, e->cpu);
 		access_exit(r, h->tgid, h->start_ns, e->ts_ns);
 		p->exited = true;
