@@ -337,8 +337,8 @@ static int bucket_cb(const struct store_bucket_row *r, void *arg)
 		b->cur = b->last = r->bucket_start;
 	}
 	c = bsearch(&key, b->h->classes, b->h->nclasses, sizeof(key), cmp_class);
-	if ((unsigned)(c ? c->cls : CLASSIFY_NOTCOLD) < HTML_CLASSES)
-		b->bytes[c ? c->cls : CLASSIFY_NOTCOLD] += r->total_size;
+	/* The map has hot, notcold and cold columns: unknown (no decision) is not cold. */
+	b->bytes[c && c->cls != CLASSIFY_UNKNOWN ? c->cls : CLASSIFY_NOTCOLD] += r->total_size;
 	for (unsigned i = 0; i < HTML_CHART_CONTEXTS && i < b->h->n; i++)
 		if (b->top[i] && b->h->top_ids[i] == r->context_id) {
 			fprintf(b->top[i], "%s[%" PRId64 ",%" PRIu64 "]", b->top_any[i] ? "," : "",
