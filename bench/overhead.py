@@ -52,9 +52,12 @@ LOOP_RE = re.compile(r"malloc_loop: \d+ iters in [0-9.]+ s: [0-9.]+ ns/iter, cpu
 
 
 def memprofd_path(build):
-    """The memprofd binary: cli/ since the layout split, daemon/ before it."""
-    p = os.path.join(build, "cli", "memprofd")
-    return p if os.path.exists(p) else os.path.join(build, "daemon", "memprofd")
+    """The binary's place in the build: cli/ since the layout change, daemon/ before."""
+    for d in ("cli", "daemon"):
+        p = os.path.join(build, d, "memprofd")
+        if os.path.exists(p):
+            return p
+    return os.path.join(build, "cli", "memprofd")
 
 
 def variants(a, tmp):
@@ -71,7 +74,11 @@ def variants(a, tmp):
                                                            db, "--", kv, "--ops", ops, "--threads",
                                                            th], {}), False),
          ("memprofd --alloc exact", lambda ops, th: ([mpd, "record", "--alloc", "exact", "--db", db,
-                                                      "--", kv, "--ops", ops, "--threads", th], {}), True)]
+                                                      "--", kv, "--ops", ops, "--threads", th], {}), True),
+         # No allocator probe: access sampling only (static data for linker layout).
+         ("memprofd --alloc off --access soft", lambda ops, th: (
+             [mpd, "record", "--alloc", "off", "--access", "soft", "--db", db, "--", kv,
+              "--ops", ops, "--threads", th], {}), False)]
     clang = shutil.which("clang-19")
     if clang:
         mp = os.path.join(tmp, "kvcache-memprof")
