@@ -141,6 +141,11 @@ static int write_access(struct recorder *r)
 		if ((err = store_put_access_class(r->store, r->run_id, attrib_class_name(k),
 						  c->by_class[k], c->est_by_class[k])))
 			return err;
+	/* The watch's traps and the accesses they stand for: reporter/classify.c's evidence
+	 * (accesses per sample) covers the watched objects too. */
+	if (r->watch && (err = store_put_access_class(r->store, r->run_id, "watch",
+						      r->watch_hits, r->watch_est)))
+		return err;
 	char reasons[ACCESS_SRC_MAX * SRC_PMU_WHY_MAX + 8] = "";
 	size_t len = 0;
 	for (unsigned i = 0; i < r->access.nreasons && len < sizeof(reasons); i++)

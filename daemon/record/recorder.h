@@ -49,6 +49,12 @@ struct recorder {
 	struct attrib *attrib;
 	struct addrspace *addrspace;     /* attrib's region and data-symbol resolver */
 	struct sampled *sampled;         /* --alloc sampled: its state (alloc_sampled.c), else NULL */
+	/* --alloc sampled with --access: watchpoint windows over the sampled objects
+	 * (daemon/access/watch.h; NULL: none), and what they gave the settled objects. */
+	struct watch *watch;
+	bool no_watch;                   /* set before access_setup: --watch off */
+	uint64_t watch_hits, watch_est;  /* traps behind the estimates, accesses estimated */
+	uint64_t watch_imputed;          /* unwatched objects given their context's ratio */
 	/* The daemon's view of the process lifecycle (NULL in record mode): called after
 	 * EV_FORK, EV_EXEC and EV_EXIT are handled, and for EV_NEWEXEC. */
 	bool watch_all_exec;             /* set before exact_open: BPF reports every exec */
