@@ -125,7 +125,8 @@ def main():
         targets = json.loads(run(['meson', 'introspect', '--targets', b2]))
         dst = next(t['install_filename'][0] for t in targets if t['name'] == 'memprofd')
         os.makedirs(os.path.dirname(d2 + dst), exist_ok=True)
-        shutil.copy2(os.path.join(a.build, 'daemon', 'memprofd'), d2 + dst)
+        built = json.loads(run(['meson', 'introspect', '--targets', a.build]))
+        shutil.copy2(next(t['filename'][0] for t in built if t['name'] == 'memprofd'), d2 + dst)
         check_prefix(d2, prefix2, tmp)
     finally:
         shutil.rmtree(tmp)
