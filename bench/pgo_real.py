@@ -28,10 +28,12 @@ BASE = ['-O2', '-gmlt', '-fdebug-info-for-profiling', '-fno-omit-frame-pointer',
 # 0, which -z noseparate-code gives with ld.bfd and not with lld's layout.
 BASE_LD = ['-Wl,--build-id', '-Wl,-z,noseparate-code']
 # Lifetimes in a run of seconds: the default cold bound (200 s) would leave nothing cold.
-USE = ['-mllvm', '-memprof-ave-lifetime-cold-threshold=1', '-mllvm', '-memprof-print-match-info']
+USE = ['-mllvm', '-memprof-ave-lifetime-cold-threshold=1', '-mllvm', '-memprof-print-match-info',
+       '-mllvm', '-memprof-report-hinted-sizes']
 LTO = ['-flto=thin']
 LTO_LD = ['-fuse-ld=lld', '-flto=thin', '-Wl,-mllvm,-enable-memprof-context-disambiguation',
-          '-Wl,-mllvm,-optimize-hot-cold-new', '-Wl,-mllvm,-supports-hot-cold-new']
+          '-Wl,-mllvm,-optimize-hot-cold-new', '-Wl,-mllvm,-supports-hot-cold-new',
+          '-Wl,-mllvm,-memprof-report-hinted-sizes']
 HINT_NAMES = {1: 'cold', 128: 'notcold', 222: 'ambiguous', 254: 'hot'}
 
 
@@ -90,7 +92,13 @@ def gen_input(path, mb):
 
 def cmake_build(src, bdir, cxxflags, ldflags):
     """Configures and builds jsoncpp (static library, its tests and jsontestrunner) with
-    clang-19; returns the build's output (clang's -memprof-print-match-info lines)."""
+    clang-19; returns the build's output (clang's -memprof-print-match-info lines). A build
+    of the same flags (and profile file) from an earlier run is reused."""
+    stamp, logf = os.path.join(bdir, 'pgo_real.flags'), os.path.join(bdir, 'pgo_real.log')
+    key = json.dumps([cxxflags, ldflags] + [os.path.getmtime(f.split('=', 1)[1])
+                                            for f in cxxflags if f.startswith('-fmemory-profile-use=')])
+    if os.path.exists(stamp) and open(stamp).read() == key and os.path.exists(exe_of(bdir)):
+        return open(logf).read()
     shutil.rmtree(bdir, ignore_errors=True)
     run(['cmake', '-S', src, '-B', bdir, '-G', 'Ninja', '-DCMAKE_BUILD_TYPE=None',
          '-DCMAKE_C_COMPILER=clang-19', '-DCMAKE_CXX_COMPILER=clang++-19',
@@ -99,6 +107,10 @@ def cmake_build(src, bdir, cxxflags, ldflags):
          '-DJSONCPP_WITH_CMAKE_PACKAGE=OFF', '-DCMAKE_CXX_FLAGS=' + ' '.join(cxxflags),
          '-DCMAKE_EXE_LINKER_FLAGS=' + ' '.join(ldflags)])
     p = run(['nice', 'cmake', '--build', bdir, '--', '-j2', '-v'])
+    with open(logf, 'w') as f:
+        f.write(p.stdout + p.stderr)
+    with open(stamp, 'w') as f:
+        f.write(key)
     return p.stdout + p.stderr
 
 
@@ -150,7 +162,7 @@ def profile_clang(exe, doc, out):
         if f.startswith('clang.profraw'):
             os.unlink(os.path.join(d, f))
     env = dict(os.environ, MEMPROF_OPTIONS='log_path=' + os.path.join(d, 'clang.profraw'))
-    run([exe, doc], env=env, stdout=subprocess.DEVNULL)
+    run([exe, doc], env=env)
     workload_cleanup(doc)
     raws = [os.path.join(d, f) for f in os.listdir(d) if f.startswith('clang.profraw')]
     run(['llvm-profdata-19', 'merge', '--profiled-binary=' + exe] + raws + ['-o', out])
@@ -163,6 +175,19 @@ def matched(build_log):
     for kind, cid in re.findall(r'MemProf (\w+) context with id (\d+) has total profiled size \d+ is matched',
                                 build_log):
         seen[cid] = kind
+    out = {}
+    for kind in seen.values():
+        out[kind] = out.get(kind, 0) + 1
+    return out
+
+
+def contexts_hinted(build_log):
+    """{class: contexts} clang reported hinting (-memprof-report-hinted-sizes), each
+    full-context hash once."""
+    seen = {}
+    for h, kind in re.findall(r'MemProf hinting: Total size for full allocation context hash (\d+) and '
+                              r'[\w ]*?alloc type (\w+)', build_log):
+        seen[h] = kind
     out = {}
     for kind in seen.values():
         out[kind] = out.get(kind, 0) + 1
@@ -249,6 +274,7 @@ def main():
         use = ['-fmemory-profile-use=' + prof] + USE if prof else []
         blog = cmake_build(src, bdir, BASE + LTO + use, BASE_LD + LTO_LD + hotcold)
         variants[name] = {'exe': exe_of(bdir), 'matched': matched(blog) if prof else {},
+                          'ctx_hinted': contexts_hinted(blog) if prof else {},
                           'hinted': hinted(exe_of(bdir)), 'tests': ctest(bdir)}
     log('measuring (%d interleaved runs each)' % a.runs)
     samples = {n: [] for n in variants}
@@ -259,13 +285,13 @@ def main():
     base = statistics.median(s[0] for s in samples['no profile'])
     print('\nlibjsoncpp %s, jsontestrunner on a %d MiB document, %d runs (medians); %.0f s in all\n'
           % (os.path.basename(src).split('-', 1)[1], a.mb, a.runs, time.monotonic() - t0))
-    print('| build | contexts matched | hinted call sites | ctest | wall s | vs none | peak RSS MiB | page faults |')
-    print('| --- | --- | --- | --- | ---: | ---: | ---: | ---: |')
+    print('| build | contexts matched | contexts hinted | hot/cold new call sites | ctest | wall s | vs none | peak RSS MiB | page faults |')
+    print('| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: |')
     for n, v in variants.items():
         s = samples[n]
         wall = statistics.median(x[0] for x in s)
-        print('| %s | %s | %s | %s | %.3f | %.3fx | %.1f | %d |' % (
-            n, fmt(v['matched']), fmt(v['hinted']), v['tests'], wall, wall / base,
+        print('| %s | %s | %s | %s | %s | %.3f | %.3fx | %.1f | %d |' % (
+            n, fmt(v['matched']), fmt(v['ctx_hinted']), fmt(v['hinted']), v['tests'], wall, wall / base,
             statistics.median(x[1] for x in s) / 1024, statistics.median(x[2] for x in s)))
     for n in variants:
         last = [l for l in samples[n][-1][3].splitlines() if l.startswith('memprofd_hotcold')]
