@@ -8,7 +8,7 @@ set -eu
 deploy=$1
 src=$2
 memprofd=$3
-max=${4:-3.0}
+max=${4:-2.0}
 
 command -v systemd-analyze >/dev/null 2>&1 || { echo "SKIP: no systemd-analyze (Debian package systemd)"; exit 77; }
 tmp=$(mktemp -d)
