@@ -72,8 +72,10 @@ def check_installed(source_dir, tmp):
         exe = os.path.join(tmp, 'hotcold_links')
         run(['clang++-19', '-O1', os.path.join(source_dir, 'hotcold_links.cc'), '-x', 'c',
              os.path.join(source_dir, 'hotcold_links_c.c'), '-x', 'none', '-o', exe] + flags)
-        out = run([exe, '2'])
-        ldd = run(['ldd', exe])
+        # meson test puts the build's own library folders in LD_LIBRARY_PATH: not here.
+        env = {k: v for k, v in os.environ.items() if k != 'LD_LIBRARY_PATH'}
+        out = run([exe, '2'], env=env)
+        ldd = run(['ldd', exe], env=env)
         lib = next((l.split()[2] for l in ldd.splitlines() if 'libmemprofd_hotcold.so.0 =>' in l), '')
         if 'hotcold_links: ok hints=1' not in out or \
                 os.path.realpath(lib) != os.path.realpath(MULTIARCH + '/libmemprofd_hotcold.so.0'):
