@@ -26,6 +26,7 @@ TEST_PKGS=(
   systemd
   chromium
   libstdc++6-12-dbg libc6-dbg
+  debhelper dpkg-dev fakeroot
 )
 case "${1:-test}" in
   demo) PKGS=("${DEMO_PKGS[@]}") ;;

@@ -199,6 +199,7 @@ int sampled_find_library(char *out, size_t outsz)
 		/* Build tree (cli/memprofd -> sampler/), then an installed prefix. */
 		static const char *const rel[] = {
 			"/../sampler/libmemprofd_sampler.so", "/../lib/x86_64-linux-gnu/libmemprofd_sampler.so",
+			"/../lib/x86_64-linux-gnu/libmemprofd_sampler.so.0",   /* runtime package, no -dev */
 			"/../lib/aarch64-linux-gnu/libmemprofd_sampler.so", "/../lib64/libmemprofd_sampler.so",
 			"/../lib/libmemprofd_sampler.so",
 		};
@@ -209,7 +210,8 @@ int sampled_find_library(char *out, size_t outsz)
 		}
 	}
 	static const char *const sys[] = {
-		"/usr/lib/x86_64-linux-gnu/libmemprofd_sampler.so", "/usr/local/lib/x86_64-linux-gnu/libmemprofd_sampler.so",
+		"/usr/lib/x86_64-linux-gnu/libmemprofd_sampler.so", "/usr/lib/x86_64-linux-gnu/libmemprofd_sampler.so.0",
+		"/usr/local/lib/x86_64-linux-gnu/libmemprofd_sampler.so",
 		"/usr/lib/aarch64-linux-gnu/libmemprofd_sampler.so", "/usr/lib64/libmemprofd_sampler.so",
 		"/usr/local/lib/libmemprofd_sampler.so", "/usr/lib/libmemprofd_sampler.so",
 	};
