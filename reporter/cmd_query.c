@@ -772,6 +772,10 @@ static int run_cb(const struct store_run_row *r, void *arg)
 			", \"overwritten\": %" PRIu64 ", \"unresolved_frames\": %" PRIu64,
 			st->events, st->drops_ringbuf, st->drops_live_full, st->drops_state_full,
 			st->drops_stack, st->unmatched_frees, st->overwritten, st->unresolved_frames);
+		fprintf(o->out, ", \"missed\": {\"exec\": %" PRIu64 ", \"late\": %" PRIu64
+			", \"unknown\": %" PRIu64 "}", st->missed_exec, st->missed_late,
+			st->missed_unknown);
+		json_opt_i64(o->out, "flushed_ns", st->flushed_ns);
 		fputs(", \"access_source\": ", o->out);
 		fmt_json_str(o->out, r->access_source);
 		fputs(", \"access_reasons\": ", o->out);
@@ -806,6 +810,8 @@ static int run_cb(const struct store_run_row *r, void *arg)
 		/* The standard classes have a column each (the header's order). */
 		for (unsigned i = 0; i < N_STD_CLASSES; i++)
 			fprintf(o->out, ",%" PRIu64, cls.samples[i]);
+		fprintf(o->out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, st->missed_exec,
+			st->missed_late, st->missed_unknown);
 		fputs(EOL_CSV, o->out);
 		break;
 	default: {
@@ -821,6 +827,10 @@ static int run_cb(const struct store_run_row *r, void *arg)
 			W_STATUS, status, W_NUM, fmt_count(events, st->events),
 			W_NUM, fmt_count(ndrops, drops),
 			W_NUM, fmt_count(nunm, st->unmatched_frees), cmd);
+		if (st->missed_exec || st->missed_late || st->missed_unknown)
+			fprintf(o->out, "%*smissed: %" PRIu64 " execs not marked, %" PRIu64
+				" processes probed late, %" PRIu64 " records of unnamed processes\n",
+				W_INDENT, "", st->missed_exec, st->missed_late, st->missed_unknown);
 		print_run_access_table(o->out, r, &cls);
 		if (o->s && (rc = status_governor_table(o->out, o->s, r->id, W_INDENT)) < 0)
 			return rc;
@@ -842,7 +852,8 @@ int query_print_status(FILE *out, struct store *s, enum query_format fmt)
 		      "events,drops_ringbuf,drops_live_full,drops_state_full,drops_stack,"
 		      "unmatched_frees,overwritten,unresolved_frames,access_source,access_reasons,"
 		      "samples_heap,samples_heap_untracked,samples_static,samples_stack,samples_tls,"
-		      "samples_anon,samples_file,samples_unknown" EOL_CSV, out);
+		      "samples_anon,samples_file,samples_unknown,missed_exec,missed_late,missed_unknown"
+		      EOL_CSV, out);
 	else
 		fprintf(out, "%*s %-*s %*s %-*s %*s %*s %*s %s\n", W_RUN_ID, "RUN", W_STARTED,
 			"STARTED (UTC)", W_LIFE, "DURATION", W_STATUS, "STATUS", W_NUM, "EVENTS",

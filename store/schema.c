@@ -238,6 +238,17 @@ static const char *const migrations[] = {
 	"  unsampled INTEGER NOT NULL,"          /* selected, without the sampler */
 	"  skipped INTEGER NOT NULL,"            /* selected, over max_processes (cumulative) */
 	"  unsampled_list TEXT);",               /* 'PID EXE' a line, newest first, a few */
+	/* issue 18: 8 -> 9: what a run missed (counted per run: execs not marked in the
+	 * kernel, processes whose probes came after they started, allocation records of
+	 * processes never named), its last flush, and its writer (pid and start time in
+	 * clock ticks since boot), so that the next writer marks a run whose writer died
+	 * `crashed` (store/run_end.c). */
+	"ALTER TABLE runs ADD COLUMN flushed_ns INTEGER NOT NULL DEFAULT 0;"  /* CLOCK_REALTIME */
+	"ALTER TABLE runs ADD COLUMN missed_exec INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE runs ADD COLUMN missed_late INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE runs ADD COLUMN missed_unknown INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE runs ADD COLUMN writer_pid INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE runs ADD COLUMN writer_start INTEGER NOT NULL DEFAULT 0;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <endian.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sqlite3.h>
 
 #include "store/store.h"
@@ -189,8 +190,8 @@ static const char *const write_sql[ST__COUNT] = {
 		"ON CONFLICT(context_id, process_id, run_id, bucket_start) DO UPDATE SET "
 		"alloc_count = excluded.alloc_count" STORE__MIB_FIELDS(MIB_SET)
 		", access_hist = excluded.access_hist",
-	[ST_RUN_INS] = "INSERT INTO runs(command, alloc_mode, access_mode, settings, started_ns) "
-		"VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_RUN_INS] = "INSERT INTO runs(command, alloc_mode, access_mode, settings, started_ns,"
+		" writer_pid, writer_start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	/* Lines are facts of (binary, offset): the first writer's stay. */
 	[ST_LINE_PUT] = "INSERT OR IGNORE INTO frame_lines(frame_id, depth, function, mangled,"
 		" file, line, col, decl_line, inlined) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -207,7 +208,8 @@ static const char *const write_sql[ST__COUNT] = {
 	[ST_RUN_UPD] = "UPDATE runs SET ended_ns = ?2, events = ?3, drops_ringbuf = ?4, "
 		"drops_live_full = ?5, drops_state_full = ?6, drops_stack = ?7, "
 		"unmatched_frees = ?8, overwritten = ?9, unresolved_frames = ?10, "
-		"status = coalesce(?11, status) WHERE id = ?1",
+		"status = coalesce(?11, status), missed_exec = ?12, missed_late = ?13, "
+		"missed_unknown = ?14, flushed_ns = ?15 WHERE id = ?1",
 };
 
 struct store {
@@ -909,6 +911,8 @@ int store_run_begin(struct store *s, const struct store_run *run, int64_t *run_i
 	bind_text(st, 3, run->access_mode);
 	bind_text(st, 4, run->settings);
 	sqlite3_bind_int64(st, 5, run->started_ns);
+	sqlite3_bind_int64(st, 6, (int64_t)getpid());
+	sqlite3_bind_int64(st, 7, (int64_t)store__self_start_ticks());
 	r = step_done(s, st, "recording a run");
 	if (r == 0)
 		*run_id = sqlite3_last_insert_rowid(s->db);
@@ -931,6 +935,10 @@ int store_run_update(struct store *s, int64_t run_id, const struct store_run_sta
 	for (unsigned i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		sqlite3_bind_int64(st, 3 + (int)i, (int64_t)v[i]);
 	bind_text(st, 11, rs->status);
+	sqlite3_bind_int64(st, 12, (int64_t)rs->missed_exec);
+	sqlite3_bind_int64(st, 13, (int64_t)rs->missed_late);
+	sqlite3_bind_int64(st, 14, (int64_t)rs->missed_unknown);
+	sqlite3_bind_int64(st, 15, rs->flushed_ns);
 	r = step_done(s, st, "updating a run");
 	if (r == 0 && sqlite3_changes(s->db) == 0)
 		return store__error(s, -ENOENT, "updating a run: no run %lld", (long long)run_id);

@@ -255,11 +255,11 @@ static int on_event(void *ctx, void *data, size_t len)
 	struct proc *p;
 
 	r->events++;
-	if (len < sizeof(*h))
+	if (len < sizeof(*h) || !events_gate(r, data, len))
 		return 0;
 	if (h->type == EV_FREE) {
 		const struct ev_free *e = data;
-		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+		if (len < sizeof(*e) || !(p = events_proc(r, h->tgid, h->start_ns)))
 			return 0;
 		add_object(r, p, e->key, e->addr, e->size, e->alloc_ns, e->free_ns, e->alloc_cpu,
 			   e->free_cpu);

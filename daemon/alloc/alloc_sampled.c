@@ -465,13 +465,13 @@ static int on_event(void *ctx, void *data, size_t len)
 	struct proc *p;
 
 	r->events++;
-	if (len < sizeof(*h))
+	if (len < sizeof(*h) || !events_gate(r, data, len))
 		return 0;
 	if (h->type == EV_SFREE || h->type == EV_SALLOC)
 		s->records++;
 	if (h->type == EV_SFREE) {
 		const struct ev_sfree *e = data;
-		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+		if (len < sizeof(*e) || !(p = events_proc(r, h->tgid, h->start_ns)))
 			return 0;
 		if (r->attrib && (e->flags & SAMPLER_F_REGION) &&
 		    attrib_free(r->attrib, h->tgid, h->start_ns, e->addr, e->free_ns, e->free_cpu) == 0)
@@ -483,7 +483,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (h->type == EV_SALLOC) {
 		const struct ev_salloc *e = data;
 		if (len < sizeof(*e) || !r->attrib || !(e->flags & SAMPLER_F_REGION) ||
-		    !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+		    !(p = events_proc(r, h->tgid, h->start_ns)))
 			return 0;
 		/* On failure (index full) the object is aggregated at its death, without accesses. */
 		attrib_alloc(r->attrib, h->tgid, h->start_ns, e->addr, e->size,

@@ -61,7 +61,7 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 {
 	struct iframe f[ALLOC_MAX_FRAMES];
 	unsigned n = 0, max = e->nframes, bare = 0;
-	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
+	struct proc *p = events_proc(r, e->h.tgid, e->h.start_ns);
 	bool scanned = false;
 
 	if (!p)
@@ -133,6 +133,8 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 {
 	char buf[ALLOC_EXEC_NAME + 1];
 
+	if (e->ppid)
+		p->ppid = e->ppid;
 	memcpy(buf, e->filename, ALLOC_EXEC_NAME);
 	buf[ALLOC_EXEC_NAME] = '\0';
 	if (buf[0] == '/') {
@@ -152,6 +154,15 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 	hmap_free(&p->stacks);   /* stack keys were per image */
 	maps_free(&p->maps);
 	p->maps_loaded = false;
+}
+
+struct proc *events_proc(struct recorder *r, uint32_t tgid, uint64_t start_ns)
+{
+	struct proc *p = proc_get(&r->procs, tgid, start_ns);
+
+	if (p && !*p->exe)
+		r->missed_unknown++;
+	return p;
 }
 
 bool events_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap)

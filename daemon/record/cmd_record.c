@@ -417,6 +417,8 @@ int cmd_record(int argc, char **argv)
 				 .access_mode = r.attrib ? access_mode : "off", .settings = settings,
 				 .started_ns = real_ns() };
 	err = store_begin(r.store);
+	if (!err && (err = store_end_crashed_runs(r.store)) > 0)
+		err = 0;   /* runs whose writer died, ended at their last flush */
 	if (!err)
 		err = store_run_begin(r.store, &run, &r.run_id);
 	if (!err)

@@ -171,6 +171,10 @@ int recorder_flush(struct recorder *r, const char *status)
 		.overwritten = c[CNT_OVERWRITTEN],
 		.unresolved_frames = r->unresolved_frames,
 		.status = status ? status : "running",
+		.missed_exec = c[CNT_EXEC_LOST],
+		.missed_late = r->missed_late,
+		.missed_unknown = r->missed_unknown,
+		.flushed_ns = now_real_ns(),
 	};
 	err = store_begin(r->store);
 	if (!err)

@@ -56,6 +56,13 @@ struct recorder {
 	uint64_t mem_dropped_aggs, mem_dropped_objects;
 	bool mem_drop_logged;
 	uint64_t procs_forgotten;        /* exited processes freed by recorder_forget_exited */
+	/* What the run missed (query status): processes whose probes came after they
+	 * started (the daemon's targets), allocation records of processes never named. */
+	uint64_t missed_late, missed_unknown;
+	/* The daemon's exec gate (NULL in record mode): called first for every record;
+	 * 0 drops it (a process the daemon's rules rejected, decided at its exec). */
+	int (*gate)(void *arg, const void *data, size_t len);
+	void *gate_arg;
 };
 
 /* The subcommand name messages start with. */

@@ -30,6 +30,7 @@
 #include "daemon/record/recorder.h"
 #include "daemon/access/src_soft.h"
 #include "daemon/service/targets.h"
+#include "daemon/service/exec_gate.h"
 #include "store/store.h"
 
 #define DAEMON_STOP_BUDGET_MS 1200   /* SIGTERM -> flushed, leaving 0.8 s of the 2 s
@@ -54,6 +55,7 @@ struct daemon {
 	struct recorder r;
 	struct sampled *smp;             /* alloc = sampled, else NULL (exact) */
 	struct targets tg;
+	struct exec_gate gate;           /* decides processes at their exec */
 	struct governor gov;
 	int gov_alloc, gov_access;       /* governor source indices, -1 if none */
 	uint64_t gov_events_alloc, gov_events_access;   /* counters at the previous tick */
@@ -400,6 +402,12 @@ static int open_sources(struct daemon *d)
 		return 1;
 	if (targets_init(&d->tg, &d->r, d->smp, &d->cfg) < 0)
 		return log_error_errno(1, "daemon: out of memory");
+	exec_gate_init(&d->gate, &d->r, &d->tg);
+	d->r.gate = exec_gate;
+	d->r.gate_arg = &d->gate;
+	/* Its own sampler probed before any service preloading it starts. */
+	if (d->smp)
+		targets_preprobe(&d->tg, d->tg.sampler_hint);
 	return 0;
 }
 
@@ -433,6 +441,8 @@ static int run(struct daemon *d)
 				 .access_mode = d->r.attrib ? config_access_name(d->cfg.access) : "off",
 				 .settings = settings, .started_ns = real_ns() };
 	err = store_begin(d->r.store);
+	if (!err && (err = store_end_crashed_runs(d->r.store)) > 0)
+		err = 0;   /* runs whose writer died, ended at their last flush */
 	if (!err)
 		err = store_run_begin(d->r.store, &run, &d->r.run_id);
 	if (!err)
@@ -597,6 +607,7 @@ int cmd_daemon(int argc, char **argv)
 	}
 	/* Links before the objects they belong to (libbpf's USDT links use theirs). */
 	targets_free(&d->tg);
+	exec_gate_free(&d->gate);
 	access_close(&d->r);
 	sampled_close(d->smp);
 	exact_close(&d->r);

@@ -438,6 +438,62 @@ static void no_sampler(struct targets *t, pid_t pid, const struct proc_identity 
 
 /* ---- deciding ---- */
 
+/* A process decided at its exec whose probes were attached only now: it ran without
+ * them since its exec (what it did meanwhile is lost), counted for query status. */
+static void note_late(struct targets *t, size_t files_before, enum why why)
+{
+	if (why != WHY_EXEC)
+		return;
+	for (size_t i = files_before; i < t->nfiles; i++)
+		if (t->files[i].probes) {
+			t->r->missed_late++;
+			return;
+		}
+}
+
+static bool uses_build_id(const struct config *c)
+{
+	if (c->deny.build_id.n)
+		return true;
+	for (size_t i = 0; i < c->ntargets; i++)
+		if (c->targets[i].build_id.n)
+			return true;
+	return false;
+}
+
+int targets_decide_exec(struct targets *t, pid_t pid, struct proc_identity *id,
+			const char *open_path)
+{
+	if (pid == getpid())
+		return 0;
+	if (uses_build_id(t->cfg) && elf_build_id_of(open_path, id->build_id, sizeof(id->build_id)) < 0)
+		id->build_id[0] = '\0';
+	if (rules_match(t->cfg, id).verdict != RULE_TARGET)
+		return 0;
+	if (t->ntraced >= t->cfg->max_processes) {
+		t->skipped_full++;
+		return 0;
+	}
+	t->ntraced++;
+	return 1;
+}
+
+void targets_untrack(struct targets *t, pid_t pid, uint64_t start_ns)
+{
+	uint64_t v;
+
+	/* Not a successor of the PID that the kernel marked meanwhile. */
+	if (bpf_map_lookup_elem(map_fd(t), &(uint32_t){ (uint32_t)pid }, &v) == 0 &&
+	    (v == 0 || v == start_ns))
+		map_remove(t, (uint32_t)pid);
+}
+
+void targets_preprobe(struct targets *t, const char *path)
+{
+	if (path && *path && file_probe(t, path) < 0)
+		log_warn("daemon: probing %s ahead of its processes failed", path);
+}
+
 static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why why)
 {
 	struct proc_identity id;
@@ -460,11 +516,15 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 		t->skipped_full++;
 		return;
 	}
+	size_t files_before = t->nfiles;
 	if (!t->smp) {
-		if (attach_exact(t, pid) < 0 || known)
+		int n = attach_exact(t, pid);
+		note_late(t, files_before, why);
+		if (n < 0 || known)
 			return;
 	} else {
 		int n = attach_sampler(t, pid);
+		note_late(t, files_before, why);
 		if (n < 0)
 			return;
 		if (n == 0) {
@@ -498,7 +558,7 @@ void targets_lifecycle(void *arg, unsigned type, uint32_t tgid, uint64_t start_n
 	struct targets *t = arg;
 
 	switch (type) {
-	case EV_NEWEXEC:
+	case EV_NEWEXEC:  /* accepted by the exec gate: its probes */
 	case EV_EXEC:     /* a target's new image may bring binaries to probe */
 		consider(t, (pid_t)tgid, start_ns, WHY_EXEC);
 		break;

@@ -53,6 +53,17 @@ int targets_init(struct targets *t, struct recorder *r, struct sampled *smp,
 		 const struct config *cfg);
 void targets_free(struct targets *t);
 
+struct proc_identity;
+/* The exec gate's decision (exec_gate.c) for a process the kernel marked at its exec,
+ * from its exec record's identity (build-id read from open_path when a rule needs it):
+ * 1 it stays traced (counted), 0 the caller takes it out. */
+int targets_decide_exec(struct targets *t, pid_t pid, struct proc_identity *id,
+			const char *open_path);
+/* Takes process (pid, start_ns) out of the BPF targets map (not a successor of its PID). */
+void targets_untrack(struct targets *t, pid_t pid, uint64_t start_ns);
+/* Probes a binary before any process runs it (the daemon's own sampler library), so
+ * that the first processes of a preloading service are not late. */
+void targets_preprobe(struct targets *t, const char *path);
 /* A process to look at: found by a /proc walk (start_ns 0) or by an exec record
  * (start_ns: its task start time, CLOCK_MONOTONIC ns). */
 void targets_consider(struct targets *t, pid_t pid, uint64_t start_ns, bool exec);
