@@ -154,7 +154,7 @@ enum {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
 	ST_BIN_GET_BUILD_ID, ST_BIN_GET_PATH, ST_BIN_INS, ST_FRAME_PUT,
 	ST_STACK_GET, ST_STACK_INS, ST_CTX_GET, ST_CTX_INS,
-	ST_PROC_GET, ST_PROC_INS, ST_PROC_EXIT, ST_MIB_PUT, ST_RUN_INS, ST_RUN_UPD,
+	ST_BIN_NAME, ST_PROC_GET, ST_PROC_INS, ST_PROC_EXIT, ST_MIB_PUT, ST_RUN_INS, ST_RUN_UPD,
 	ST_LINE_PUT, ST_DATA_PUT, ST_CLASS_PUT, ST_RUN_ACCESS,
 	ST__COUNT
 };
@@ -170,6 +170,7 @@ static const char *const write_sql[ST__COUNT] = {
 	[ST_BIN_GET_BUILD_ID] = "SELECT id FROM binaries WHERE build_id = ?1 AND build_id <> ''",
 	[ST_BIN_GET_PATH] = "SELECT id FROM binaries WHERE path = ?1 AND build_id = ''",
 	[ST_BIN_INS] = "INSERT INTO binaries(build_id, path) VALUES (?1, ?2)",
+	[ST_BIN_NAME] = "UPDATE binaries SET path = ?2 WHERE id = ?1 AND path = ''",
 	[ST_FRAME_PUT] = "INSERT INTO frames(binary_id, offset, function, mangled) "
 		"VALUES (?1, ?2, ?3, ?4) ON CONFLICT(binary_id, offset) DO UPDATE SET "
 		"function = coalesce(function, excluded.function), "
@@ -615,7 +616,9 @@ static int intern_binary(struct store *s, const char *build_id, const char *path
 		if (!key)
 			return store__error(s, -ENOMEM, "out of memory");
 	}
-	key[0] = *build_id ? 'B' : 'P';
+	/* 'b': a build-id looked up without a path; 'B': with one, which names a row
+	 * stored without a path (a binary's path learned from any process names it). */
+	key[0] = *build_id ? (*path ? 'B' : 'b') : 'P';
 	memcpy(key + 1, name, klen - 1);
 
 	uint64_t h = hash_bytes(key, klen);
@@ -633,6 +636,15 @@ static int intern_binary(struct store *s, const char *build_id, const char *path
 		r = step_id(s, st, id, "looking up a binary");
 		if (r < 0)
 			return r;
+	}
+	if (r == 1 && *build_id && *path) {
+		_cleanup_reset_ sqlite3_stmt *st = hot(s, ST_BIN_NAME);
+
+		sqlite3_bind_int64(st, 1, *id);
+		bind_text(st, 2, path);
+		if ((r = step_done(s, st, "naming a binary")) < 0)
+			return r;
+		r = 1;
 	}
 	if (r == 0) {
 		_cleanup_reset_ sqlite3_stmt *st = hot(s, ST_BIN_INS);
