@@ -31,6 +31,7 @@
 #include "daemon/access/src_soft.h"
 #include "daemon/service/targets.h"
 #include "daemon/service/exec_gate.h"
+#include "daemon/service/db_owner.h"
 #include "store/store.h"
 
 #define DAEMON_STOP_BUDGET_MS 1200   /* SIGTERM -> flushed, leaving 0.8 s of the 2 s
@@ -38,7 +39,6 @@
 #define DAEMON_MAX_WAIT_MS 1000      /* longest poll, so deadlines are never late by more */
 #define DAEMON_BUSY_TIMEOUT_MS 200   /* SQLite lock wait of a running flush (then: retry) */
 #define DAEMON_FLUSH_RETRY_MS 100    /* pause between final flush attempts */
-#define DAEMON_LOCK_SUFFIX ".lock"   /* DB.lock: the one-daemon-per-database flock */
 
 static const char daemon_usage[] =
 	"usage: memprofd daemon [--config PATH] [--check]\n"
@@ -47,7 +47,8 @@ static const char daemon_usage[] =
 	"select into the store, within the [governor] CPU budget, with retention and\n"
 	"compaction. Meant to run under systemd (deploy/memprofd.service).\n"
 	"  --config PATH   configuration file (default " CONFIG_DEFAULT_PATH ")\n"
-	"  --check         only validate the configuration, then exit (0 ok, 2 errors)\n"
+	"  --check         validate the configuration and that its db can be written (a write\n"
+	"                  transaction, rolled back), then exit (0 ok, 1 db not writable, 2 errors)\n"
 	"Signals: SIGHUP reloads the config, SIGTERM/SIGINT flush and exit.\n";
 
 struct daemon {
@@ -62,7 +63,7 @@ struct daemon {
 	double keep;                     /* sampled records kept (thinning), 1 = all */
 	int64_t gov_changed_ns;          /* CLOCK_REALTIME of the governor's last rate change */
 	int sfd;
-	int lock_fd;                     /* flock on DB.lock: one daemon per database */
+	struct db_owner owner;           /* one daemon per database file */
 	int64_t next_flush, next_gov, next_maint, next_ckpt, next_rescan, next_wd;
 	uint64_t wd_usec;
 	uint64_t gov_cpu_ns;             /* at the previous governor tick */
@@ -107,36 +108,10 @@ static void print_errors(const char *errs)
 	}
 }
 
-/* One daemon per database: two would fail each other's flushes on SQLite's lock. An
- * flock on DB.lock (released by the kernel however the holder ends), with the holder's
- * pid in it for the message. 0, or 1 after the one-line error. */
+/* One daemon per database: two would fail each other's flushes on SQLite's lock. */
 static int lock_db(struct daemon *d)
 {
-	char path[PATH_MAX], pid[32] = "";
-	int fd;
-
-	if (snprintf(path, sizeof(path), "%s" DAEMON_LOCK_SUFFIX, d->cfg.db) >= (int)sizeof(path))
-		return log_error_errno(1, "daemon: %s: path too long", d->cfg.db);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (fd < 0)
-		return log_error_errno(1, "daemon: %s: %s", path, strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno;
-		ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
-
-		pid[n > 0 ? n : 0] = '\0';
-		pid[strcspn(pid, "\n")] = '\0';
-		close(fd);
-		if (e == EWOULDBLOCK)
-			return log_error_errno(1, "daemon: %s: another memprofd daemon (pid %s) writes "
-					       "this database; one daemon per database (lock %s)",
-					       d->cfg.db, *pid ? pid : "?", path);
-		return log_error_errno(1, "daemon: %s: locking: %s", path, strerror(e));
-	}
-	if (ftruncate(fd, 0) == 0)
-		dprintf(fd, "%d\n", (int)getpid());
-	d->lock_fd = fd;
-	return 0;
+	return db_owner_lock(&d->owner, d->cfg.db);
 }
 
 /* ---- periodic jobs ---- */
@@ -572,7 +547,7 @@ int cmd_daemon(int argc, char **argv)
 	if (!d)
 		return log_error_errno(1, "daemon: out of memory");
 	d->sfd = -1;
-	d->lock_fd = -1;
+	d->owner.db_fd = d->owner.pid_fd = -1;
 	if (config_load(&d->cfg, path, &errs)) {
 		print_errors(errs);
 		free(errs);
@@ -580,6 +555,11 @@ int cmd_daemon(int argc, char **argv)
 		return 2;
 	}
 	if (check) {
+		if (db_owner_check(d->cfg.db)) {
+			config_free(&d->cfg);
+			free(d);
+			return 1;
+		}
 		printf("%s: ok\n", path);
 		config_free(&d->cfg);
 		free(d);
@@ -617,8 +597,7 @@ int cmd_daemon(int argc, char **argv)
 	store_close(d->r.store);
 	if (d->sfd >= 0)
 		close(d->sfd);
-	if (d->lock_fd >= 0)
-		close(d->lock_fd);
+	db_owner_release(&d->owner);
 	sigprocmask(SIG_SETMASK, &orig, NULL);
 out:
 	config_free(&d->cfg);
