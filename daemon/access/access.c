@@ -13,6 +13,7 @@
 #include "alloc.skel.h"
 #include "daemon/attrib/addrspace.h"
 #include "base/log.h"
+#include "daemon/alloc/events.h"
 #include "daemon/record/recorder.h"
 #include "daemon/access/src_soft.h"
 #include "daemon/access/src_spe.h"
@@ -25,7 +26,10 @@ int recorder_targets_fd(const struct recorder *r)
 static void on_sample(void *arg, const struct access_sample *s)
 {
 	struct recorder *r = arg;
+	struct ev_hdr h = { .tgid = s->tgid, .start_ns = s->start_ns };
 
+	if (!events_gate(r, &h, sizeof(h)))
+		return;   /* a process the daemon rejected at its exec */
 	attrib_sample(r->attrib, s);
 }
 

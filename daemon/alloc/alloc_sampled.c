@@ -525,6 +525,11 @@ int sampled_targets_fd(const struct sampled *s)
 	return bpf_map__fd(s->skel->maps.targets);
 }
 
+int sampled_live_fd(const struct sampled *s)
+{
+	return bpf_map__fd(s->skel->maps.live);
+}
+
 int sampled_ring_fd(const struct sampled *s)
 {
 	return ring_buffer__epoll_fd(s->rb);

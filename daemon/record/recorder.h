@@ -165,6 +165,7 @@ int sampled_poll(struct sampled *s, int timeout_ms);
 uint64_t sampled_watermark(const struct sampled *s);
 int sampled_drain(struct sampled *s);          /* consumes everything queued */
 int sampled_targets_fd(const struct sampled *s);
+int sampled_live_fd(const struct sampled *s);      /* its live map (struct live_key keys) */
 int sampled_ring_fd(const struct sampled *s);      /* epoll fd of its ring buffer */
 /* Thinning (bpf/sampled.bpf.c keep_q16): keeps each sample with probability keep, its
  * weight divided by keep. Returns the probability in force (keep rounded to 1/65536). */

@@ -490,6 +490,7 @@ static int run(struct daemon *d)
 			d->next_flush = now + (int64_t)d->cfg.flush_interval_ms;
 		}
 		if (now >= d->next_gov) {
+			exec_gate_purge(&d->gate);   /* allocations of processes rejected at exec */
 			governor_job(d, now);
 			d->next_gov = now + (int64_t)d->cfg.governor_interval_s * 1000;
 		}

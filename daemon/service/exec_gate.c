@@ -3,7 +3,8 @@
  * lives), the comm at exec, the parent; the cgroup only while /proc has it. A rejected
  * process is taken out of the targets map (if the map still holds that instance, not a
  * successor of its PID) and its records are dropped for EXEC_GATE_FORGET_MS, two
- * generations of a small set, so the set stays as small as the exec rate allows. */
+ * generations of a small set, so the set stays as small as the exec rate allows; what
+ * it allocated meanwhile is purged from the live map at the next periodic tick. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -12,7 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 #include "base/log.h"
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "alloc.skel.h"
 #include "bpf/alloc.h"
+#include "daemon/alloc/events.h"
 #include "daemon/record/recorder.h"
 #include "daemon/service/exec_gate.h"
 #include "daemon/service/rules.h"
@@ -41,6 +46,14 @@ static bool is_rejected(struct exec_gate *g, uint32_t tgid, uint64_t start_ns)
 static void reject(struct exec_gate *g, uint32_t tgid, uint64_t start_ns)
 {
 	targets_untrack(g->t, (pid_t)tgid, start_ns);
+	/* Known already through another ring (an access sample): forgotten as exited. */
+	struct proc *p = proc_find(&g->r->procs, tgid, start_ns);
+	if (p && !p->exited)
+		p->exited = p->exit_written = true;
+	if (g->npurge < EXEC_GATE_PURGE_MAX && g->purge)
+		g->purge[g->npurge++] = tgid;
+	else
+		g->purge_all = true;
 	if (hmap_insert(&g->rejected[g->cur], key_of(tgid, start_ns), (void *)1))
 		log_warn("daemon: out of memory: records of rejected pid %u may be kept", tgid);
 }
@@ -143,10 +156,48 @@ void exec_gate_init(struct exec_gate *g, struct recorder *r, struct targets *t)
 	g->r = r;
 	g->t = t;
 	g->next_age_ms = mono_ms() + EXEC_GATE_FORGET_MS;
+	g->purge = calloc(EXEC_GATE_PURGE_MAX, sizeof(*g->purge));   /* NULL: purge_all */
+}
+
+static int live_fd(const struct recorder *r)
+{
+	return r->sampled ? sampled_live_fd(r->sampled) : bpf_map__fd(r->skel->maps.live);
+}
+
+static bool purged(const struct exec_gate *g, uint32_t tgid)
+{
+	uint64_t v;
+
+	if (bpf_map_lookup_elem(recorder_targets_fd(g->r), &tgid, &v) == 0)
+		return false;   /* a target now (a successor of the PID, say) */
+	if (g->purge_all)
+		return true;
+	for (size_t i = 0; i < g->npurge; i++)
+		if (g->purge[i] == tgid)
+			return true;
+	return false;
+}
+
+void exec_gate_purge(struct exec_gate *g)
+{
+	struct live_key *keys = NULL;
+	size_t n = 0;
+	int fd = live_fd(g->r);
+
+	if (!g->npurge && !g->purge_all)
+		return;
+	if (events_live_keys(fd, 0, &keys, &n) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (purged(g, keys[i].tgid))
+				bpf_map_delete_elem(fd, &keys[i]);
+	free(keys);
+	g->npurge = 0;
+	g->purge_all = false;
 }
 
 void exec_gate_free(struct exec_gate *g)
 {
+	free(g->purge);
 	hmap_free(&g->rejected[0]);
 	hmap_free(&g->rejected[1]);
 }

@@ -373,6 +373,23 @@ static bool logged_before(struct targets *t, const char *exe)
 	return false;
 }
 
+/* A process the exec gate traced from its exec that turned out to lack the sampler: out
+ * of the targets map (its access samples are not ours to take), and left for the
+ * recorder to forget as an exited process whose row needs no writing (it allocated
+ * nothing we saw). */
+static void drop_unsampled(struct targets *t, pid_t pid)
+{
+	map_remove(t, (uint32_t)pid);
+	hmap_foreach(&t->r->procs.procs, i) {
+		struct proc *p = t->r->procs.procs.vals[i];
+		if (p->pid == (uint32_t)pid && !p->exited && !p->stacks.n) {
+			p->exited = p->exit_written = true;
+			if (t->ntraced)
+				t->ntraced--;
+		}
+	}
+}
+
 /* A selected process without the sampler: listed for query status, logged once per
  * executable with the two ways to load it. */
 static void unsampled_add(struct targets *t, pid_t pid, unsigned long long ticks,
@@ -385,6 +402,7 @@ static void unsampled_add(struct targets *t, pid_t pid, unsigned long long ticks
 			unsampled_remove(t, pid);   /* a reused PID */
 			break;
 		}
+	drop_unsampled(t, pid);
 	if (!logged_before(t, id->exe)) {
 		char hint[PATH_MAX + 256];
 		char mean[96] = "";
