@@ -586,7 +586,7 @@ int query_print_processes(FILE *out, struct store *s, const struct store_proc_fi
 
 #define W_RUN_ID 5
 #define W_STARTED 20
-#define W_STATUS 14
+#define W_STATUS 16
 
 static int64_t now_realtime_ns(void)
 {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -51,7 +52,13 @@ static const char record_usage[] =
 	"                   the heap object (sampled or exact) or static symbol they touch\n"
 	"  --freq HZ        samples per second per CPU of the soft source (default 100)\n"
 	"  --period N       events per sample of the PMU sources\n"
-	"  --duration SEC   stop after SEC seconds (default: when the process ends)\n";
+	"  --duration SEC   stop after SEC seconds (default: when the process ends)\n"
+	"\n"
+	"CMD may be a script or a wrapper: probes follow exec to what it finally runs. When\n"
+	"recording stops first (--duration, SIGINT, SIGTERM), CMD gets SIGTERM and is reaped\n"
+	"(SIGKILL after 5 s); a --pid process is left running.\n"
+	"Exit status: CMD's own (128+N when signal N killed it); 0 for --pid; 1 when\n"
+	"memprofd failed before CMD ran (then no store is left behind), 2 on bad usage.\n";
 
 static int64_t mono_ns(void)
 {
@@ -162,6 +169,71 @@ static int attach_libs_of_pid(struct recorder *r, pid_t pid)
 	}
 	maps_free(&m);
 	return total;
+}
+
+/* Whether path is an ELF file (a script or wrapper is not: its interpreter is). */
+static bool is_elf(const char *path)
+{
+	unsigned char m[4];
+	FILE *f = fopen(path, "re");
+	bool elf = f && fread(m, 1, 4, f) == 4 && m[0] == 0x7f && m[1] == 'E' && m[2] == 'L' && m[3] == 'F';
+
+	if (f)
+		fclose(f);
+	return elf;
+}
+
+/* Probes follow exec: a command that is a script or a wrapper (a pyenv shim, env, sh -c)
+ * becomes what it finally runs, whose executable may define allocators (exact) or link
+ * the sampler (sampled) itself; each new executable is probed once, by inode. */
+#define RECORD_FOLLOW_MAX 64
+struct follow {
+	struct recorder *r;
+	struct sampled *smp;
+	dev_t dev[RECORD_FOLLOW_MAX];
+	ino_t ino[RECORD_FOLLOW_MAX];
+	unsigned n;
+};
+
+static void follow_probe(struct follow *f, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0 || !is_elf(path))
+		return;
+	for (unsigned i = 0; i < f->n; i++)
+		if (f->dev[i] == st.st_dev && f->ino[i] == st.st_ino)
+			return;
+	if (f->n == RECORD_FOLLOW_MAX)
+		return;
+	f->dev[f->n] = st.st_dev;
+	f->ino[f->n++] = st.st_ino;
+	if (f->smp)
+		sampled_attach_binary(f->smp, path, -1);
+	else
+		exact_attach_binary(f->r, path);
+}
+
+static void follow_exec(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns)
+{
+	char link[64];
+
+	if (type != EV_EXEC)
+		return;
+	snprintf(link, sizeof(link), "/proc/%u/exe", tgid);
+	follow_probe(arg, link);
+}
+
+/* A failed start leaves no store behind: the file is removed if this run created it. */
+static void remove_new_store(const char *db)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm", "-journal" };
+	char p[PATH_MAX + 16];
+
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", db, sfx[i]);
+		unlink(p);
+	}
 }
 
 static char *join_argv(char **argv)
@@ -276,6 +348,9 @@ int cmd_record(int argc, char **argv)
 	char errbuf[512];
 	struct recorder r = { 0 };
 	struct sampled *smp = NULL;
+	struct stat dbst;
+	bool db_existed = stat(db, &dbst) == 0, run_begun = false;
+	struct follow follow = { .r = &r };
 	err = store_open(&r.store, db, STORE_RDWR, errbuf, sizeof(errbuf));
 	if (err) {
 		log_error("record: %s", errbuf);   /* names the file */
@@ -296,8 +371,13 @@ int cmd_record(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, &orig);
 	int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 
-	int rc = 1;
+	int rc = 1, ws = 0;
+	bool child_ended = false;
 	struct child ch = { .pid = 0, .go_fd = -1, .err_fd = -1 };
+	if (*cmd) {
+		r.lifecycle = follow_exec;
+		r.lifecycle_arg = &follow;
+	}
 	char *cmdline = NULL;
 	const char *status = "ok";
 	char status_buf[128];
@@ -306,6 +386,7 @@ int cmd_record(int argc, char **argv)
 		int n;
 		err = sampled_open(&smp, &r);
 		r.sampled = smp;
+		follow.smp = smp;
 		if (err < 0)
 			goto out;
 		if (*cmd) {
@@ -316,7 +397,7 @@ int cmd_record(int argc, char **argv)
 				log_error("record: %s: no memprofd USDT probes in it (not a memprofd sampler?)", sampler_path);
 			if (n <= 0)
 				goto out;
-			if (sampled_attach_binary(smp, exe, -1) < 0)
+			if (is_elf(exe) && sampled_attach_binary(smp, exe, -1) < 0)
 				goto out;
 			if (access_setup(&r, access_mode, access_given, freq, period) < 0)
 				goto out;
@@ -428,6 +509,7 @@ int cmd_record(int argc, char **argv)
 		log_error("record: %s: %s", db, store_errmsg(r.store));
 		goto out;
 	}
+	run_begun = true;
 
 	int64_t start = mono_ns(), last_flush = start;
 	bool stop = false;
@@ -442,34 +524,41 @@ int cmd_record(int argc, char **argv)
 		}
 		struct signalfd_siginfo si;
 		if (sfd >= 0 && read(sfd, &si, sizeof(si)) == sizeof(si)) {
-			snprintf(status_buf, sizeof(status_buf), "stopped by %s", strsignal(si.ssi_signo));
+			snprintf(status_buf, sizeof(status_buf), "stopped SIG%s",
+				 sigabbrev_np((int)si.ssi_signo) ? sigabbrev_np((int)si.ssi_signo) : "?");
 			status = status_buf;
 			stop = true;
 		}
 		if (ch.pid > 0) {
-			int ws;
 			if (waitpid(ch.pid, &ws, WNOHANG) == ch.pid) {
-				if (WIFEXITED(ws))
-					snprintf(status_buf, sizeof(status_buf), "ok: child exited %d", WEXITSTATUS(ws));
-				else
-					snprintf(status_buf, sizeof(status_buf), "ok: child killed by signal %d", WTERMSIG(ws));
+				child_describe(ws, status_buf, sizeof(status_buf));
 				status = status_buf;
 				ch.pid = 0;
+				child_ended = true;
 				stop = true;
 			}
 		} else if (pid && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
-			status = "ok: process exited";
+			status = "process exited";
 			stop = true;
 		}
 		int64_t now = mono_ns();
 		if (duration && now - start >= (int64_t)duration * 1000000000LL) {
-			status = "ok: duration reached";
+			status = "duration";
 			stop = true;
 		}
 		if (!stop && now - last_flush >= RECORD_FLUSH_MS * 1000000LL) {
 			recorder_flush(&r, "running");
 			last_flush = now;
 		}
+	}
+	/* Recording stopped first: the command gets SIGTERM and is reaped (not a --pid
+	 * process: that one is not ours). Its exit is the last thing recorded. */
+	if (ch.pid > 0 && child_stop(&ch, &ws) == 0) {
+		child_ended = true;
+		if (smp)
+			sampled_poll(smp, 0);
+		else
+			exact_poll(&r, 0);
 	}
 	/* Everything the kernel queued before the end is in the ring buffer: drain it. */
 	if (smp) {
@@ -525,6 +614,16 @@ out:
 	if (ch.pid > 0 && ch.go_fd >= 0) {
 		kill(ch.pid, SIGKILL);   /* never released: it must not run untraced */
 		waitpid(ch.pid, NULL, 0);
+	} else if (ch.pid > 0 && child_stop(&ch, &ws) == 0) {
+		child_ended = true;      /* a failure of ours after it ran: it does not outlive us */
+	}
+	/* The command's status once it ran (DESIGN.md); ours only when it never did. */
+	if (child_ended)
+		rc = child_exit_code(ws);
+	if (!run_begun && !db_existed && r.store) {
+		store_close(r.store);
+		r.store = NULL;
+		remove_new_store(db);
 	}
 	sampled_close(smp);
 	access_close(&r);
