@@ -772,10 +772,6 @@ static int run_cb(const struct store_run_row *r, void *arg)
 			", \"overwritten\": %" PRIu64 ", \"unresolved_frames\": %" PRIu64,
 			st->events, st->drops_ringbuf, st->drops_live_full, st->drops_state_full,
 			st->drops_stack, st->unmatched_frees, st->overwritten, st->unresolved_frames);
-		fprintf(o->out, ", \"missed\": {\"exec\": %" PRIu64 ", \"late\": %" PRIu64
-			", \"unknown\": %" PRIu64 "}", st->missed_exec, st->missed_late,
-			st->missed_unknown);
-		json_opt_i64(o->out, "flushed_ns", st->flushed_ns);
 		fputs(", \"access_source\": ", o->out);
 		fmt_json_str(o->out, r->access_source);
 		fputs(", \"access_reasons\": ", o->out);
@@ -787,7 +783,12 @@ static int run_cb(const struct store_run_row *r, void *arg)
 			fprintf(o->out, ": {\"samples\": %" PRIu64 ", \"est_accesses\": %" PRIu64 "}",
 				cls.samples[i], cls.est[i]);
 		}
-		fputs("}}", o->out);
+		fputc('}', o->out);
+		fprintf(o->out, ", \"missed\": {\"exec\": %" PRIu64 ", \"late\": %" PRIu64
+			", \"unknown\": %" PRIu64 "}", st->missed_exec, st->missed_late,
+			st->missed_unknown);
+		json_opt_i64(o->out, "flushed_ns", st->flushed_ns);
+		fputc('}', o->out);
 		break;
 	case QUERY_CSV:
 		fprintf(o->out, "%" PRId64 ",", r->id);

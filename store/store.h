@@ -102,7 +102,7 @@ struct store_frame {
 /* A process instance: (pid, start_ns) never collides across PID reuse. */
 struct store_proc {
 	int32_t pid;
-	uint64_t start_ns;       /* task start time, CLOCK_BOOTTIME-based ns from BPF */
+	uint64_t start_ns;       /* task start time, CLOCK_REALTIME ns (epoch), as exit_ns */
 	int32_t ppid;            /* 0 if unknown */
 	const char *exe;         /* path, may be NULL */
 	const char *build_id;    /* of exe, hex, may be "" */

@@ -3,7 +3,8 @@
 sampled mode, 200 blip processes of ~4 ms (one allocation site, 10 blocks each, every
 allocation sampled: LD_PRELOAD=libmemprofd_sampler.so MEMPROFD_SAMPLE_BYTES=1), launched
 20 at a time. Asserts: >= 198 of them recorded with their executable and comm, >= 99% of
-their blip_site allocations stored, and query status's per-run `missed` counters present
+their blip_site allocations stored, each with the kernel's ppid (this script) and start_ns
+and exit_ns on the epoch clock, and query status's per-run `missed` counters present
 (whatever was still missed is counted, not invisible). Skips (77) where BPF cannot work."""
 import argparse
 import json
@@ -58,7 +59,7 @@ def main():
         notify.ready(dmn, 30)
         notify.drain()
         pre = dict(os.environ, LD_PRELOAD=sampler, MEMPROFD_SAMPLE_BYTES="1")
-        pids, t0 = set(), time.monotonic()
+        pids, t0, e0 = set(), time.monotonic(), time.time_ns()
         for _ in range(PROCS // BATCH):
             batch = [subprocess.Popen([blip, "--count", str(COUNT), "--ms", "4"], env=pre)
                      for _ in range(BATCH)]
@@ -86,6 +87,13 @@ def main():
                 len(named), PROCS, blip, [p for p in procs if p not in named][:3]))
         if stored < MIN_SHARE * PROCS * COUNT:
             fails.append("only %d of %d sampled allocations stored" % (stored, PROCS * COUNT))
+        # Process fields (issue 18 item 5): the kernel's ppid, start_ns on the epoch clock.
+        e1 = time.time_ns()
+        bad = [p for p in named if p["ppid"] != os.getpid() or not e0 <= p["start_ns"] <= e1
+               or not p["start_ns"] <= (p["exit_ns"] or 0) <= e1]
+        if bad:
+            fails.append("%d blips with ppid other than %d or start/exit not epoch ns in "
+                         "[%d, %d]: %r" % (len(bad), os.getpid(), e0, e1, bad[:2]))
         m = run.get("missed")
         if not isinstance(m, dict) or set(m) != {"exec", "late", "unknown"}:
             fails.append("query status has no per-run missed counters: %r" % run)

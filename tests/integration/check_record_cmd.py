@@ -2,12 +2,13 @@
 """`memprofd record -- CMD` as a shell user expects it (issue 18): record exits with CMD's
 status (3 for `exit 3`, 128+11 for a SIGSEGV), as --help says; a command that is a shell
 script exec'ing the real program is recorded in the default (sampled) and exact modes, its
-allocations under the final executable; when record stops first (--duration, SIGINT) the
+allocations under the final executable, with its parent's pid and epoch timestamps; when record stops first (--duration, SIGINT) the
 command gets SIGTERM and is reaped (128+15); a failed start (--access pebs without that
 PMU) leaves no store behind, and a given store unchanged. Skips (77) where BPF cannot
 work."""
 import argparse
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -51,7 +52,9 @@ def check_script(a, d, fails):
     os.chmod(wrap, 0o755)
     for alloc in ("sampled", "exact"):
         db = d + "/wrap_%s.db" % alloc
+        e0 = time.time_ns()
         p = rec(a, db, [wrap], alloc=alloc)
+        e1 = time.time_ns()
         if p.returncode != 0:
             fails.append("record --alloc %s -- wrap.sh: %s" % (alloc, t.describe(p)))
             continue
@@ -64,6 +67,12 @@ def check_script(a, d, fails):
                          "under %r" % (alloc, n, bins))
         else:
             t.log("ok: --alloc %s -- wrap.sh: 10 blip_site allocations under the final exe" % alloc)
+        q = t.run([a.memprofd, "query", "processes", "--db", db, "--format", "json"])
+        procs = json.loads(q.stdout) if q.returncode == 0 else []
+        if not procs or any(x["ppid"] <= 0 or not e0 <= x["start_ns"] <= (x["exit_ns"] or 0) <= e1
+                            for x in procs):
+            fails.append("record --alloc %s: processes need the kernel's ppid and start/exit "
+                         "in epoch ns within [%d, %d]: %r" % (alloc, e0, e1, procs))
 
 
 def check_stop(a, d, fails):
