@@ -28,8 +28,15 @@ static void on_sample(void *arg, const struct access_sample *s)
 	struct recorder *r = arg;
 	struct ev_hdr h = { .tgid = s->tgid, .start_ns = s->start_ns };
 
+	uint64_t v;
+
 	if (!events_gate(r, &h, sizeof(h)))
 		return;   /* a process the daemon rejected at its exec */
+	/* Nor one rejected so long ago that the gate forgot it (the daemon starved of CPU):
+	 * an unknown process must be a target now, or no exit would ever end it here. */
+	if (r->gate && !proc_find(&r->procs, s->tgid, s->start_ns) &&
+	    bpf_map_lookup_elem(recorder_targets_fd(r), &s->tgid, &v))
+		return;
 	attrib_sample(r->attrib, s);
 }
 

@@ -119,27 +119,44 @@ int sampled_open(struct sampled **out, struct recorder *r)
 	return 0;
 }
 
-int sampled_attach_links(struct sampled *s, const char *path, int pid,
-			 struct bpf_link *out[SAMPLED_LINKS])
+/* One provider's pair of probes in path: 1 attached, 0 path has none, -errno. */
+static int attach_pair(struct sampled *s, const char *path, int pid, const char *provider,
+		       struct bpf_program *alloc, struct bpf_program *freep,
+		       struct bpf_link *out[SAMPLED_LINKS])
 {
 	int err;
 
-	out[0] = out[1] = NULL;
-	out[0] = bpf_program__attach_usdt(s->skel->progs.on_alloc, pid, path, "memprofd", "alloc", NULL);
+	out[0] = bpf_program__attach_usdt(alloc, pid, path, provider, "alloc", NULL);
 	if (!out[0]) {
 		err = -errno;
-		return err == -ENOENT ? 0 : log_error_errno(err, "%s: attaching USDT memprofd:alloc in %s: %s",
-							    recorder_cmd(s->r), path, strerror(-err));
+		return err == -ENOENT ? 0 : log_error_errno(err, "%s: attaching USDT %s:alloc in %s: %s",
+							    recorder_cmd(s->r), provider, path, strerror(-err));
 	}
-	out[1] = bpf_program__attach_usdt(s->skel->progs.on_free, pid, path, "memprofd", "free", NULL);
+	out[1] = bpf_program__attach_usdt(freep, pid, path, provider, "free", NULL);
 	if (!out[1]) {
 		err = -errno;
 		bpf_link__destroy(out[0]);
 		out[0] = NULL;
-		return log_error_errno(err, "%s: attaching USDT memprofd:free in %s: %s", recorder_cmd(s->r),
-				       path, strerror(-err));
+		return log_error_errno(err, "%s: attaching USDT %s:free in %s: %s", recorder_cmd(s->r),
+				       provider, path, strerror(-err));
 	}
 	return 1;
+}
+
+/* memprofd's own probes, else the OpenTelemetry contract's (never both: libmemprofd_sampler
+ * emits both, and each sample must be counted once). */
+int sampled_attach_links(struct sampled *s, const char *path, int pid,
+			 struct bpf_link *out[SAMPLED_LINKS])
+{
+	int n;
+
+	out[0] = out[1] = NULL;
+	n = attach_pair(s, path, pid, "memprofd", s->skel->progs.on_alloc, s->skel->progs.on_free, out);
+	if (n != 0)
+		return n;
+	n = attach_pair(s, path, pid, "otel_memory", s->skel->progs.on_otel_alloc,
+			s->skel->progs.on_otel_free, out);
+	return n > 0 ? SAMPLED_OTEL : n;
 }
 
 int sampled_attach_binary(struct sampled *s, const char *path, int pid)
@@ -159,7 +176,7 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid)
 				bpf_link__destroy(l[1]);
 			return err;
 		}
-	return 1;
+	return n;
 }
 
 int sampled_add_target(struct sampled *s, uint32_t pid)

@@ -397,16 +397,22 @@ int cmd_record(int argc, char **argv)
 				log_error("record: %s: no memprofd USDT probes in it (not a memprofd sampler?)", sampler_path);
 			if (n <= 0)
 				goto out;
-			if (is_elf(exe) && sampled_attach_binary(smp, exe, -1) < 0)
+			int own = is_elf(exe) ? sampled_attach_binary(smp, exe, -1) : 0;
+			if (own < 0)
 				goto out;
 			if (access_setup(&r, access_mode, access_given, freq, period) < 0)
 				goto out;
 			char **envp = NULL, **saved = environ;
-			if (sampled_setup_child_env(&envp, sampler_path) < 0) {
+			/* A command with its own otel_memory sampler is recorded through it: a
+			 * second sampler under it would count its allocations twice. */
+			if (own == SAMPLED_OTEL)
+				envp = NULL;
+			else if (sampled_setup_child_env(&envp, sampler_path) < 0) {
 				log_error("record: out of memory");
 				goto out;
 			}
-			environ = envp;   /* child_spawn's execv passes environ */
+			if (envp)
+				environ = envp;   /* child_spawn's execv passes environ */
 			err = child_spawn(&ch, exe, cmd, &orig);
 			environ = saved;
 			sampled_free_env(envp);

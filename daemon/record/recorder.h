@@ -135,7 +135,10 @@ struct sampled;
 /* Loads and attaches the lifecycle programs; *out is set even on failure (close it). */
 int sampled_open(struct sampled **out, struct recorder *r);
 /* Attaches memprofd:alloc/free in the ELF file path (pid -1: every process that maps
- * it, including ones started later). 1 attached, 0 path has no sampler probes, -errno. */
+ * it, including ones started later), else the OpenTelemetry contract's otel_memory:
+ * alloc/free. 1 memprofd's attached, SAMPLED_OTEL otel_memory's, 0 path has neither,
+ * -errno. */
+#define SAMPLED_OTEL 2
 int sampled_attach_binary(struct sampled *s, const char *path, int pid);
 /* The same, with the two links (memprofd:alloc, memprofd:free) handed to the caller, who
  * destroys them (bpf_link__destroy) to detach, and without registering path for symbols

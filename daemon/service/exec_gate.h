@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include "daemon/alloc/intern.h"
 
-#define EXEC_GATE_FORGET_MS 1000   /* a rejected process's records arrive within this */
+#define EXEC_GATE_FORGET_MS 5000   /* a rejected process's records arrive within this */
 #define EXEC_GATE_PURGE_MAX 4096   /* rejected processes remembered for the live-map purge */
 
 struct recorder;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -292,8 +293,8 @@ static int preload_of(pid_t pid, char *out, size_t n)
 	return r;
 }
 
-/* Sampled mode: attaches the sampler pid has (mapped, preloaded, or linked into its
- * executable). 1 found, 0 none (yet), -errno. */
+/* Sampled mode: attaches the samplers pid has (memprofd's or an otel_memory one: mapped,
+ * preloaded, or linked into its executable). 1 found, 0 none (yet), -errno. */
 static int attach_sampler(struct targets *t, pid_t pid)
 {
 	char path[PATH_MAX + 64], pre[PATH_MAX];
@@ -302,15 +303,18 @@ static int attach_sampler(struct targets *t, pid_t pid)
 
 	if ((n = maps_read_pid(&m, pid)) < 0)
 		return n;
-	for (size_t i = 0; i < m.n && !found; i++) {
-		if (m.v[i].path[0] != '/' || !is_sampler_path(m.v[i].path))
-			continue;
+	/* Any mapped object may bring probes: libmemprofd_sampler's, or a third-party
+	 * sampler's otel_memory ones (an allocator hook, a wrapper linked in). */
+	for (size_t i = 0; i < m.n; i++) {
+		if (m.v[i].path[0] != '/' || !(m.v[i].prot & PROT_EXEC))
+			continue;   /* code only: an object's probes are in its text */
 		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m.v[i].path);
-		if ((n = file_probe(t, path)) < 0 && n != -ENOENT) {
+		n = file_probe(t, path);
+		if (n < 0 && n != -ENOENT && is_sampler_path(m.v[i].path)) {
 			maps_free(&m);
 			return n;
 		}
-		found = n > 0;
+		found |= n > 0;   /* another object that cannot be probed is no reason to stop */
 	}
 	maps_free(&m);
 	if (!found && preload_of(pid, pre, sizeof(pre)) == 0) {
