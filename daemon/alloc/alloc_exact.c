@@ -335,10 +335,7 @@ void exact_counters(struct recorder *r, uint64_t out[CNT_MAX])
 
 void exact_close(struct recorder *r)
 {
-	for (size_t i = 0; i < r->nlinks; i++)
-		bpf_link__destroy(r->links[i]);
-	for (size_t i = 0; i < r->nfds; i++)
-		close(r->fds[i]);
+	events_detach_all(r->links, r->nlinks, r->fds, r->nfds);
 	free(r->fds);
 	r->fds = NULL;
 	r->nfds = 0;

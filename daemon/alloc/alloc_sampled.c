@@ -619,8 +619,7 @@ void sampled_close(struct sampled *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->nlinks; i++)
-		bpf_link__destroy(s->links[i]);
+	events_detach_all(s->links, s->nlinks, NULL, 0);
 	free(s->links);
 	ring_buffer__free(s->rb);
 	sampled_bpf__destroy(s->skel);

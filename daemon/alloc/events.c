@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 #include <stdarg.h>
 #include <time.h>
+#include <pthread.h>
 #include "base/log.h"
 #include "daemon/alloc/events.h"
 #include "symbolizer/elfsym.h"
@@ -286,4 +287,45 @@ int events_attach_lifecycle(struct bpf_program *on_fork, struct bpf_program *on_
 			return err;
 	}
 	return 0;
+}
+
+/* Detaching a classic uprobe waits for an RCU grace period (~100 ms here), one after the
+ * other when closed in turn: the links are closed in parallel, EVENTS_DETACH_THREADS at
+ * a time, so ending a recording costs about one grace period. */
+struct detach_job {
+	struct bpf_link *link;
+	int fd;
+};
+
+static void *detach_one(void *arg)
+{
+	struct detach_job *j = arg;
+
+	if (j->link)
+		bpf_link__destroy(j->link);
+	if (j->fd >= 0)
+		close(j->fd);
+	return NULL;
+}
+
+void events_detach_all(struct bpf_link **links, size_t nlinks, const int *fds, size_t nfds)
+{
+	struct detach_job jobs[EVENTS_DETACH_THREADS];
+	pthread_t th[EVENTS_DETACH_THREADS];
+	size_t total = nlinks + nfds, i = 0;
+
+	while (i < total) {
+		size_t k = 0;
+		for (; k < EVENTS_DETACH_THREADS && i < total; k++, i++) {
+			jobs[k] = i < nlinks ? (struct detach_job){ links[i], -1 }
+					     : (struct detach_job){ NULL, fds[i - nlinks] };
+			if (pthread_create(&th[k], NULL, detach_one, &jobs[k])) {
+				detach_one(&jobs[k]);   /* no thread: in turn */
+				th[k] = 0;
+			}
+		}
+		for (size_t j = 0; j < k; j++)
+			if (th[j])
+				pthread_join(th[j], NULL);
+	}
 }

@@ -39,3 +39,8 @@ int events_link_push(struct bpf_link ***v, size_t *n, size_t *cap, struct bpf_li
 int events_attach_lifecycle(struct bpf_program *on_fork, struct bpf_program *on_exec,
 			    struct bpf_program *on_exit, struct bpf_link ***v, size_t *n,
 			    size_t *cap);
+
+#define EVENTS_DETACH_THREADS 16   /* links detached at once at the end of a recording */
+/* Destroys every link and closes every link fd, in parallel (each classic uprobe waits
+ * for a grace period on detach). */
+void events_detach_all(struct bpf_link **links, size_t nlinks, const int *fds, size_t nfds);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -519,8 +520,16 @@ int cmd_record(int argc, char **argv)
 
 	int64_t start = mono_ns(), last_flush = start;
 	bool stop = false;
+	/* Woken by the ring, the command's exit (pidfd) or a signal: ending costs no poll
+	 * interval. */
+	struct pollfd pfd[3] = {
+		{ .fd = smp ? sampled_ring_fd(smp) : ring_buffer__epoll_fd(r.rb), .events = POLLIN },
+		{ .fd = ch.pid > 0 ? (int)syscall(SYS_pidfd_open, ch.pid, 0) : -1, .events = POLLIN },
+		{ .fd = sfd, .events = POLLIN },
+	};
 	while (!stop) {
-		if ((smp ? sampled_poll(smp, RECORD_POLL_MS) : exact_poll(&r, RECORD_POLL_MS)) < 0) {
+		poll(pfd, 3, RECORD_POLL_MS);
+		if ((smp ? sampled_poll(smp, 0) : exact_poll(&r, 0)) < 0) {
 			status = "error: ring buffer";
 			break;
 		}
@@ -557,6 +566,8 @@ int cmd_record(int argc, char **argv)
 			last_flush = now;
 		}
 	}
+	if (pfd[1].fd >= 0)
+		close(pfd[1].fd);
 	/* Recording stopped first: the command gets SIGTERM and is reaped (not a --pid
 	 * process: that one is not ours). Its exit is the last thing recorded. */
 	if (ch.pid > 0 && child_stop(&ch, &ws) == 0) {
