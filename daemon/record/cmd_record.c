@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "daemon/record/child.h"
+#include "daemon/record/private_libs.h"
 #include "cli/cmds.h"
 #include "base/log.h"
 #include "daemon/record/recorder.h"
@@ -126,16 +127,19 @@ static int find_lib(const char *name, char *out, size_t outsz)
 	return -ENOENT;
 }
 
-static int attach_libs_standard(struct recorder *r)
+/* For a command: private copies of libc/libstdc++ (private_libs.h), probed so that only
+ * the command and its descendants trap; symbols come from the system's files (same
+ * build-id), which stay after the copies are removed. */
+static int attach_libs_private(struct recorder *r, struct private_libs *pl)
 {
-	static const char *const libs[] = { "libc.so.6", "libstdc++.so.6" };
-	char path[PATH_MAX];
-	int total = 0;
+	int err = private_libs_make(pl, find_lib), total = 0;
 
-	for (size_t i = 0; i < 2; i++) {
-		if (find_lib(libs[i], path, sizeof(path)) < 0)
-			continue;
-		int n = exact_attach_binary(r, path);
+	if (err < 0)
+		return log_error_errno(err, "record: private copies of the allocator libraries: %s",
+				       strerror(-err));
+	for (size_t i = 0; i < pl->n; i++) {
+		bin_register(&r->procs, pl->orig[i], pl->orig[i]);
+		int n = exact_attach_binary(r, pl->copy[i]);
 		if (n < 0)
 			return n;
 		total += n;
@@ -352,6 +356,7 @@ int cmd_record(int argc, char **argv)
 	struct stat dbst;
 	bool db_existed = stat(db, &dbst) == 0, run_begun = false;
 	struct follow follow = { .r = &r };
+	struct private_libs libs = { 0 };
 	err = store_open(&r.store, db, STORE_RDWR, errbuf, sizeof(errbuf));
 	if (err) {
 		log_error("record: %s", errbuf);   /* names the file */
@@ -456,9 +461,17 @@ int cmd_record(int argc, char **argv)
 		exact_attach_binary(&r, exe);
 		if (access_setup(&r, access_mode, access_given, freq, period) < 0)
 			goto out;
-		if (attach_libs_standard(&r) < 0)
+		if (attach_libs_private(&r, &libs) < 0)
 			goto out;
+		char **envp = NULL, **saved = environ;
+		if (private_libs_env(&libs, &envp) < 0) {
+			log_error("record: out of memory");
+			goto out;
+		}
+		environ = envp;   /* child_spawn's execv passes environ */
 		err = child_spawn(&ch, exe, cmd, &orig);
+		environ = saved;
+		private_libs_free_env(envp);
 		if (err) {
 			log_error("record: starting %s: %s", cmd[0], strerror(-err));
 			goto out;
@@ -645,6 +658,7 @@ out:
 	sampled_close(smp);
 	access_close(&r);
 	exact_close(&r);
+	private_libs_remove(&libs);
 	if (r.symcache)
 		symcache_free(r.symcache);
 	agg_free(&r.aggs);
