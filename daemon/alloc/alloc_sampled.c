@@ -39,6 +39,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
 #include "sampled.skel.h"
@@ -105,6 +108,10 @@ int sampled_open(struct sampled **out, struct recorder *r)
 	if (!s->skel)
 		return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r), strerror(errno));
 	s->skel->rodata->watch_all_exec = r->watch_all_exec;
+	if (r->no_otel) {
+		bpf_program__set_autoload(s->skel->progs.on_otel_alloc, false);
+		bpf_program__set_autoload(s->skel->progs.on_otel_free, false);
+	}
 	err = sampled_bpf__load(s->skel);
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
@@ -143,6 +150,26 @@ static int attach_pair(struct sampled *s, const char *path, int pid, const char 
 	return 1;
 }
 
+bool sampled_may_have_otel(const char *path)
+{
+	static const char provider[] = "otel_memory";
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool found = false;
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m != MAP_FAILED) {
+			found = memmem(m, (size_t)st.st_size, provider, sizeof(provider)) != NULL;
+			munmap(m, (size_t)st.st_size);
+		}
+	}
+	close(fd);
+	return found;
+}
+
 /* memprofd's own probes, else the OpenTelemetry contract's (never both: libmemprofd_sampler
  * emits both, and each sample must be counted once). */
 int sampled_attach_links(struct sampled *s, const char *path, int pid,
@@ -154,6 +181,8 @@ int sampled_attach_links(struct sampled *s, const char *path, int pid,
 	n = attach_pair(s, path, pid, "memprofd", s->skel->progs.on_alloc, s->skel->progs.on_free, out);
 	if (n != 0)
 		return n;
+	if (s->r->no_otel)
+		return 0;
 	n = attach_pair(s, path, pid, "otel_memory", s->skel->progs.on_otel_alloc,
 			s->skel->progs.on_otel_free, out);
 	return n > 0 ? SAMPLED_OTEL : n;

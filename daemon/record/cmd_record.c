@@ -390,6 +390,9 @@ int cmd_record(int argc, char **argv)
 
 	if (sampled) {
 		int n;
+		/* A command's own otel_memory sampler is in its executable (a compile-time
+		 * wrapper); without one, those programs are not even loaded. */
+		r.no_otel = *cmd && !sampled_may_have_otel(exe);
 		err = sampled_open(&smp, &r);
 		r.sampled = smp;
 		follow.smp = smp;

@@ -49,6 +49,8 @@ struct recorder {
 	/* The daemon's view of the process lifecycle (NULL in record mode): called after
 	 * EV_FORK, EV_EXEC and EV_EXIT are handled, and for EV_NEWEXEC. */
 	bool watch_all_exec;             /* set before exact_open: BPF reports every exec */
+	bool no_otel;                    /* set before sampled_open: otel_memory programs are not
+	                                  * loaded (their verification is most of start-up) */
 	void (*lifecycle)(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns);
 	void *lifecycle_arg;
 	/* Aggregates dropped, oldest bucket first, while the store was unwritable and they
@@ -147,6 +149,8 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid);
 struct bpf_link;
 int sampled_attach_links(struct sampled *s, const char *path, int pid,
 			 struct bpf_link *out[SAMPLED_LINKS]);
+/* Whether the file at path may hold otel_memory probes (its bytes name the provider). */
+bool sampled_may_have_otel(const char *path);
 /* The sampler a running process has (preloaded/dlopen'ed library, or linked into its
  * executable): 1 attached, 0 none, -errno. */
 int sampled_attach_pid(struct sampled *s, int pid);
