@@ -5,6 +5,9 @@ command's exit to record's), each minus the same spans of the bare command, medi
 --runs interleaved runs (each mode and the bare command in turn, so load hits all alike).
 The command is `sh -c 'date +%s%N; exec date +%s%N'`: its first and last moments on the
 epoch clock. Modes: the default (sampled) and --alloc exact, with --access off.
+Every command runs with a private copy of libc bind-mounted over the system's
+(overhead.py's private_libc): other processes' exact-mode recordings put uprobes on the
+system's libc, and every malloc memprofd makes would trap in them.
 Usage: bench/record_cost.py --build BUILDDIR [--runs 7] [--check SECONDS]
 --check: exit 1 if a median start-up or shutdown cost exceeds SECONDS (issue 18: 0.1)."""
 import argparse
@@ -14,6 +17,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from overhead import private_libc  # noqa: E402
 
 CMD = ["sh", "-c", "date +%s%N; exec date +%s%N"]
 
@@ -36,15 +42,16 @@ def main():
     a = ap.parse_args()
     memprofd = os.path.join(a.build, "cli", "memprofd")
     d = tempfile.mkdtemp(prefix="record_cost.")
+    pre = private_libc(d, memprofd)
     modes = {"sampled": ["--alloc", "sampled"], "exact": ["--alloc", "exact"]}
     got = {m: ([], []) for m in ["bare", *modes]}
     for i in range(a.runs):
         for m in got:
             if m == "bare":
-                argv = CMD
+                argv = pre + CMD
             else:
                 db = os.path.join(d, "%s%d.db" % (m, i))
-                argv = [memprofd, "record", "--db", db, "--access", "off", *modes[m], "--", *CMD]
+                argv = pre + [memprofd, "record", "--db", db, "--access", "off", *modes[m], "--", *CMD]
             s, e = spans(argv)
             got[m][0].append(s)
             got[m][1].append(e)
