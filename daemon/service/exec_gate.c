@@ -58,6 +58,16 @@ static void reject(struct exec_gate *g, uint32_t tgid, uint64_t start_ns)
 		log_warn("daemon: out of memory: records of rejected pid %u may be kept", tgid);
 }
 
+/* Accepted at a later exec: the process's records count again. */
+static void unreject(struct exec_gate *g, uint32_t tgid, uint64_t start_ns)
+{
+	uint64_t k = key_of(tgid, start_ns);
+
+	for (int i = 0; i < 2; i++)
+		while (hmap_find(&g->rejected[i], k, NULL, NULL))
+			hmap_remove(&g->rejected[i], k, (void *)1);
+}
+
 static void age(struct exec_gate *g)
 {
 	int64_t now = mono_ms();
@@ -117,6 +127,7 @@ static int decide(struct exec_gate *g, const struct ev_newexec *e)
 		reject(g, e->h.tgid, e->h.start_ns);
 		return 0;
 	}
+	unreject(g, e->h.tgid, e->h.start_ns);   /* rejected as its wrapper (sh -c 'exec') */
 	/* Named now, from the record: a 2 ms process is gone before anything else could. */
 	struct proc *p = proc_get(&g->r->procs, e->h.tgid, e->h.start_ns);
 	if (p) {
@@ -125,7 +136,26 @@ static int decide(struct exec_gate *g, const struct ev_newexec *e)
 		if (id.comm[0])
 			p->comm = intern_str(&g->r->in, id.comm);
 		p->ppid = e->ppid;
+		p->exited = p->exit_written = false;   /* rejected before, as its wrapper */
 	}
+	return 1;
+}
+
+/* A rejected process that exec'd again before its rejection took effect (a wrapper: sh
+ * -c 'exec app', a pyenv shim): its EV_EXEC is a new exec record, decided as one. */
+static int redecide(struct exec_gate *g, const struct ev_exec *x)
+{
+	struct ev_newexec e = { .h = x->h, .ts_ns = x->ts_ns, .ppid = x->ppid };
+	memcpy(e.filename, x->filename, sizeof(e.filename));
+	e.filename[sizeof(e.filename) - 1] = '\0';
+	const char *base = strrchr(e.filename, '/');
+	const char *name = base ? base + 1 : e.filename;
+	size_t l = strnlen(name, sizeof(e.comm) - 1);   /* TASK_COMM_LEN, as the kernel cuts it */
+	memcpy(e.comm, name, l);
+	e.comm[l] = '\0';
+	if (!decide(g, &e))
+		return 0;
+	targets_retrack(g->t, (pid_t)x->h.tgid, x->h.start_ns);
 	return 1;
 }
 
@@ -147,6 +177,8 @@ int exec_gate(void *arg, const void *data, size_t len)
 	}
 	if (!g->rejected[0].n && !g->rejected[1].n)
 		return 1;
+	if (h->type == EV_EXEC && len >= sizeof(struct ev_exec) && is_rejected(g, h->tgid, h->start_ns))
+		return redecide(g, data);
 	return !is_rejected(g, h->tgid, h->start_ns);
 }
 

@@ -510,6 +510,11 @@ void targets_untrack(struct targets *t, pid_t pid, uint64_t start_ns)
 		map_remove(t, (uint32_t)pid);
 }
 
+void targets_retrack(struct targets *t, pid_t pid, uint64_t start_ns)
+{
+	map_add(t, (uint32_t)pid, start_ns);
+}
+
 void targets_preprobe(struct targets *t, const char *path)
 {
 	if (path && *path && file_probe(t, path) < 0)

@@ -61,6 +61,9 @@ int targets_decide_exec(struct targets *t, pid_t pid, struct proc_identity *id,
 			const char *open_path);
 /* Takes process (pid, start_ns) out of the BPF targets map (not a successor of its PID). */
 void targets_untrack(struct targets *t, pid_t pid, uint64_t start_ns);
+/* Puts process (pid, start_ns) back in the BPF targets map (a rejected wrapper that
+ * exec'd into a selected program). */
+void targets_retrack(struct targets *t, pid_t pid, uint64_t start_ns);
 /* Probes a binary before any process runs it (the daemon's own sampler library), so
  * that the first processes of a preloading service are not late. */
 void targets_preprobe(struct targets *t, const char *path);
