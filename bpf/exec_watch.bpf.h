@@ -7,6 +7,11 @@
  * Included by alloc_common.bpf.h after the maps and count(). */
 #pragma once
 
+/* Set by the daemon before load (sampled mode): mark at exec. Without it (exact mode,
+ * where a marked process would trap into the allocation programs on every malloc until
+ * rejected, for every exec on the host) the record is sent and nothing is marked. */
+const volatile bool mark_at_exec = false;
+
 static __always_inline int exec_watch(struct task_struct *p, struct linux_binprm *bprm, u32 tgid)
 {
 	struct ev_newexec *n = bpf_ringbuf_reserve(&events, sizeof(*n), 0);
@@ -17,7 +22,7 @@ static __always_inline int exec_watch(struct task_struct *p, struct linux_binprm
 		count(CNT_EXEC_LOST);
 		return 0;
 	}
-	if (bpf_map_update_elem(&targets, &tgid, &start, BPF_NOEXIST)) {
+	if (mark_at_exec && bpf_map_update_elem(&targets, &tgid, &start, BPF_NOEXIST)) {
 		bpf_ringbuf_discard(n, 0);
 		count(CNT_EXEC_LOST);
 		return 0;

@@ -103,6 +103,7 @@ int exact_open(struct recorder *r)
 		bpf_program__set_expected_attach_type(r->skel->progs.free_entry, UPROBE_MULTI_ATTACH_TYPE);
 	}
 	r->skel->rodata->watch_all_exec = r->watch_all_exec;
+	r->skel->rodata->mark_at_exec = r->mark_at_exec;
 	err = alloc_bpf__load(r->skel);
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),

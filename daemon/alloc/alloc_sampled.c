@@ -108,6 +108,7 @@ int sampled_open(struct sampled **out, struct recorder *r)
 	if (!s->skel)
 		return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r), strerror(errno));
 	s->skel->rodata->watch_all_exec = r->watch_all_exec;
+	s->skel->rodata->mark_at_exec = r->mark_at_exec;
 	if (r->no_otel) {
 		bpf_program__set_autoload(s->skel->progs.on_otel_alloc, false);
 		bpf_program__set_autoload(s->skel->progs.on_otel_free, false);

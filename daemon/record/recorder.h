@@ -49,6 +49,8 @@ struct recorder {
 	/* The daemon's view of the process lifecycle (NULL in record mode): called after
 	 * EV_FORK, EV_EXEC and EV_EXIT are handled, and for EV_NEWEXEC. */
 	bool watch_all_exec;             /* set before exact_open: BPF reports every exec */
+	bool mark_at_exec;               /* with watch_all_exec: the kernel makes every exec'ing
+	                                  * process a target until the daemon decides */
 	bool no_otel;                    /* set before sampled_open: otel_memory programs are not
 	                                  * loaded (their verification is most of start-up) */
 	void (*lifecycle)(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns);

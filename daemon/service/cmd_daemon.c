@@ -361,6 +361,7 @@ static int open_sources(struct daemon *d)
 {
 	d->r.cmd = "daemon";
 	d->r.watch_all_exec = true;
+	d->r.mark_at_exec = d->cfg.alloc == CFG_ALLOC_SAMPLED;   /* see bpf/exec_watch.bpf.h */
 	d->r.lifecycle = targets_lifecycle;
 	d->r.lifecycle_arg = &d->tg;
 	if (d->cfg.alloc == CFG_ALLOC_SAMPLED) {

@@ -50,6 +50,8 @@ static void reject(struct exec_gate *g, uint32_t tgid, uint64_t start_ns)
 	struct proc *p = proc_find(&g->r->procs, tgid, start_ns);
 	if (p && !p->exited)
 		p->exited = p->exit_written = true;
+	if (!g->r->mark_at_exec)
+		return;   /* never marked: it allocated nothing of ours */
 	if (g->npurge < EXEC_GATE_PURGE_MAX && g->purge)
 		g->purge[g->npurge++] = tgid;
 	else
@@ -128,6 +130,7 @@ static int decide(struct exec_gate *g, const struct ev_newexec *e)
 		return 0;
 	}
 	unreject(g, e->h.tgid, e->h.start_ns);   /* rejected as its wrapper (sh -c 'exec') */
+	targets_retrack(g->t, (pid_t)e->h.tgid, e->h.start_ns);   /* unmarked, or taken back */
 	/* Named now, from the record: a 2 ms process is gone before anything else could. */
 	struct proc *p = proc_get(&g->r->procs, e->h.tgid, e->h.start_ns);
 	if (p) {
@@ -153,10 +156,7 @@ static int redecide(struct exec_gate *g, const struct ev_exec *x)
 	size_t l = strnlen(name, sizeof(e.comm) - 1);   /* TASK_COMM_LEN, as the kernel cuts it */
 	memcpy(e.comm, name, l);
 	e.comm[l] = '\0';
-	if (!decide(g, &e))
-		return 0;
-	targets_retrack(g->t, (pid_t)x->h.tgid, x->h.start_ns);
-	return 1;
+	return decide(g, &e);
 }
 
 int exec_gate(void *arg, const void *data, size_t len)
