@@ -131,6 +131,13 @@ static int decide(struct exec_gate *g, const struct ev_newexec *e)
 	}
 	unreject(g, e->h.tgid, e->h.start_ns);   /* rejected as its wrapper (sh -c 'exec') */
 	targets_retrack(g->t, (pid_t)e->h.tgid, e->h.start_ns);   /* unmarked, or taken back */
+	/* Unmarked (exact mode) and gone before this decision: no exit record will come,
+	 * and nothing of it was traced. A marked one's exit record is in the ring. */
+	if (!g->r->mark_at_exec && !proc_running(e->h.tgid, e->h.start_ns)) {
+		targets_untrack(g->t, (pid_t)e->h.tgid, e->h.start_ns);
+		targets_unaccept(g->t);
+		return 0;
+	}
 	/* Named now, from the record: a 2 ms process is gone before anything else could. */
 	struct proc *p = proc_get(&g->r->procs, e->h.tgid, e->h.start_ns);
 	if (p) {

@@ -510,6 +510,12 @@ void targets_untrack(struct targets *t, pid_t pid, uint64_t start_ns)
 		map_remove(t, (uint32_t)pid);
 }
 
+void targets_unaccept(struct targets *t)
+{
+	if (t->ntraced)
+		t->ntraced--;
+}
+
 void targets_retrack(struct targets *t, pid_t pid, uint64_t start_ns)
 {
 	map_add(t, (uint32_t)pid, start_ns);

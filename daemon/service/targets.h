@@ -59,6 +59,8 @@ struct proc_identity;
  * 1 it stays traced (counted), 0 the caller takes it out. */
 int targets_decide_exec(struct targets *t, pid_t pid, struct proc_identity *id,
 			const char *open_path);
+/* Undoes targets_decide_exec's count for a process accepted but gone already. */
+void targets_unaccept(struct targets *t);
 /* Takes process (pid, start_ns) out of the BPF targets map (not a successor of its PID). */
 void targets_untrack(struct targets *t, pid_t pid, uint64_t start_ns);
 /* Puts process (pid, start_ns) back in the BPF targets map (a rejected wrapper that
