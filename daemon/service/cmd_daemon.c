@@ -492,6 +492,7 @@ static int run(struct daemon *d)
 		}
 		if (now >= d->next_gov) {
 			exec_gate_purge(&d->gate);   /* allocations of processes rejected at exec */
+			targets_end_gone(&d->tg);    /* processes whose exit record never came */
 			governor_job(d, now);
 			d->next_gov = now + (int64_t)d->cfg.governor_interval_s * 1000;
 		}

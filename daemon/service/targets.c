@@ -510,6 +510,23 @@ void targets_untrack(struct targets *t, pid_t pid, uint64_t start_ns)
 		map_remove(t, (uint32_t)pid);
 }
 
+size_t targets_end_gone(struct targets *t)
+{
+	struct timespec now;
+	size_t n = 0;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	hmap_foreach(&t->r->procs.procs, i) {
+		struct proc *p = t->r->procs.procs.vals[i];
+		if (p->exited || !p->start_ns || proc_running(p->pid, p->start_ns))
+			continue;
+		p->exited = true;
+		p->exit_ns = now.tv_sec * 1000000000LL + now.tv_nsec;
+		n++;
+	}
+	return n;
+}
+
 void targets_unaccept(struct targets *t)
 {
 	if (t->ntraced)

@@ -59,6 +59,10 @@ struct proc_identity;
  * 1 it stays traced (counted), 0 the caller takes it out. */
 int targets_decide_exec(struct targets *t, pid_t pid, struct proc_identity *id,
 			const char *open_path);
+/* Ends the processes the recorder holds that are gone without an exit record (one that
+ * ended while it was being added to the targets map): written with an exit time of now,
+ * then forgotten as any exited process. A /proc read per held process: per tick. */
+size_t targets_end_gone(struct targets *t);
 /* Undoes targets_decide_exec's count for a process accepted but gone already. */
 void targets_unaccept(struct targets *t);
 /* Takes process (pid, start_ns) out of the BPF targets map (not a successor of its PID). */
