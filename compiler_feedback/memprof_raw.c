@@ -2,7 +2,10 @@
  * `llvm-profdata merge --profiled-binary` indexes. The file is built in memory (the
  * header needs every section's size) and written in one go. Densities are chosen so
  * that LLVM's getAllocType() sees memprofd's own (reporter/classify.h) density:
- * TotalLifetimeAccessDensity / AllocCount / 100 == classify_density(). */
+ * TotalLifetimeAccessDensity / AllocCount / 100 == classify_density(). Access counts
+ * are the samples that hit each object times their weights (estimated); Min/Max
+ * AccessDensity and Min/MaxLifetimeAccessDensity bound the per-object values from the
+ * per-object extremes of count, size and lifetime (exact for a single object). */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -16,6 +19,7 @@
 #include "reporter/classify.h"
 #include "store/mib.h"
 #include "symbolizer/elfsym.h"
+#include "base/log.h"
 
 struct buf {
 	uint8_t *p;
@@ -75,12 +79,25 @@ static uint64_t d2u(double d)
 	return d <= 0 ? 0 : d >= 1.8e19 ? UINT64_MAX : (uint64_t)(d + 0.5);
 }
 
+/* One object's lifetime access density in the TotalLifetimeAccessDensity unit (accesses
+ * per byte per second x 100, lifetime at least 1 ms). With the context's per-object
+ * extremes of count, size and lifetime, min count / max size / max lifetime is at most
+ * every object's value and max / min / min at least: the Min/Max fields are these
+ * bounds (exact for one object; the objects themselves are not kept). */
+static double lad_bound(uint64_t count, uint64_t size, uint64_t life_ns)
+{
+	double life_s = (double)life_ns / 1e9;
+
+	if (!size)
+		return 0;
+	return (double)count * 100.0 / (double)size / (life_s < 0.001 ? 0.001 : life_s);
+}
+
 void memprof_mib_fields(const struct mib *m, uint64_t ts_base_ns,
 			uint64_t v[MEMPROF_MIB_NFIELDS])
 {
 	double n = (double)m->alloc_count;
 	double tlad = classify_density(m) * 100.0 * n;
-	uint64_t lad = m->alloc_count ? d2u(tlad / n) : 0;
 	int i = 0;
 
 	v[i++] = m->alloc_count;
@@ -107,8 +124,10 @@ void memprof_mib_fields(const struct mib *m, uint64_t ts_base_ns,
 	v[i++] = m->max_size ? m->min_access_count * 100 / m->max_size : 0;
 	v[i++] = m->min_size ? m->max_access_count * 100 / m->min_size : 0;
 	v[i++] = d2u(tlad);
-	v[i++] = lad;
-	v[i++] = lad;
+	v[i++] = m->alloc_count ? d2u(lad_bound(m->min_access_count, m->max_size,
+						m->max_lifetime_ns)) : 0;
+	v[i++] = m->alloc_count ? d2u(lad_bound(m->max_access_count, m->min_size,
+						m->min_lifetime_ns)) : 0;
 }
 
 const struct memprof_mib_field memprof_mib_fields_def[MEMPROF_MIB_NFIELDS] = {
@@ -255,6 +274,33 @@ out:
 	return r;
 }
 
+/* The raw profile's header, its one segment, and the MIB section's count (the MIB
+ * records of mib_bytes and the stacks of stack_bytes follow it). */
+static void put_header(struct buf *hdr, const struct memprof_raw_seg *seg, size_t mib_bytes,
+		       size_t stack_bytes, uint64_t nstacks)
+{
+	uint64_t seg_off = MEMPROF_RAW_HEADER_SIZE;
+	uint64_t mib_off = seg_off + 8 + MEMPROF_RAW_SEGMENT_SIZE;
+	uint64_t stack_off = mib_off + 8 + mib_bytes;
+	uint64_t total = stack_off + 8 + stack_bytes;
+	uint8_t id[MEMPROF_RAW_BUILDID_MAX] = { 0 };
+
+	put64(hdr, MEMPROF_RAW_MAGIC_64);
+	put64(hdr, MEMPROF_RAW_VERSION);
+	put64(hdr, total);
+	put64(hdr, seg_off);
+	put64(hdr, mib_off);
+	put64(hdr, stack_off);
+	put64(hdr, 1);
+	put64(hdr, seg->start);
+	put64(hdr, seg->end);
+	put64(hdr, seg->base);
+	put64(hdr, seg->build_id_size);
+	memcpy(id, seg->build_id, seg->build_id_size);
+	put(hdr, id, sizeof(id));
+	put64(hdr, nstacks);
+}
+
 int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 {
 	const char *bin = o->binary && strchr(o->binary, '/') ? o->binary : o->path;
@@ -267,18 +313,16 @@ int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 	int r;
 
 	if (!bin || !*bin) {
-		fprintf(stderr, "memprofd: export memprof-raw: no path for the binary; pass "
-			"--binary PATH\n");
-		return -ENOENT;
+		return export_fail(o, "memprof-raw", -ENOENT, "no path for the binary; pass "
+				   "--binary PATH");
 	}
 	r = memprof_raw_check_binary(bin, o->build_id, &seg, err, sizeof(err));
-	if (r < 0) {
-		fprintf(stderr, "memprofd: export memprof-raw: %s\n", err);
-		return r;
-	}
+	if (r < 0)
+		return export_fail(o, "memprof-raw", r, "%s", err);
 	r = elfsym_open(&es, bin);
 	if (r < 0)
-		return r;
+		return export_fail(o, "memprof-raw", r, "%s: reading its symbols: %s", bin,
+				   strerror(-r));
 	r = cf_load_contexts(s, o, &c);
 	if (r < 0) {
 		elfsym_close(es);
@@ -326,32 +370,12 @@ int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 		goto out;
 	}
 	if (!nstacks) {
-		fprintf(stderr, "memprofd: export memprof-raw: no context of %s has a frame in "
-			"its executable segment\n", bin);
-		r = -ENODATA;
+		r = export_fail(o, "memprof-raw", -ENODATA, "no context of %s has a frame in "
+				"its executable segment", bin);
 		goto out;
 	}
 
-	uint64_t seg_off = MEMPROF_RAW_HEADER_SIZE;
-	uint64_t mib_off = seg_off + 8 + MEMPROF_RAW_SEGMENT_SIZE;
-	uint64_t stack_off = mib_off + 8 + mibs.n;
-	uint64_t total = stack_off + 8 + stacks.n;
-	uint8_t id[MEMPROF_RAW_BUILDID_MAX] = { 0 };
-
-	put64(&hdr, MEMPROF_RAW_MAGIC_64);
-	put64(&hdr, MEMPROF_RAW_VERSION);
-	put64(&hdr, total);
-	put64(&hdr, seg_off);
-	put64(&hdr, mib_off);
-	put64(&hdr, stack_off);
-	put64(&hdr, 1);
-	put64(&hdr, seg.start);
-	put64(&hdr, seg.end);
-	put64(&hdr, seg.base);
-	put64(&hdr, seg.build_id_size);
-	memcpy(id, seg.build_id, seg.build_id_size);
-	put(&hdr, id, sizeof(id));
-	put64(&hdr, nstacks);
+	put_header(&hdr, &seg, mibs.n, stacks.n, nstacks);
 	if (hdr.oom || mibs.oom || stacks.oom) {
 		r = -ENOMEM;
 		goto out;

@@ -2,7 +2,7 @@
  * boot, both from /proc, so a reused pid is told apart); a run still `running` whose
  * writer is gone is marked `crashed` by the next writer, its end frozen at its last
  * flush (its start if it never flushed). Only runs of this host's writers can be judged:
- * rows without a writer (schema < 9, or merged) are left as they are. */
+ * rows without a writer (schema < 10, or merged) are left as they are. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,7 +45,7 @@ static bool writer_alive(int64_t pid, int64_t start)
 
 int store_end_crashed_runs(struct store *s)
 {
-	if (store_schema_version(s) < 9)
+	if (store_schema_version(s) < 10)
 		return 0;
 	sqlite3_stmt *sel = store__stmt(s, "SELECT id, writer_pid, writer_start FROM runs"
 					" WHERE status = 'running' AND ended_ns = 0 AND writer_pid > 0");

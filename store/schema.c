@@ -238,7 +238,15 @@ static const char *const migrations[] = {
 	"  unsampled INTEGER NOT NULL,"          /* selected, without the sampler */
 	"  skipped INTEGER NOT NULL,"            /* selected, over max_processes (cumulative) */
 	"  unsampled_list TEXT);",               /* 'PID EXE' a line, newest first, a few */
-	/* issue 18: 8 -> 9: what a run missed (counted per run: execs not marked in the
+	/* issue 21: 8 -> 9: each MIB row's evidence and leaks (store/mib.h): the objects
+	 * observed behind alloc_count, and those still allocated when their process ended,
+	 * with their bytes and lifetimes (so freed objects' lifetimes can be told apart).
+	 * 0 in older rows: unknown. */
+	"ALTER TABLE mib ADD COLUMN alloc_samples INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE mib ADD COLUMN live_at_exit_count INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE mib ADD COLUMN live_at_exit_bytes INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE mib ADD COLUMN live_at_exit_lifetime_ns INTEGER NOT NULL DEFAULT 0;",
+	/* issue 18: 9 -> 10: what a run missed (counted per run: execs not marked in the
 	 * kernel, processes whose probes came after they started, allocation records of
 	 * processes never named), its last flush, and its writer (pid and start time in
 	 * clock ticks since boot), so that the next writer marks a run whose writer died

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 9
+#define STORE_SCHEMA_VERSION 10
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -22,6 +22,8 @@ struct store;
  * and err (if non-NULL) holds a one-line reason, e.g. "file is not a database". */
 int store_open(struct store **out, const char *path, unsigned flags, char *err, size_t errsz);
 void store_close(struct store *s);
+/* For _cleanup_(store_closep) (base/cleanup.h). */
+static inline void store_closep(struct store **s) { store_close(*s); }
 const char *store_errmsg(const struct store *s);
 int store_schema_version(struct store *s);     /* PRAGMA user_version of the open DB */
 /* Bounds the connection's page cache (SQLite's default is 2 MiB); it fills as pages are
@@ -61,7 +63,7 @@ struct store_run_stats {
 	uint64_t overwritten;    /* allocations whose address was reused before a free was seen */
 	uint64_t unresolved_frames;
 	const char *status;      /* "running", "ok", "child exited 3", "crashed", ... */
-	/* Schema >= 9 (0 before). What the run missed: */
+	/* Schema >= 10 (0 before). What the run missed: */
 	uint64_t missed_exec;    /* execs the kernel could not mark for the daemon's decision */
 	uint64_t missed_late;    /* selected processes whose probes came after they started */
 	uint64_t missed_unknown; /* allocation records of processes never named */
@@ -134,7 +136,8 @@ int store_forget_process(struct store *s, int32_t pid, uint64_t start_ns);
 /* ---- read side ---- */
 
 enum store_sort { STORE_SORT_BYTES, STORE_SORT_COUNT, STORE_SORT_LIFETIME,
-		  STORE_SORT_DENSITY, STORE_SORT_ACCESSES };
+		  STORE_SORT_DENSITY, STORE_SORT_ACCESSES,
+		  STORE_SORT_LIVE /* bytes live at exit (schema >= 9; ranked by grouping rows) */ };
 
 /* How store_query_contexts() finds the top contexts; the result is the same whichever.
  * AUTO picks; the others are for tests and bench/query_bench, and fall back to GROUP
@@ -277,6 +280,11 @@ const char *store__migration_sql(int from);
 	X(num_same_alloc_cpu, SUM) X(num_same_dealloc_cpu, SUM) \
 	X(access_samples, SUM) X(total_access_count, SUM) \
 	X(min_access_count, MIN) X(max_access_count, MAX)
+/* The struct mib fields of schema >= 9 (issue 21: evidence and live at exit), all SUM;
+ * apart so that readers of older stores keep selecting only what those have. */
+#define STORE__MIB_V9_FIELDS(X) \
+	X(alloc_samples, SUM) X(live_at_exit_count, SUM) X(live_at_exit_bytes, SUM) \
+	X(live_at_exit_lifetime_ns, SUM)
 
 /* ---- data-access sampling (schema >= 4) ----
  * Per run, absolute values: the recorder keeps running totals and rewrites them at every
@@ -331,7 +339,7 @@ typedef int (*store_data_cb)(const struct store_data_row *row, void *arg);
  * cb returns non-zero (and returns that value). An older schema has none (returns 0). */
 int store_query_data(struct store *s, const struct store_data_filter *f, store_data_cb cb,
 		     void *arg);
-/* Estimated accesses per byte per second observed, as attrib_density(): size 0 counts
+/* Estimated accesses per byte per second observed (the seed's unit): size 0 counts
  * as 1 byte and observed time at least 1 ms; store_query_data() sorts by it. */
 double store_data_density(uint64_t est_accesses, uint64_t size, uint64_t observed_ns);
 
@@ -345,6 +353,16 @@ typedef int (*store_access_class_cb)(const struct store_access_class_row *row, v
  * class name. An older schema has none (returns 0). */
 int store_query_access_classes(struct store *s, int64_t run_id, store_access_class_cb cb,
 			       void *arg);
+
+/* Static-data samples at addresses no symbol of their binary covers, per run and binary
+ * (run_id 0: every run), most samples first; `query data` never lists them. */
+struct store_unsym_row {
+	int64_t run_id;
+	const char *build_id, *binary;
+	uint64_t samples, est_accesses;
+};
+typedef int (*store_unsym_cb)(const struct store_unsym_row *row, void *arg);
+int store_query_unsymbolized(struct store *s, int64_t run_id, store_unsym_cb cb, void *arg);
 
 /* ---- the overhead governor of a daemon run (store/governor.c) ----
  * One record per run, rewritten at every governor tick (absolute values), so `memprofd

@@ -18,6 +18,8 @@
 #include "alloc.skel.h"
 #include "bpf/alloc.h"
 #include "daemon/alloc/events.h"
+#include "daemon/alloc/alloc_sampled.h"
+#include "daemon/alloc/alloc_exact.h"
 #include "daemon/record/recorder.h"
 #include "daemon/service/exec_gate.h"
 #include "daemon/service/rules.h"
