@@ -51,6 +51,7 @@ enum alloc_counter {
 	CNT_OVERWRITTEN,    /* an address allocated again before its free was seen */
 	CNT_NESTED,         /* allocator calls made from inside another allocator call */
 	CNT_USTACKS,        /* stacks copied for user-space (DWARF) unwinding */
+	CNT_EXEC_LOST,      /* execs not marked for the daemon's decision (ring or targets full) */
 	CNT_MAX,
 };
 
@@ -124,18 +125,27 @@ struct ev_fork {
 	unsigned long long parent_start_ns;
 };
 
+#define ALLOC_COMM_LEN 16          /* TASK_COMM_LEN */
+
 struct ev_exec {
 	struct ev_hdr h;
 	unsigned long long ts_ns;      /* the old image's allocations die here */
 	unsigned int cpu;
-	unsigned int pad;
-	char filename[ALLOC_EXEC_NAME];
+	unsigned int ppid;             /* the kernel's real parent (tgid) */
+	char filename[ALLOC_EXEC_NAME];/* the file run: a script's interpreter, as given */
 };
 
-/* A process that is not a target exec'd: the daemon checks its rules at once instead of
- * at the next /proc rescan. Header only: the daemon reads the rest from /proc. */
+/* A process that is not a target exec'd (only with watch_all_exec). The kernel has
+ * already put it in `targets`, so nothing it does is lost while the daemon decides from
+ * this record alone (the process may be gone before /proc could be read): a rejected
+ * process is taken out of the map again, with its children forked meanwhile. */
 struct ev_newexec {
 	struct ev_hdr h;
+	unsigned long long ts_ns;
+	unsigned int ppid;
+	char comm[ALLOC_COMM_LEN];
+	unsigned int pad;
+	char filename[ALLOC_EXEC_NAME];
 };
 
 struct ev_exit {

@@ -297,6 +297,8 @@ static __always_inline u64 hash_ip(u64 h, u64 ip)
 	return h ^ (h >> 29);
 }
 
+#include "exec_watch.bpf.h"
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -335,21 +337,8 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	u32 tgid = BPF_CORE_READ(p, tgid);
 	struct ev_exec *e;
 
-	if (!is_target(tgid)) {
-		if (watch_all_exec) {
-			struct ev_newexec *n = bpf_ringbuf_reserve(&events, sizeof(*n), 0);
-			if (!n) {
-				count(CNT_DROP_RINGBUF);
-				return 0;
-			}
-			n->h.type = EV_NEWEXEC;
-			n->h.tgid = tgid;
-			n->h.start_ns = BPF_CORE_READ(p, group_leader, start_time);
-			/* Wake the daemon: the new process runs unprofiled until it is added. */
-			bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
-		}
-		return 0;
-	}
+	if (!is_target(tgid))
+		return watch_all_exec ? exec_watch(p, bprm, tgid) : 0;
 	bpf_map_delete_elem(&unwind_modes, &tgid);   /* a new image: its objects are unchecked */
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -361,7 +350,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	e->h.start_ns = BPF_CORE_READ(p, group_leader, start_time);
 	e->ts_ns = bpf_ktime_get_ns();
 	e->cpu = bpf_get_smp_processor_id();
-	e->pad = 0;
+	e->ppid = BPF_CORE_READ(p, real_parent, tgid);
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
 	/* Wake the reader: it decides from the new image how its stacks are taken. */
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);

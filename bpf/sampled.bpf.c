@@ -216,3 +216,41 @@ int BPF_USDT(on_free, u64 addr)
 	bpf_map_delete_elem(&live, &k);
 	return 0;
 }
+
+/* ---- the OpenTelemetry memory contract (provider otel_memory) ----
+ * alloc(ptr, size, weight) on a sampled allocation, weight = the bytes the sample stands
+ * for (nsamples * sampling interval); free(ptr) on the free of a sampled one. Any
+ * sampler that emits it (an allocator hook, a compile-time wrapper, a preloaded library)
+ * is recorded as memprofd's own: the objects the sample stands for are weight / size.
+ * The contract passes no caller, so the caller is the stack's second frame (the probe
+ * fires in the sampler's allocation function, as the design's wrappers do). They reuse
+ * the memprofd programs' bodies (BPF_USDT's ____NAME functions). */
+
+static __always_inline u64 otel_caller(struct pt_regs *ctx)
+{
+	u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+
+	if (!s || bpf_get_stack(ctx, s->ips, 2 * sizeof(u64), BPF_F_USER_STACK) < 2 * (long)sizeof(u64))
+		return 0;
+	return s->ips[1];
+}
+
+SEC("usdt")
+int BPF_USDT(on_otel_alloc, u64 addr, u64 size, u64 weight_bytes)
+{
+	u64 wq = size ? (weight_bytes << SAMPLED_WEIGHT_SHIFT) / size : weight_bytes << SAMPLED_WEIGHT_SHIFT;
+
+	if (wq < (1ULL << SAMPLED_WEIGHT_SHIFT))
+		wq = 1ULL << SAMPLED_WEIGHT_SHIFT;   /* a sample stands for one object at least */
+	if (!is_target(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	/* Flag "region": the contract fires free for every sampled object. */
+	return ____on_alloc(ctx, addr, size, wq, SAMPLED_F_OTEL | 1, otel_caller(ctx));
+}
+
+SEC("usdt")
+int BPF_USDT(on_otel_free, u64 addr)
+{
+	return ____on_free(ctx, addr);
+}

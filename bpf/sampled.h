@@ -10,6 +10,7 @@
 #define SAMPLED_DEFAULT_SKIP 2         /* sampler frames dropped when the caller is not found */
 #define SAMPLED_WEIGHT_SHIFT 16        /* weights are Q48.16, as the probe passes them */
 #define SAMPLED_KEEP_ONE (1u << 16)    /* keep_q16 that keeps every sample (no thinning) */
+#define SAMPLED_F_OTEL 0x40000000u     /* from the otel_memory contract, not memprofd's sampler */
 #define SAMPLED_F_THINNED 0x80000000u  /* slive_val.flags: dropped by thinning; kept in the
                                         * live map only so its free is known, not reported */
 

@@ -662,7 +662,7 @@ static int print_processes(FILE *out, struct store *s, const struct store_proc_f
 
 #define W_RUN_ID 5
 #define W_STARTED 20
-#define W_STATUS 14
+#define W_STATUS 16
 
 static const char *iso_utc(char *buf, size_t n, int64_t ns)
 {
@@ -882,7 +882,12 @@ static int run_cb(const struct store_run_row *r, void *arg)
 			fprintf(o->out, ": {\"samples\": %" PRIu64 ", \"est_accesses\": %" PRIu64 "}",
 				cls.samples[i], cls.est[i]);
 		}
-		fputs("}, \"unsymbolized\": [", o->out);
+		fputc('}', o->out);
+		fprintf(o->out, ", \"missed\": {\"exec\": %" PRIu64 ", \"late\": %" PRIu64
+			", \"unknown\": %" PRIu64 "}", st->missed_exec, st->missed_late,
+			st->missed_unknown);
+		json_opt_i64(o->out, "flushed_ns", st->flushed_ns);
+		fputs(", \"unsymbolized\": [", o->out);
 		if (o->s && (rc = print_unsym(o->out, o->s, r->id, QUERY_JSON)) < 0)
 			return rc;
 		fputs("]}", o->out);
@@ -908,6 +913,8 @@ static int run_cb(const struct store_run_row *r, void *arg)
 		/* The standard classes have a column each (the header's order). */
 		for (unsigned i = 0; i < N_STD_CLASSES; i++)
 			fprintf(o->out, ",%" PRIu64, cls.samples[i]);
+		fprintf(o->out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, st->missed_exec,
+			st->missed_late, st->missed_unknown);
 		fputs(EOL_CSV, o->out);
 		break;
 	default: {
@@ -929,6 +936,10 @@ static int run_cb(const struct store_run_row *r, void *arg)
 			(int)wst, status, W_NUM, fmt_count(events, st->events),
 			W_NUM, fmt_count(ndrops, drops),
 			W_NUM, fmt_count(nunm, st->unmatched_frees), cmd);
+		if (st->missed_exec || st->missed_late || st->missed_unknown)
+			fprintf(o->out, "%*smissed: %" PRIu64 " execs not marked, %" PRIu64
+				" processes probed late, %" PRIu64 " records of unnamed processes\n",
+				W_INDENT, "", st->missed_exec, st->missed_late, st->missed_unknown);
 		print_run_access_table(o->out, r, &cls, o->view);
 		if (o->s && (rc = print_unsym(o->out, o->s, r->id, QUERY_TABLE)) < 0)
 			return rc;
@@ -954,7 +965,8 @@ static int print_status(FILE *out, struct store *s, enum query_format fmt,
 		      "events,drops_ringbuf,drops_live_full,drops_state_full,drops_stack,"
 		      "unmatched_frees,overwritten,unresolved_frames,access_source,access_reasons,"
 		      "samples_heap,samples_heap_untracked,samples_static,samples_stack,samples_tls,"
-		      "samples_anon,samples_file,samples_unknown" EOL_CSV, out);
+		      "samples_anon,samples_file,samples_unknown,missed_exec,missed_late,missed_unknown"
+		      EOL_CSV, out);
 	else
 		fprintf(out, "%*s %-*s %*s %-*s %*s %*s %*s %s\n", W_RUN_ID, "RUN", W_STARTED,
 			"STARTED (UTC)", W_LIFE, "DURATION", W_STATUS, "STATUS", W_NUM, "EVENTS",

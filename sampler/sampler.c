@@ -66,6 +66,9 @@
 /* Semaphores: the kernel increments them while a uprobe is attached to the probe. */
 __extension__ unsigned short memprofd_alloc_semaphore __attribute__((unused, section(".probes"), visibility("hidden")));
 __extension__ unsigned short memprofd_free_semaphore __attribute__((unused, section(".probes"), visibility("hidden")));
+/* The OpenTelemetry memory contract (sampler.h): the same samples for its profiler. */
+__extension__ unsigned short otel_memory_alloc_semaphore __attribute__((unused, section(".probes"), visibility("hidden")));
+__extension__ unsigned short otel_memory_free_semaphore __attribute__((unused, section(".probes"), visibility("hidden")));
 
 #ifdef SAMPLER_PREFIX
 struct mps_last_probe mps_last;
@@ -444,7 +447,7 @@ static int decide(size_t n)
 	}
 	t->left = draw(t);
 	STAT(samples);
-	if (!memprofd_alloc_semaphore && !force_region) {
+	if (!memprofd_alloc_semaphore && !otel_memory_alloc_semaphore && !force_region) {
 		STAT(untraced);
 		return 0;
 	}
@@ -465,6 +468,9 @@ static void fire_alloc(void *p, size_t n, unsigned flags, void *caller)
 	NOTE_ALLOC((uintptr_t)p, n, w, flags);
 	if (memprofd_alloc_semaphore)
 		STAP_PROBE5(memprofd, alloc, p, n, w, flags, caller);
+	/* Its weight is the bytes the sample stands for; the free is seen for region objects. */
+	if (otel_memory_alloc_semaphore)
+		STAP_PROBE3(otel_memory, alloc, p, n, (uint64_t)(((unsigned __int128)w * n) >> SAMPLER_WEIGHT_SHIFT));
 }
 
 static void fire_free(void *p)
@@ -472,6 +478,8 @@ static void fire_free(void *p)
 	NOTE_FREE((uintptr_t)p);
 	if (memprofd_free_semaphore)
 		STAP_PROBE1(memprofd, free, p);
+	if (otel_memory_free_semaphore)
+		STAP_PROBE1(otel_memory, free, p);
 }
 
 static inline int in_region(const void *p)

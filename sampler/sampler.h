@@ -16,7 +16,11 @@
  *     weight_q16: objects this sample stands for, * 2^16 (1/(1-exp(-size/mean)));
  *     flags: SAMPLER_F_*; caller: the return address into the allocating function,
  *     so the BPF side can drop the sampler's own frames from the stack.
- *   memprofd:free(addr)  -- only for objects of the region (their free is seen). */
+ *   memprofd:free(addr)  -- only for objects of the region (their free is seen).
+ * and the OpenTelemetry eBPF profiler's contract (provider "otel_memory", semaphores too):
+ *   otel_memory:alloc(ptr, size, weight)  weight: the bytes the sample stands for
+ *   otel_memory:free(ptr)                 for objects of the region, as memprofd:free.
+ * memprofd attaches memprofd:* where an object has both. */
 #define SAMPLER_F_REGION 1u    /* object lives in the region: its free will fire memprofd:free */
 #define SAMPLER_F_REALLOC 2u   /* made by realloc */
 

@@ -969,10 +969,14 @@ static const char runs_sql[] = RUNS_COLS ", NULL, NULL FROM runs ORDER BY id DES
 /* Schema >= 4: with the access source. */
 static const char runs_v4_sql[] = RUNS_COLS ", access_source, access_reasons"
 	" FROM runs ORDER BY id DESC";
+/* Schema >= 11 (issue 18): with what the run missed and its last flush. */
+static const char runs_v11_sql[] = RUNS_COLS ", access_source, access_reasons, missed_exec,"
+	" missed_late, missed_unknown, flushed_ns FROM runs ORDER BY id DESC";
 
 int store_query_runs(struct store *s, store_run_cb cb, void *arg)
 {
-	sqlite3_stmt *st = store__stmt(s, store_schema_version(s) >= 4 ? runs_v4_sql : runs_sql);
+	int v = store_schema_version(s);
+	sqlite3_stmt *st = store__stmt(s, v >= 11 ? runs_v11_sql : v >= 4 ? runs_v4_sql : runs_sql);
 	int rc;
 
 	if (!st)
@@ -1001,6 +1005,12 @@ int store_query_runs(struct store *s, store_run_cb cb, void *arg)
 			.access_source = col_text(st, 16),
 			.access_reasons = col_text(st, 17),
 		};
+		if (v >= 11) {
+			row.stats.missed_exec = col_u64(st, 18);
+			row.stats.missed_late = col_u64(st, 19);
+			row.stats.missed_unknown = col_u64(st, 20);
+			row.stats.flushed_ns = sqlite3_column_int64(st, 21);
+		}
 		int r = cb(&row, arg);
 
 		if (r)

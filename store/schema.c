@@ -250,6 +250,17 @@ static const char *const migrations[] = {
 	 * (no CFI, a read outside the copied stack, an address outside the executable
 	 * mappings) is marked, never completed by a guess. */
 	"ALTER TABLE stacks ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0;",
+	/* issue 18: 10 -> 11: what a run missed (counted per run: execs not marked in the
+	 * kernel, processes whose probes came after they started, allocation records of
+	 * processes never named), its last flush, and its writer (pid and start time in
+	 * clock ticks since boot), so that the next writer marks a run whose writer died
+	 * `crashed` (store/run_end.c). */
+	"ALTER TABLE runs ADD COLUMN flushed_ns INTEGER NOT NULL DEFAULT 0;"  /* CLOCK_REALTIME */
+	"ALTER TABLE runs ADD COLUMN missed_exec INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE runs ADD COLUMN missed_late INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE runs ADD COLUMN missed_unknown INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE runs ADD COLUMN writer_pid INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE runs ADD COLUMN writer_start INTEGER NOT NULL DEFAULT 0;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <endian.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sqlite3.h>
 
 #include "store/store.h"
@@ -141,7 +142,7 @@ enum {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
 	ST_BIN_GET_BUILD_ID, ST_BIN_GET_PATH, ST_BIN_INS, ST_FRAME_PUT,
 	ST_STACK_GET, ST_STACK_INS, ST_CTX_GET, ST_CTX_INS,
-	ST_PROC_GET, ST_PROC_INS, ST_PROC_EXIT, ST_MIB_PUT, ST_RUN_INS, ST_RUN_UPD,
+	ST_BIN_NAME, ST_PROC_GET, ST_PROC_INS, ST_PROC_EXIT, ST_MIB_PUT, ST_RUN_INS, ST_RUN_UPD,
 	ST_LINE_PUT, ST_DATA_PUT, ST_CLASS_PUT, ST_RUN_ACCESS,
 	ST__COUNT
 };
@@ -157,6 +158,7 @@ static const char *const write_sql[ST__COUNT] = {
 	[ST_BIN_GET_BUILD_ID] = "SELECT id FROM binaries WHERE build_id = ?1 AND build_id <> ''",
 	[ST_BIN_GET_PATH] = "SELECT id FROM binaries WHERE path = ?1 AND build_id = ''",
 	[ST_BIN_INS] = "INSERT INTO binaries(build_id, path) VALUES (?1, ?2)",
+	[ST_BIN_NAME] = "UPDATE binaries SET path = ?2 WHERE id = ?1 AND path = ''",
 	[ST_FRAME_PUT] = "INSERT INTO frames(binary_id, offset, function, mangled) "
 		"VALUES (?1, ?2, ?3, ?4) ON CONFLICT(binary_id, offset) DO UPDATE SET "
 		"function = coalesce(function, excluded.function), "
@@ -177,8 +179,8 @@ static const char *const write_sql[ST__COUNT] = {
 		"ON CONFLICT(context_id, process_id, run_id, bucket_start) DO UPDATE SET "
 		"alloc_count = excluded.alloc_count" STORE__MIB_FIELDS(MIB_SET)
 		STORE__MIB_V9_FIELDS(MIB_SET) ", access_hist = excluded.access_hist",
-	[ST_RUN_INS] = "INSERT INTO runs(command, alloc_mode, access_mode, settings, started_ns) "
-		"VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_RUN_INS] = "INSERT INTO runs(command, alloc_mode, access_mode, settings, started_ns,"
+		" writer_pid, writer_start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	/* Lines are facts of (binary, offset): the first writer's stay. */
 	[ST_LINE_PUT] = "INSERT OR IGNORE INTO frame_lines(frame_id, depth, function, mangled,"
 		" file, line, col, decl_line, inlined) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -195,7 +197,8 @@ static const char *const write_sql[ST__COUNT] = {
 	[ST_RUN_UPD] = "UPDATE runs SET ended_ns = ?2, events = ?3, drops_ringbuf = ?4, "
 		"drops_live_full = ?5, drops_state_full = ?6, drops_stack = ?7, "
 		"unmatched_frees = ?8, overwritten = ?9, unresolved_frames = ?10, "
-		"status = coalesce(?11, status) WHERE id = ?1",
+		"status = coalesce(?11, status), missed_exec = ?12, missed_late = ?13, "
+		"missed_unknown = ?14, flushed_ns = ?15 WHERE id = ?1",
 };
 
 struct store {
@@ -583,7 +586,6 @@ int store_rollback(struct store *s)
 
 /* ---- interning: natural key -> rowid, cache first ---- */
 
-static const char bin_path_sql[] = "UPDATE binaries SET path = ?2 WHERE id = ?1 AND path = ''";
 
 static int intern_binary(struct store *s, const char *build_id, const char *path, int64_t *id)
 {
@@ -601,7 +603,9 @@ static int intern_binary(struct store *s, const char *build_id, const char *path
 		if (!key)
 			return store__error(s, -ENOMEM, "out of memory");
 	}
-	key[0] = *build_id ? 'B' : 'P';
+	/* 'b': a build-id looked up without a path; 'B': with one, which names a row
+	 * stored without a path (a binary's path learned from any process names it). */
+	key[0] = *build_id ? (*path ? 'B' : 'b') : 'P';
 	memcpy(key + 1, name, klen - 1);
 
 	uint64_t h = hash_bytes(key, klen);
@@ -622,15 +626,11 @@ static int intern_binary(struct store *s, const char *build_id, const char *path
 	}
 	if (r == 1 && *path && *build_id) {
 		/* Named since it was first stored without a path (a library's frames). */
-		sqlite3_stmt *st = store__stmt(s, bin_path_sql);
+		_cleanup_reset_ sqlite3_stmt *st = hot(s, ST_BIN_NAME);
 
-		if (!st)
-			return -EIO;
-		_cleanup_reset_ sqlite3_stmt *guard = st;
 		sqlite3_bind_int64(st, 1, *id);
 		bind_text(st, 2, path);
-		r = step_done(s, st, "naming a binary");
-		if (r < 0)
+		if ((r = step_done(s, st, "naming a binary")) < 0)
 			return r;
 		r = 1;
 	}
@@ -914,6 +914,8 @@ int store_run_begin(struct store *s, const struct store_run *run, int64_t *run_i
 	bind_text(st, 3, run->access_mode);
 	bind_text(st, 4, run->settings);
 	sqlite3_bind_int64(st, 5, run->started_ns);
+	sqlite3_bind_int64(st, 6, (int64_t)getpid());
+	sqlite3_bind_int64(st, 7, (int64_t)store__self_start_ticks());
 	r = step_done(s, st, "recording a run");
 	if (r == 0)
 		*run_id = sqlite3_last_insert_rowid(s->db);
@@ -936,6 +938,10 @@ int store_run_update(struct store *s, int64_t run_id, const struct store_run_sta
 	for (unsigned i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		sqlite3_bind_int64(st, 3 + (int)i, (int64_t)v[i]);
 	bind_text(st, 11, rs->status);
+	sqlite3_bind_int64(st, 12, (int64_t)rs->missed_exec);
+	sqlite3_bind_int64(st, 13, (int64_t)rs->missed_late);
+	sqlite3_bind_int64(st, 14, (int64_t)rs->missed_unknown);
+	sqlite3_bind_int64(st, 15, rs->flushed_ns);
 	r = step_done(s, st, "updating a run");
 	if (r == 0 && sqlite3_changes(s->db) == 0)
 		return store__error(s, -ENOENT, "updating a run: no run %lld", (long long)run_id);

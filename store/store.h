@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 11
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -62,9 +62,18 @@ struct store_run_stats {
 	uint64_t unmatched_frees;/* frees of addresses never seen allocated */
 	uint64_t overwritten;    /* allocations whose address was reused before a free was seen */
 	uint64_t unresolved_frames;
-	const char *status;      /* "running", "ok", "child exited 3", ... */
+	const char *status;      /* "running", "ok", "child exited 3", "crashed", ... */
+	/* Schema >= 10 (0 before). What the run missed: */
+	uint64_t missed_exec;    /* execs the kernel could not mark for the daemon's decision */
+	uint64_t missed_late;    /* selected processes whose probes came after they started */
+	uint64_t missed_unknown; /* allocation records of processes never named */
+	int64_t flushed_ns;      /* CLOCK_REALTIME of the last flush (written by store_run_update) */
 };
 int store_run_update(struct store *s, int64_t run_id, const struct store_run_stats *st);
+/* Runs end (store/run_end.c): every run still `running` whose writer process is gone is
+ * marked `crashed`, ended at its last flush. Writers call it once at open, in their own
+ * transaction. Returns the number of runs marked, or -errno. */
+int store_end_crashed_runs(struct store *s);
 
 /* A frame: (build-id, file offset) of a return address; function is the ELF symbol
  * (demangled for display), NULL when unknown. build_id "" means unresolvable: then
@@ -95,7 +104,7 @@ struct store_frame {
 /* A process instance: (pid, start_ns) never collides across PID reuse. */
 struct store_proc {
 	int32_t pid;
-	uint64_t start_ns;       /* task start time, CLOCK_BOOTTIME-based ns from BPF */
+	uint64_t start_ns;       /* task start time, CLOCK_REALTIME ns (epoch), as exit_ns */
 	int32_t ppid;            /* 0 if unknown */
 	const char *exe;         /* path, may be NULL */
 	const char *build_id;    /* of exe, hex, may be "" */
@@ -248,6 +257,9 @@ int store__error(struct store *s, int err, const char *fmt, ...)
 struct sqlite3_stmt *store__stmt(struct store *s, const char *sql);
 /* Maps a SQLite result code to a negative errno. */
 int store__errno(int rc);
+/* This process's start time in clock ticks since boot (/proc/self/stat), 0 if unread:
+ * with the pid, a run's writer identity (store/run_end.c). */
+uint64_t store__self_start_ticks(void);
 /* Every connection store_open() makes has the SQL aggregate mib_hist_merge(blob): the
  * access_hist blobs of a group combined by mib_hist_merge() (NULL if none). */
 /* Reads user_version (this is what detects "file is not a database"), sets the

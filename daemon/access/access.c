@@ -14,6 +14,7 @@
 #include "alloc.skel.h"
 #include "daemon/attrib/addrspace.h"
 #include "base/log.h"
+#include "daemon/alloc/events.h"
 #include "daemon/access/access.h"
 #include "daemon/alloc/alloc_sampled.h"
 #include "daemon/access/src_soft.h"
@@ -28,7 +29,17 @@ int recorder_targets_fd(const struct recorder *r)
 static void on_sample(void *arg, const struct access_sample *s)
 {
 	struct recorder *r = arg;
+	struct ev_hdr h = { .tgid = s->tgid, .start_ns = s->start_ns };
 
+	uint64_t v;
+
+	if (!events_gate(r, &h, sizeof(h)))
+		return;   /* a process the daemon rejected at its exec */
+	/* Nor one rejected so long ago that the gate forgot it (the daemon starved of CPU):
+	 * an unknown process must be a target now, or no exit would ever end it here. */
+	if (r->gate && !proc_find(&r->procs, s->tgid, s->start_ns) &&
+	    bpf_map_lookup_elem(recorder_targets_fd(r), &s->tgid, &v))
+		return;
 	attrib_sample(r->attrib, s);
 }
 

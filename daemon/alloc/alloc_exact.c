@@ -100,6 +100,7 @@ int exact_open(struct recorder *r)
 		bpf_program__set_expected_attach_type(r->skel->progs.free_entry, UPROBE_MULTI_ATTACH_TYPE);
 	}
 	r->skel->rodata->watch_all_exec = r->watch_all_exec;
+	r->skel->rodata->mark_at_exec = r->mark_at_exec;
 	err = alloc_bpf__load(r->skel);
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
@@ -259,11 +260,11 @@ static int on_event(void *ctx, void *data, size_t len)
 	struct proc *p;
 
 	r->events++;
-	if (len < sizeof(*h))
+	if (len < sizeof(*h) || !events_gate(r, data, len))
 		return 0;
 	if (h->type == EV_FREE) {
 		const struct ev_free *e = data;
-		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+		if (len < sizeof(*e) || !(p = events_proc(r, h->tgid, h->start_ns)))
 			return 0;
 		add_object(r, p, e->key, e->addr, e->size, e->alloc_ns, e->free_ns, e->alloc_cpu,
 			   e->free_cpu);
@@ -339,10 +340,7 @@ void exact_counters(struct recorder *r, uint64_t out[CNT_MAX])
 
 void exact_close(struct recorder *r)
 {
-	for (size_t i = 0; i < r->nlinks; i++)
-		bpf_link__destroy(r->links[i]);
-	for (size_t i = 0; i < r->nfds; i++)
-		close(r->fds[i]);
+	events_detach_all(r->links, r->nlinks, r->fds, r->nfds);
 	free(r->fds);
 	r->fds = NULL;
 	r->nfds = 0;

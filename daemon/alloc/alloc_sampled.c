@@ -39,6 +39,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
 #include "sampled.skel.h"
@@ -103,6 +106,11 @@ int sampled_open(struct sampled **out, struct recorder *r)
 	if (!s->skel)
 		return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r), strerror(errno));
 	s->skel->rodata->watch_all_exec = r->watch_all_exec;
+	s->skel->rodata->mark_at_exec = r->mark_at_exec;
+	if (r->no_otel) {
+		bpf_program__set_autoload(s->skel->progs.on_otel_alloc, false);
+		bpf_program__set_autoload(s->skel->progs.on_otel_free, false);
+	}
 	err = sampled_bpf__load(s->skel);
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
@@ -118,27 +126,66 @@ int sampled_open(struct sampled **out, struct recorder *r)
 	return 0;
 }
 
-int sampled_attach_links(struct sampled *s, const char *path, int pid,
-			 struct bpf_link *out[SAMPLED_LINKS])
+/* One provider's pair of probes in path: 1 attached, 0 path has none, -errno. */
+static int attach_pair(struct sampled *s, const char *path, int pid, const char *provider,
+		       struct bpf_program *alloc, struct bpf_program *freep,
+		       struct bpf_link *out[SAMPLED_LINKS])
 {
 	int err;
 
-	out[0] = out[1] = NULL;
-	out[0] = bpf_program__attach_usdt(s->skel->progs.on_alloc, pid, path, "memprofd", "alloc", NULL);
+	out[0] = bpf_program__attach_usdt(alloc, pid, path, provider, "alloc", NULL);
 	if (!out[0]) {
 		err = -errno;
-		return err == -ENOENT ? 0 : log_error_errno(err, "%s: attaching USDT memprofd:alloc in %s: %s",
-							    recorder_cmd(s->r), path, strerror(-err));
+		return err == -ENOENT ? 0 : log_error_errno(err, "%s: attaching USDT %s:alloc in %s: %s",
+							    recorder_cmd(s->r), provider, path, strerror(-err));
 	}
-	out[1] = bpf_program__attach_usdt(s->skel->progs.on_free, pid, path, "memprofd", "free", NULL);
+	out[1] = bpf_program__attach_usdt(freep, pid, path, provider, "free", NULL);
 	if (!out[1]) {
 		err = -errno;
 		bpf_link__destroy(out[0]);
 		out[0] = NULL;
-		return log_error_errno(err, "%s: attaching USDT memprofd:free in %s: %s", recorder_cmd(s->r),
-				       path, strerror(-err));
+		return log_error_errno(err, "%s: attaching USDT %s:free in %s: %s", recorder_cmd(s->r),
+				       provider, path, strerror(-err));
 	}
 	return 1;
+}
+
+bool sampled_may_have_otel(const char *path)
+{
+	static const char provider[] = "otel_memory";
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool found = false;
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m != MAP_FAILED) {
+			found = memmem(m, (size_t)st.st_size, provider, sizeof(provider)) != NULL;
+			munmap(m, (size_t)st.st_size);
+		}
+	}
+	close(fd);
+	return found;
+}
+
+/* memprofd's own probes, else the OpenTelemetry contract's (never both: libmemprofd_sampler
+ * emits both, and each sample must be counted once). */
+int sampled_attach_links(struct sampled *s, const char *path, int pid,
+			 struct bpf_link *out[SAMPLED_LINKS])
+{
+	int n;
+
+	out[0] = out[1] = NULL;
+	n = attach_pair(s, path, pid, "memprofd", s->skel->progs.on_alloc, s->skel->progs.on_free, out);
+	if (n != 0)
+		return n;
+	if (s->r->no_otel)
+		return 0;
+	n = attach_pair(s, path, pid, "otel_memory", s->skel->progs.on_otel_alloc,
+			s->skel->progs.on_otel_free, out);
+	return n > 0 ? SAMPLED_OTEL : n;
 }
 
 int sampled_attach_binary(struct sampled *s, const char *path, int pid)
@@ -158,7 +205,7 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid)
 				bpf_link__destroy(l[1]);
 			return err;
 		}
-	return 1;
+	return n;
 }
 
 int sampled_add_target(struct sampled *s, uint32_t pid)
@@ -495,13 +542,13 @@ static int on_event(void *ctx, void *data, size_t len)
 	struct proc *p;
 
 	r->events++;
-	if (len < sizeof(*h))
+	if (len < sizeof(*h) || !events_gate(r, data, len))
 		return 0;
 	if (h->type == EV_SFREE || h->type == EV_SALLOC)
 		s->records++;
 	if (h->type == EV_SFREE) {
 		const struct ev_sfree *e = data;
-		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+		if (len < sizeof(*e) || !(p = events_proc(r, h->tgid, h->start_ns)))
 			return 0;
 		if (r->watch)
 			watch_free(r->watch, h->tgid, h->start_ns, e->addr);
@@ -518,7 +565,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (h->type == EV_SALLOC) {
 		const struct ev_salloc *e = data;
 		if (len < sizeof(*e) || !r->attrib || !(e->flags & SAMPLER_F_REGION) ||
-		    !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+		    !(p = events_proc(r, h->tgid, h->start_ns)))
 			return 0;
 		/* On failure (index full) the object is aggregated at its death, without accesses. */
 		if (attrib_alloc(r->attrib, h->tgid, h->start_ns, e->addr, e->size,
@@ -560,6 +607,11 @@ uint64_t sampled_watermark(const struct sampled *s)
 int sampled_targets_fd(const struct sampled *s)
 {
 	return bpf_map__fd(s->skel->maps.targets);
+}
+
+int sampled_live_fd(const struct sampled *s)
+{
+	return bpf_map__fd(s->skel->maps.live);
 }
 
 int sampled_ring_fd(const struct sampled *s)
@@ -666,8 +718,7 @@ void sampled_close(struct sampled *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->nlinks; i++)
-		bpf_link__destroy(s->links[i]);
+	events_detach_all(s->links, s->nlinks, NULL, 0);
 	free(s->links);
 	ring_buffer__free(s->rb);
 	sampled_bpf__destroy(s->skel);

@@ -15,7 +15,10 @@ struct sampled;
 /* Loads and attaches the lifecycle programs; *out is set even on failure (close it). */
 int sampled_open(struct sampled **out, struct recorder *r);
 /* Attaches memprofd:alloc/free in the ELF file path (pid -1: every process that maps
- * it, including ones started later). 1 attached, 0 path has no sampler probes, -errno. */
+ * it, including ones started later), else the OpenTelemetry contract's otel_memory:
+ * alloc/free. 1 memprofd's attached, SAMPLED_OTEL otel_memory's, 0 path has neither,
+ * -errno. */
+#define SAMPLED_OTEL 2
 int sampled_attach_binary(struct sampled *s, const char *path, int pid);
 /* The same, with the two links (memprofd:alloc, memprofd:free) handed to the caller, who
  * destroys them (bpf_link__destroy) to detach, and without registering path for symbols
@@ -24,6 +27,8 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid);
 struct bpf_link;
 int sampled_attach_links(struct sampled *s, const char *path, int pid,
 			 struct bpf_link *out[SAMPLED_LINKS]);
+/* Whether the file at path may hold otel_memory probes (its bytes name the provider). */
+bool sampled_may_have_otel(const char *path);
 /* The sampler a running process has (preloaded/dlopen'ed library, or linked into its
  * executable): 1 attached, 0 none, -errno. */
 int sampled_attach_pid(struct sampled *s, int pid);
@@ -45,6 +50,7 @@ int sampled_poll(struct sampled *s, int timeout_ms);
 uint64_t sampled_watermark(const struct sampled *s);
 int sampled_drain(struct sampled *s);          /* consumes everything queued */
 int sampled_targets_fd(const struct sampled *s);
+int sampled_live_fd(const struct sampled *s);      /* its live map (struct live_key keys) */
 int sampled_ring_fd(const struct sampled *s);      /* epoll fd of its ring buffer */
 /* Thinning (bpf/sampled.bpf.c keep_q16): keeps each sample with probability keep, its
  * weight divided by keep. Returns the probability in force (keep rounded to 1/65536). */

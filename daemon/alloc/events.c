@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <time.h>
 #include <sys/mman.h>
+#include <pthread.h>
 #include "base/log.h"
 #include "daemon/alloc/events.h"
 #include "daemon/access/access.h"
@@ -73,7 +74,7 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 {
 	struct iframe f[ALLOC_MAX_FRAMES];
 	unsigned n = 0, max = e->nframes, bare = 0;
-	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
+	struct proc *p = events_proc(r, e->h.tgid, e->h.start_ns);
 	bool scanned = false, truncated = false;
 
 	if (!p)
@@ -156,6 +157,8 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 {
 	char buf[ALLOC_EXEC_NAME + 1];
 
+	if (e->ppid)
+		p->ppid = e->ppid;
 	memcpy(buf, e->filename, ALLOC_EXEC_NAME);
 	buf[ALLOC_EXEC_NAME] = '\0';
 	if (buf[0] == '/') {
@@ -180,6 +183,15 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 	p->fp_checked = false;   /* decided again at the new image's first stack */
 	p->maps_reloads = 0;
 	ustack_decide_exec(r, p);
+}
+
+struct proc *events_proc(struct recorder *r, uint32_t tgid, uint64_t start_ns)
+{
+	struct proc *p = proc_get(&r->procs, tgid, start_ns);
+
+	if (p && !*p->exe)
+		r->missed_unknown++;
+	return p;
 }
 
 bool events_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap)
@@ -296,4 +308,45 @@ int events_attach_lifecycle(struct bpf_program *on_fork, struct bpf_program *on_
 			return err;
 	}
 	return 0;
+}
+
+/* Detaching a classic uprobe waits for an RCU grace period (~100 ms here), one after the
+ * other when closed in turn: the links are closed in parallel, EVENTS_DETACH_THREADS at
+ * a time, so ending a recording costs about one grace period. */
+struct detach_job {
+	struct bpf_link *link;
+	int fd;
+};
+
+static void *detach_one(void *arg)
+{
+	struct detach_job *j = arg;
+
+	if (j->link)
+		bpf_link__destroy(j->link);
+	if (j->fd >= 0)
+		close(j->fd);
+	return NULL;
+}
+
+void events_detach_all(struct bpf_link **links, size_t nlinks, const int *fds, size_t nfds)
+{
+	struct detach_job jobs[EVENTS_DETACH_THREADS];
+	pthread_t th[EVENTS_DETACH_THREADS];
+	size_t total = nlinks + nfds, i = 0;
+
+	while (i < total) {
+		size_t k = 0;
+		for (; k < EVENTS_DETACH_THREADS && i < total; k++, i++) {
+			jobs[k] = i < nlinks ? (struct detach_job){ links[i], -1 }
+					     : (struct detach_job){ NULL, fds[i - nlinks] };
+			if (pthread_create(&th[k], NULL, detach_one, &jobs[k])) {
+				detach_one(&jobs[k]);   /* no thread: in turn */
+				th[k] = 0;
+			}
+		}
+		for (size_t j = 0; j < k; j++)
+			if (th[j])
+				pthread_join(th[j], NULL);
+	}
 }

@@ -12,6 +12,16 @@ typedef void (*events_reap_fn)(struct recorder *r, uint32_t tgid, uint64_t start
 /* Handles EV_STACK, EV_FORK, EV_EXEC and EV_EXIT; false for any other record type. */
 bool events_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap);
 
+/* The process of an allocation record (proc_get), counting the record in
+ * r->missed_unknown when the process has no name (seen by neither an exec record nor
+ * /proc): its contexts would be nameless. NULL if out of memory. */
+struct proc *events_proc(struct recorder *r, uint32_t tgid, uint64_t start_ns);
+/* Runs the daemon's exec gate (recorder.gate): false when the record is to be dropped. */
+static inline bool events_gate(struct recorder *r, const void *data, size_t len)
+{
+	return !r->gate || r->gate(r->gate_arg, data, len);
+}
+
 /* Keys of a live map (struct live_key) of process tgid (0: all), collected before the
  * caller deletes any: deleting while walking would restart the walk. *out is malloc'd
  * (NULL when empty). 0 or -ENOMEM. */
@@ -29,3 +39,8 @@ int events_link_push(struct bpf_link ***v, size_t *n, size_t *cap, struct bpf_li
 int events_attach_lifecycle(struct bpf_program *on_fork, struct bpf_program *on_exec,
 			    struct bpf_program *on_exit, struct bpf_link ***v, size_t *n,
 			    size_t *cap);
+
+#define EVENTS_DETACH_THREADS 16   /* links detached at once at the end of a recording */
+/* Destroys every link and closes every link fd, in parallel (each classic uprobe waits
+ * for a grace period on detach). */
+void events_detach_all(struct bpf_link **links, size_t nlinks, const int *fds, size_t nfds);

@@ -52,6 +52,25 @@ static void read_comm(struct proctab *t, struct proc *p)
 	fclose(f);
 }
 
+/* The parent's pid from /proc/PID/stat (field 4), 0 if unread. */
+static uint32_t read_ppid(uint32_t pid)
+{
+	char path[64], buf[1024];
+	unsigned ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %u", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
 bool proc_running(uint32_t pid, uint64_t start_ns)
 {
 	char path[64], buf[1024], state;
@@ -105,6 +124,8 @@ struct proc *proc_get(struct proctab *t, uint32_t tgid, uint64_t start_ns)
 		exe[n] = '\0';
 		proc_set_exe(t, p, exe);
 		read_comm(t, p);
+		if (proc_running(tgid, start_ns))
+			p->ppid = read_ppid(tgid);   /* no fork or exec record will say */
 	}
 	return p;
 }

@@ -9,6 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 #include "daemon/record/child.h"
 
@@ -120,4 +123,45 @@ int child_release(struct child *c)
 	if (n == sizeof(e))
 		return -e;
 	return 0;
+}
+
+int child_exit_code(int ws)
+{
+	if (WIFEXITED(ws))
+		return WEXITSTATUS(ws);
+	return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 1;
+}
+
+void child_describe(int ws, char *buf, size_t n)
+{
+	if (WIFEXITED(ws)) {
+		snprintf(buf, n, "exit %d", WEXITSTATUS(ws));
+	} else {
+		const char *abbrev = WIFSIGNALED(ws) ? sigabbrev_np(WTERMSIG(ws)) : NULL;
+		if (abbrev)
+			snprintf(buf, n, "killed SIG%s", abbrev);
+		else
+			snprintf(buf, n, "killed %d", WIFSIGNALED(ws) ? WTERMSIG(ws) : -1);
+	}
+}
+
+int child_stop(struct child *c, int *ws)
+{
+	struct timespec step = { 0, CHILD_STOP_POLL_MS * 1000000L };
+
+	if (c->pid <= 0)
+		return -ESRCH;
+	kill(c->pid, SIGTERM);
+	for (int waited = 0; waited < CHILD_STOP_WAIT_MS; waited += CHILD_STOP_POLL_MS) {
+		pid_t r = waitpid(c->pid, ws, WNOHANG);
+		if (r == c->pid || (r < 0 && errno != EINTR)) {
+			c->pid = 0;
+			return r < 0 ? -errno : 0;
+		}
+		nanosleep(&step, NULL);
+	}
+	kill(c->pid, SIGKILL);   /* it ignored SIGTERM: it must not outlive its recorder */
+	pid_t r = waitpid(c->pid, ws, 0);
+	c->pid = 0;
+	return r < 0 ? -errno : 0;
 }

@@ -5,6 +5,9 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#define CHILD_STOP_WAIT_MS 5000   /* after SIGTERM, before SIGKILL */
+#define CHILD_STOP_POLL_MS 5
+
 struct child {
 	pid_t pid;
 	int go_fd;      /* parent writes one byte to release the child */
@@ -17,3 +20,11 @@ int child_find_command(const char *name, char *out, size_t outsz);
 int child_spawn(struct child *c, const char *path, char *const argv[], const sigset_t *child_mask);
 /* Releases the child; returns 0 once it has exec'd, or -errno of the failed exec. */
 int child_release(struct child *c);
+/* The command's exit status as a shell gives it: its code, or 128+N when signal N
+ * killed it. */
+int child_exit_code(int ws);
+/* "exit 3", "killed SIGSEGV": a run's status (fits query status's column). */
+void child_describe(int ws, char *buf, size_t n);
+/* Recording stopped first: SIGTERM, reaped within CHILD_STOP_WAIT_MS, else SIGKILL.
+ * *ws is its wait status. 0 or -errno. */
+int child_stop(struct child *c, int *ws);

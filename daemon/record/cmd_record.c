@@ -12,13 +12,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "daemon/record/child.h"
+#include "daemon/record/private_libs.h"
 #include "daemon/record/cmd_record.h"
 #include "base/log.h"
 #include "daemon/record/recorder.h"
@@ -64,7 +67,13 @@ static const char record_usage[] =
 	"  --watch on|off   --alloc sampled with access sampling: hardware watchpoints on\n"
 	"                   the sampled objects measure their access rates (default on;\n"
 	"                   traps cost the target at most 1% of a CPU)\n"
-	"  --duration SEC   stop after SEC seconds (default: when the process ends)\n";
+	"  --duration SEC   stop after SEC seconds (default: when the process ends)\n"
+	"\n"
+	"CMD may be a script or a wrapper: probes follow exec to what it finally runs. When\n"
+	"recording stops first (--duration, SIGINT, SIGTERM), CMD gets SIGTERM and is reaped\n"
+	"(SIGKILL after 5 s); a --pid process is left running.\n"
+	"Exit status: CMD's own (128+N when signal N killed it); 0 for --pid; 1 when\n"
+	"memprofd failed before CMD ran (then no store is left behind), 2 on bad usage.\n";
 
 /* Names the capability that is missing, or returns 0 when BPF and perf may be used. */
 static const char *missing_capability(void)
@@ -115,16 +124,19 @@ static int find_lib(const char *name, char *out, size_t outsz)
 	return -ENOENT;
 }
 
-static int attach_libs_standard(struct recorder *r)
+/* For a command: private copies of libc/libstdc++ (private_libs.h), probed so that only
+ * the command and its descendants trap; symbols come from the system's files (same
+ * build-id), which stay after the copies are removed. */
+static int attach_libs_private(struct recorder *r, struct private_libs *pl)
 {
-	static const char *const libs[] = { "libc.so.6", "libstdc++.so.6" };
-	char path[PATH_MAX];
-	int total = 0;
+	int err = private_libs_make(pl, find_lib), total = 0;
 
-	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
-		if (find_lib(libs[i], path, sizeof(path)) < 0)
-			continue;
-		int n = exact_attach_binary(r, path);
+	if (err < 0)
+		return log_error_errno(err, "record: private copies of the allocator libraries: %s",
+				       strerror(-err));
+	for (size_t i = 0; i < pl->n; i++) {
+		bin_register(&r->procs, pl->orig[i], pl->orig[i]);
+		int n = exact_attach_binary(r, pl->copy[i]);
 		if (n < 0)
 			return n;
 		total += n;
@@ -170,6 +182,72 @@ static int attach_libs_of_pid(struct recorder *r, pid_t pid)
 	return total;
 }
 
+/* Whether path is an ELF file (a script or wrapper is not: its interpreter is). */
+static bool is_elf(const char *path)
+{
+	unsigned char m[4];
+	FILE *f = fopen(path, "re");
+	bool elf = f && fread(m, 1, 4, f) == 4 && m[0] == 0x7f && m[1] == 'E' && m[2] == 'L' && m[3] == 'F';
+
+	if (f)
+		fclose(f);
+	return elf;
+}
+
+/* Probes follow exec: a command that is a script or a wrapper (a pyenv shim, env, sh -c)
+ * becomes what it finally runs, whose executable may define allocators (exact) or link
+ * the sampler (sampled) itself; each new executable is probed once, by inode. */
+#define RECORD_FOLLOW_MAX 64
+struct follow {
+	struct recorder *r;
+	struct sampled *smp;
+	dev_t dev[RECORD_FOLLOW_MAX];
+	ino_t ino[RECORD_FOLLOW_MAX];
+	unsigned n;
+};
+
+static void follow_probe(struct follow *f, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0 || !is_elf(path))
+		return;
+	for (unsigned i = 0; i < f->n; i++)
+		if (f->dev[i] == st.st_dev && f->ino[i] == st.st_ino)
+			return;
+	if (f->n == RECORD_FOLLOW_MAX)
+		return;
+	f->dev[f->n] = st.st_dev;
+	f->ino[f->n++] = st.st_ino;
+	if (f->smp)
+		sampled_attach_binary(f->smp, path, -1);
+	else if (!f->r->alloc_off)
+		exact_attach_binary(f->r, path);
+}
+
+static void follow_exec(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns)
+{
+	char link[64];
+
+	(void)start_ns;
+	if (type != EV_EXEC)
+		return;
+	snprintf(link, sizeof(link), "/proc/%u/exe", tgid);
+	follow_probe(arg, link);
+}
+
+/* A failed start leaves no store behind: the file is removed if this run created it. */
+static void remove_new_store(const char *db)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm", "-journal" };
+	char p[PATH_MAX + 16];
+
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", db, sfx[i]);
+		unlink(p);
+	}
+}
+
 static char *join_argv(char **argv)
 {
 	size_t len = 1;
@@ -206,6 +284,11 @@ struct record {
 	int sfd;                         /* signalfd of SIGINT/SIGTERM, or -1 */
 	const char *status;              /* the run's final status */
 	char status_buf[128];
+	struct follow follow;            /* a command's execs, probed as they come */
+	struct private_libs libs;        /* exact mode's private libc/libstdc++ copies */
+	int ws;                          /* the command's wait status, once child_ended */
+	bool child_ended;
+	bool db_existed, run_begun;      /* a failed start removes a store it created */
 };
 
 /* Returned by the argument checks when recording may go on (anything else is an exit code). */
@@ -397,12 +480,13 @@ static int start_sampled_command(struct record *rec)
 		log_error("record: %s: no memprofd USDT probes in it (not a memprofd sampler?)", o->sampler_path);
 	if (n <= 0)
 		return n ? n : -ENOENT;
-	err = sampled_attach_binary(rec->smp, o->exe, -1);
-	if (err >= 0)
-		err = access_open(rec);
+	int own = is_elf(o->exe) ? sampled_attach_binary(rec->smp, o->exe, -1) : 0;
+	err = own < 0 ? own : access_open(rec);
 	if (err < 0)
 		return err;
-	if (sampled_setup_child_env(&envp, o->sampler_path) < 0) {
+	/* A command with its own otel_memory sampler is recorded through it: a second
+	 * sampler under it would count its allocations twice. */
+	if (own != SAMPLED_OTEL && sampled_setup_child_env(&envp, o->sampler_path) < 0) {
 		log_error("record: out of memory");
 		return -ENOMEM;
 	}
@@ -445,10 +529,20 @@ static int start_exact_command(struct record *rec)
 		exact_attach_binary(&rec->r, rec->o->exe);
 	err = access_open(rec);
 	if (err >= 0 && !rec->o->alloc_off)
-		err = attach_libs_standard(&rec->r);
+		err = attach_libs_private(&rec->r, &rec->libs);
 	if (err < 0)
 		return err;
-	return spawn_traced(rec, NULL);
+	if (rec->o->alloc_off)
+		return spawn_traced(rec, NULL);
+
+	char **envp = NULL;
+	if (private_libs_env(&rec->libs, &envp) < 0) {
+		log_error("record: out of memory");
+		return -ENOMEM;
+	}
+	err = spawn_traced(rec, envp);
+	private_libs_free_env(envp);
+	return err;
 }
 
 /* --alloc exact, --pid: its executable and the libraries it really maps. */
@@ -486,9 +580,18 @@ static int start_tracing(struct record *rec)
 	const struct record_opts *o = rec->o;
 	int err;
 
+	if (*o->cmd) {
+		rec->follow.r = &rec->r;
+		rec->r.lifecycle = follow_exec;
+		rec->r.lifecycle_arg = &rec->follow;
+	}
 	if (o->sampled) {
+		/* A command's own otel_memory sampler is in its executable (a compile-time
+		 * wrapper); without one, those programs are not even loaded. */
+		rec->r.no_otel = *o->cmd && !sampled_may_have_otel(o->exe);
 		err = sampled_open(&rec->smp, &rec->r);
 		rec->r.sampled = rec->smp;
+		rec->follow.smp = rec->smp;
 		if (err < 0)
 			return err;
 		return *o->cmd ? start_sampled_command(rec) : start_sampled_pid(rec);
@@ -514,6 +617,8 @@ static int begin_run(struct record *rec)
 				 .access_mode = rec->r.attrib ? o->access_mode : "off", .settings = settings,
 				 .started_ns = real_ns() };
 	err = store_begin(rec->r.store);
+	if (!err && (err = store_end_crashed_runs(rec->r.store)) > 0)
+		err = 0;   /* runs whose writer died, ended at their last flush */
 	if (!err)
 		err = store_run_begin(rec->r.store, &run, &rec->r.run_id);
 	if (!err)
@@ -521,8 +626,10 @@ static int begin_run(struct record *rec)
 	if (err) {
 		store_rollback(rec->r.store);
 		log_error("record: %s: %s", o->db, store_errmsg(rec->r.store));
+		return err;
 	}
-	return err;
+	rec->run_begun = true;
+	return 0;
 }
 
 /* Whether recording should stop now: a signal, the child or process ended, the duration
@@ -533,42 +640,49 @@ static bool should_stop(struct record *rec, int64_t elapsed_ns)
 	bool stop = false;
 
 	if (rec->sfd >= 0 && read(rec->sfd, &si, sizeof(si)) == sizeof(si)) {
-		snprintf(rec->status_buf, sizeof(rec->status_buf), "stopped by %s", strsignal(si.ssi_signo));
+		snprintf(rec->status_buf, sizeof(rec->status_buf), "stopped SIG%s",
+			 sigabbrev_np((int)si.ssi_signo) ? sigabbrev_np((int)si.ssi_signo) : "?");
 		rec->status = rec->status_buf;
 		stop = true;
 	}
 	if (rec->ch.pid > 0) {
-		int ws;
-		if (waitpid(rec->ch.pid, &ws, WNOHANG) == rec->ch.pid) {
-			if (WIFEXITED(ws))
-				snprintf(rec->status_buf, sizeof(rec->status_buf), "ok: child exited %d", WEXITSTATUS(ws));
-			else
-				snprintf(rec->status_buf, sizeof(rec->status_buf), "ok: child killed by signal %d", WTERMSIG(ws));
+		if (waitpid(rec->ch.pid, &rec->ws, WNOHANG) == rec->ch.pid) {
+			child_describe(rec->ws, rec->status_buf, sizeof(rec->status_buf));
 			rec->status = rec->status_buf;
 			rec->ch.pid = 0;
+			rec->child_ended = true;
 			stop = true;
 		}
 	} else if (rec->o->pid && kill((pid_t)rec->o->pid, 0) < 0 && errno == ESRCH) {
-		rec->status = "ok: process exited";
+		rec->status = "process exited";
 		stop = true;
 	}
 	if (rec->o->duration && elapsed_ns >= (int64_t)rec->o->duration * 1000000000LL) {
-		rec->status = "ok: duration reached";
+		rec->status = "duration";
 		stop = true;
 	}
 	return stop;
 }
 
-/* Polls the rings until should_stop(), flushing every RECORD_FLUSH_MS. */
+/* Polls the rings until should_stop(), flushing every RECORD_FLUSH_MS. Woken by the
+ * ring, the command's exit (pidfd) or a signal: ending costs no poll interval. Then a
+ * command still running gets SIGTERM and is reaped (not a --pid process: that one is not
+ * ours); its exit is the last thing recorded. */
 static void record_loop(struct record *rec)
 {
 	int64_t start = mono_ns(), last_flush = start;
 	bool stop = false;
+	struct pollfd pfd[3] = {
+		{ .fd = rec->smp ? sampled_ring_fd(rec->smp) : ring_buffer__epoll_fd(rec->r.rb),
+		  .events = POLLIN },
+		{ .fd = rec->ch.pid > 0 ? (int)syscall(SYS_pidfd_open, rec->ch.pid, 0) : -1,
+		  .events = POLLIN },
+		{ .fd = rec->sfd, .events = POLLIN },
+	};
 
 	while (!stop) {
-		int poll_ms = rec->r.watch ? WATCH_POLL_MS : RECORD_POLL_MS;
-
-		if ((rec->smp ? sampled_poll(rec->smp, poll_ms) : exact_poll(&rec->r, poll_ms)) < 0) {
+		poll(pfd, 3, rec->r.watch ? WATCH_POLL_MS : RECORD_POLL_MS);
+		if ((rec->smp ? sampled_poll(rec->smp, 0) : exact_poll(&rec->r, 0)) < 0) {
 			rec->status = "error: ring buffer";
 			break;
 		}
@@ -582,6 +696,15 @@ static void record_loop(struct record *rec)
 			recorder_flush(&rec->r, "running");
 			last_flush = now;
 		}
+	}
+	if (pfd[1].fd >= 0)
+		close(pfd[1].fd);
+	if (rec->ch.pid > 0 && child_stop(&rec->ch, &rec->ws) == 0) {
+		rec->child_ended = true;
+		if (rec->smp)
+			sampled_poll(rec->smp, 0);
+		else
+			exact_poll(&rec->r, 0);
 	}
 }
 
@@ -650,15 +773,27 @@ static void print_summary(struct record *rec)
 			(unsigned long long)r->ustacks_truncated);
 }
 
-static void record_free(struct record *rec)
+/* Ends what the recording holds; returns rc, or the command's exit status once it ran
+ * (DESIGN.md: ours only when it never did). */
+static int record_free(struct record *rec, int rc)
 {
 	if (rec->ch.pid > 0 && rec->ch.go_fd >= 0) {
 		kill(rec->ch.pid, SIGKILL);   /* never released: it must not run untraced */
 		waitpid(rec->ch.pid, NULL, 0);
+	} else if (rec->ch.pid > 0 && child_stop(&rec->ch, &rec->ws) == 0) {
+		rec->child_ended = true;      /* a failure of ours after it ran: it does not outlive us */
+	}
+	if (rec->child_ended)
+		rc = child_exit_code(rec->ws);
+	if (!rec->run_begun && !rec->db_existed && rec->r.store) {
+		store_close(rec->r.store);
+		rec->r.store = NULL;
+		remove_new_store(rec->o->db);
 	}
 	sampled_close(rec->smp);
 	access_close(&rec->r);
 	exact_close(&rec->r);
+	private_libs_remove(&rec->libs);
 	if (rec->r.symcache)
 		symcache_free(rec->r.symcache);
 	agg_free(&rec->r.aggs);
@@ -669,6 +804,7 @@ static void record_free(struct record *rec)
 	if (rec->sfd >= 0)
 		close(rec->sfd);
 	sigprocmask(SIG_SETMASK, &rec->orig, NULL);
+	return rc;
 }
 
 int cmd_record(int argc, char **argv)
@@ -676,6 +812,7 @@ int cmd_record(int argc, char **argv)
 	struct record_opts o = { .db = "./memprofd.db", .alloc = "sampled", .access_mode = "auto" };
 	struct record rec = { .o = &o, .ch = { .pid = 0, .go_fd = -1, .err_fd = -1 }, .status = "ok" };
 	char errbuf[512];
+	struct stat dbst;
 	sigset_t mask;
 	int rc;
 
@@ -686,6 +823,7 @@ int cmd_record(int argc, char **argv)
 		rc = check_environment(&o);
 	if (rc != RECORD_GO)
 		return rc;
+	rec.db_existed = stat(o.db, &dbst) == 0;
 	if (store_open(&rec.r.store, o.db, STORE_RDWR, errbuf, sizeof(errbuf))) {
 		log_error("record: %s", errbuf);   /* names the file */
 		return 1;
@@ -711,6 +849,5 @@ int cmd_record(int argc, char **argv)
 			rc = 0;
 		}
 	}
-	record_free(&rec);
-	return rc;
+	return record_free(&rec, rc);
 }

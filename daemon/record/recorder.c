@@ -16,10 +16,18 @@
 #include "base/clock.h"
 #include <signal.h>
 
+/* The store holds every timestamp on one clock, CLOCK_REALTIME ns (epoch): a process's
+ * start too (BPF gives CLOCK_MONOTONIC), shifted by this run's fixed offset, so that
+ * (pid, start) stays one row per process within the run. */
+static uint64_t store_start_ns(const struct recorder *r, const struct proc *p)
+{
+	return p->start_ns + (uint64_t)r->mono_to_real_ns;
+}
+
 static void fill_proc(const struct recorder *r, const struct proc *p, struct store_proc *sp)
 {
 	*sp = (struct store_proc){
-		.pid = (int32_t)p->pid, .start_ns = p->start_ns, .ppid = (int32_t)p->ppid,
+		.pid = (int32_t)p->pid, .start_ns = store_start_ns(r, p), .ppid = (int32_t)p->ppid,
 		.exe = p->exe, .build_id = p->build_id, .comm = p->comm, .run_id = r->run_id,
 	};
 }
@@ -175,6 +183,10 @@ int recorder_flush(struct recorder *r, const char *status)
 		.overwritten = c[CNT_OVERWRITTEN],
 		.unresolved_frames = r->unresolved_frames,
 		.status = status ? status : "running",
+		.missed_exec = c[CNT_EXEC_LOST],
+		.missed_late = r->missed_late,
+		.missed_unknown = r->missed_unknown,
+		.flushed_ns = real_ns(),
 	};
 	err = store_begin(r->store);
 	if (!err)
@@ -258,7 +270,7 @@ size_t recorder_forget_exited(struct recorder *r)
 			v[n++] = p;
 	}
 	for (size_t i = 0; i < n; i++) {
-		store_forget_process(r->store, (int32_t)v[i]->pid, v[i]->start_ns);
+		store_forget_process(r->store, (int32_t)v[i]->pid, store_start_ns(r, v[i]));
 		if (r->addrspace)
 			addrspace_forget(r->addrspace, v[i]);
 		proc_forget(&r->procs, v[i]);

@@ -58,6 +58,10 @@ struct recorder {
 	/* The daemon's view of the process lifecycle (NULL in record mode): called after
 	 * EV_FORK, EV_EXEC and EV_EXIT are handled, and for EV_NEWEXEC. */
 	bool watch_all_exec;             /* set before exact_open: BPF reports every exec */
+	bool mark_at_exec;               /* with watch_all_exec: the kernel makes every exec'ing
+	                                  * process a target until the daemon decides */
+	bool no_otel;                    /* set before sampled_open: otel_memory programs are not
+	                                  * loaded (their verification is most of start-up) */
 	bool alloc_off;                  /* alloc = off: exact mode's lifecycle, no allocator probe */
 	void (*lifecycle)(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns);
 	void *lifecycle_arg;
@@ -66,6 +70,13 @@ struct recorder {
 	uint64_t mem_dropped_aggs, mem_dropped_objects;
 	bool mem_drop_logged;
 	uint64_t procs_forgotten;        /* exited processes freed by recorder_forget_exited */
+	/* What the run missed (query status): processes whose probes came after they
+	 * started (the daemon's targets), allocation records of processes never named. */
+	uint64_t missed_late, missed_unknown;
+	/* The daemon's exec gate (NULL in record mode): called first for every record;
+	 * 0 drops it (a process the daemon's rules rejected, decided at its exec). */
+	int (*gate)(void *arg, const void *data, size_t len);
+	void *gate_arg;
 };
 
 /* The subcommand name messages start with. */

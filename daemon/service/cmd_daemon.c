@@ -34,6 +34,8 @@
 #include "daemon/alloc/alloc_sampled.h"
 #include "daemon/access/src_soft.h"
 #include "daemon/service/targets.h"
+#include "daemon/service/exec_gate.h"
+#include "daemon/service/db_owner.h"
 #include "store/store.h"
 #include "symbolizer/symcache.h"
 #include "base/clock.h"
@@ -43,7 +45,6 @@
 #define DAEMON_MAX_WAIT_MS 1000      /* longest poll, so deadlines are never late by more */
 #define DAEMON_BUSY_TIMEOUT_MS 200   /* SQLite lock wait of a running flush (then: retry) */
 #define DAEMON_FLUSH_RETRY_MS 100    /* pause between final flush attempts */
-#define DAEMON_LOCK_SUFFIX ".lock"   /* DB.lock: the one-daemon-per-database flock */
 #define DAEMON_SYMCACHE_BYTES ((size_t)128 << 20)  /* opened symbolizers kept (LRU) */
 #define DAEMON_FIRST_MAINT_MS 60000  /* first maintenance after start: not in the start-up rush */
 #define MS_PER_S 1000
@@ -55,7 +56,8 @@ static const char daemon_usage[] =
 	"select into the store, within the [governor] CPU budget, with retention and\n"
 	"compaction. Meant to run under systemd (deploy/memprofd.service).\n"
 	"  --config PATH   configuration file (default " CONFIG_DEFAULT_PATH ")\n"
-	"  --check         only validate the configuration, then exit (0 ok, 2 errors)\n"
+	"  --check         validate the configuration and that its db can be written (a write\n"
+	"                  transaction, rolled back), then exit (0 ok, 1 db not writable, 2 errors)\n"
 	"Signals: SIGHUP reloads the config, SIGTERM/SIGINT flush and exit.\n";
 
 struct daemon {
@@ -63,6 +65,7 @@ struct daemon {
 	struct recorder r;
 	struct sampled *smp;             /* alloc = sampled, else NULL (exact) */
 	struct targets tg;
+	struct exec_gate gate;           /* decides processes at their exec */
 	struct governor gov;
 	int gov_alloc, gov_access;       /* governor source indices, -1 if none */
 	uint64_t gov_events_alloc, gov_events_access;   /* counters at the previous tick */
@@ -73,7 +76,7 @@ struct daemon {
 	double keep;                     /* sampled records kept (thinning), 1 = all */
 	int64_t gov_changed_ns;          /* CLOCK_REALTIME of the governor's last rate change */
 	int sfd;
-	int lock_fd;                     /* flock on DB.lock: one daemon per database */
+	struct db_owner owner;           /* one daemon per database file */
 	int64_t next_flush, next_gov, next_maint, next_ckpt, next_rescan, next_wd;
 	uint64_t wd_usec;
 	uint64_t gov_cpu_ns;             /* at the previous governor tick */
@@ -94,39 +97,11 @@ static void print_errors(const char *errs)
 	}
 }
 
-/* One daemon per database: two would fail each other's flushes on SQLite's lock. An
- * flock on DB.lock (released by the kernel however the holder ends), with the holder's
- * pid in it for the message. 0, or -errno after the one-line error. */
+/* One daemon per database: two would fail each other's flushes on SQLite's lock
+ * (daemon/service/db_owner.c). 0, or -EBUSY after the one-line error. */
 static int lock_db(struct daemon *d)
 {
-	char path[PATH_MAX], pid[32] = "";
-	int fd;
-
-	if (snprintf(path, sizeof(path), "%s" DAEMON_LOCK_SUFFIX, d->cfg.db) >= (int)sizeof(path))
-		return log_error_errno(-ENAMETOOLONG, "daemon: %s: path too long", d->cfg.db);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (fd < 0) {
-		int e = errno;
-
-		return log_error_errno(-e, "daemon: %s: %s", path, strerror(e));
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno;
-		ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
-
-		pid[n > 0 ? n : 0] = '\0';
-		pid[strcspn(pid, "\n")] = '\0';
-		close(fd);
-		if (e == EWOULDBLOCK)
-			return log_error_errno(-e, "daemon: %s: another memprofd daemon (pid %s) writes "
-					       "this database; one daemon per database (lock %s)",
-					       d->cfg.db, *pid ? pid : "?", path);
-		return log_error_errno(-e, "daemon: %s: locking: %s", path, strerror(e));
-	}
-	if (ftruncate(fd, 0) == 0)
-		dprintf(fd, "%d\n", (int)getpid());
-	d->lock_fd = fd;
-	return 0;
+	return db_owner_lock(&d->owner, d->cfg.db) ? -EBUSY : 0;
 }
 
 /* ---- periodic jobs ---- */
@@ -404,6 +379,7 @@ static int open_sources(struct daemon *d)
 				    .debug = { .debuginfod = true } };
 	if (symcache_new(&d->r.symcache, &so) < 0)
 		d->r.symcache = NULL;
+	d->r.mark_at_exec = d->cfg.alloc == CFG_ALLOC_SAMPLED;   /* see bpf/exec_watch.bpf.h */
 	d->r.lifecycle = targets_lifecycle;
 	d->r.lifecycle_arg = &d->tg;
 	if (d->cfg.alloc == CFG_ALLOC_SAMPLED) {
@@ -423,6 +399,12 @@ static int open_sources(struct daemon *d)
 		return r;
 	if (targets_init(&d->tg, &d->r, d->smp, &d->cfg) < 0)
 		return log_error_errno(-ENOMEM, "daemon: out of memory");
+	exec_gate_init(&d->gate, &d->r, &d->tg);
+	d->r.gate = exec_gate;
+	d->r.gate_arg = &d->gate;
+	/* Its own sampler probed before any service preloading it starts. */
+	if (d->smp)
+		targets_preprobe(&d->tg, d->tg.sampler_hint);
 	return 0;
 }
 
@@ -445,6 +427,8 @@ static int begin_run(struct daemon *d)
 				 .access_mode = d->r.attrib ? config_access_name(d->cfg.access) : "off",
 				 .settings = settings, .started_ns = real_ns() };
 	err = store_begin(d->r.store);
+	if (!err && (err = store_end_crashed_runs(d->r.store)) > 0)
+		err = 0;   /* runs whose writer died, ended at their last flush */
 	if (!err)
 		err = store_run_begin(d->r.store, &run, &d->r.run_id);
 	if (!err)
@@ -525,6 +509,8 @@ static void run_due_jobs(struct daemon *d, int64_t now)
 		d->next_flush = now + (int64_t)d->cfg.flush_interval_ms;
 	}
 	if (now >= d->next_gov) {
+		exec_gate_purge(&d->gate);   /* allocations of processes rejected at exec */
+		targets_end_gone(&d->tg);    /* processes whose exit record never came */
 		governor_job(d, now);
 		d->next_gov = now + (int64_t)d->cfg.governor_interval_s * MS_PER_S;
 	}
@@ -642,7 +628,7 @@ int cmd_daemon(int argc, char **argv)
 		return 1;
 	}
 	d->sfd = -1;
-	d->lock_fd = -1;
+	d->owner.db_fd = d->owner.pid_fd = -1;
 	if (config_load(&d->cfg, path, &errs)) {
 		print_errors(errs);
 		free(errs);
@@ -650,6 +636,11 @@ int cmd_daemon(int argc, char **argv)
 		return 2;
 	}
 	if (check) {
+		if (db_owner_check(d->cfg.db)) {
+			config_free(&d->cfg);
+			free(d);
+			return 1;
+		}
 		printf("%s: ok\n", path);
 		config_free(&d->cfg);
 		free(d);
@@ -676,6 +667,7 @@ int cmd_daemon(int argc, char **argv)
 	}
 	/* Links before the objects they belong to (libbpf's USDT links use theirs). */
 	targets_free(&d->tg);
+	exec_gate_free(&d->gate);
 	access_close(&d->r);
 	sampled_close(d->smp);
 	exact_close(&d->r);
@@ -687,8 +679,7 @@ int cmd_daemon(int argc, char **argv)
 	store_close(d->r.store);
 	if (d->sfd >= 0)
 		close(d->sfd);
-	if (d->lock_fd >= 0)
-		close(d->lock_fd);
+	db_owner_release(&d->owner);
 	sigprocmask(SIG_SETMASK, &orig, NULL);
 out:
 	config_free(&d->cfg);

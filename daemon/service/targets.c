@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -305,8 +306,8 @@ static int preload_of(pid_t pid, char *out, size_t n)
 	return r;
 }
 
-/* Sampled mode: attaches the sampler pid has (mapped, preloaded, or linked into its
- * executable). 1 found, 0 none (yet), -errno. */
+/* Sampled mode: attaches the samplers pid has (memprofd's or an otel_memory one: mapped,
+ * preloaded, or linked into its executable). 1 found, 0 none (yet), -errno. */
 static int attach_sampler(struct targets *t, pid_t pid)
 {
 	char pre[PATH_MAX];
@@ -315,14 +316,18 @@ static int attach_sampler(struct targets *t, pid_t pid)
 
 	if ((n = maps_read_pid(&m, pid)) < 0)
 		return n;
-	for (size_t i = 0; i < m.n && !found; i++) {
-		if (m.v[i].path[0] != '/' || !is_sampler_path(m.v[i].path))
-			continue;
-		if ((n = file_probe_in_root(t, pid, m.v[i].path)) < 0 && n != -ENOENT) {
+	/* Any mapped object may bring probes: libmemprofd_sampler's, or a third-party
+	 * sampler's otel_memory ones (an allocator hook, a wrapper linked in). Each is
+	 * opened inside pid's root (a hostile process names it). */
+	for (size_t i = 0; i < m.n; i++) {
+		if (m.v[i].path[0] != '/' || !(m.v[i].prot & PROT_EXEC))
+			continue;   /* code only: an object's probes are in its text */
+		n = file_probe_in_root(t, pid, m.v[i].path);
+		if (n < 0 && n != -ENOENT && is_sampler_path(m.v[i].path)) {
 			maps_free(&m);
 			return n;
 		}
-		found = n > 0;
+		found |= n > 0;   /* another object that cannot be probed is no reason to stop */
 	}
 	maps_free(&m);
 	if (!found && preload_of(pid, pre, sizeof(pre)) == 0) {
@@ -383,6 +388,23 @@ static bool logged_before(struct targets *t, const char *exe)
 	return false;
 }
 
+/* A process the exec gate traced from its exec that turned out to lack the sampler: out
+ * of the targets map (its access samples are not ours to take), and left for the
+ * recorder to forget as an exited process whose row needs no writing (it allocated
+ * nothing we saw). */
+static void drop_unsampled(struct targets *t, pid_t pid)
+{
+	map_remove(t, (uint32_t)pid);
+	hmap_foreach(&t->r->procs.procs, i) {
+		struct proc *p = t->r->procs.procs.vals[i];
+		if (p->pid == (uint32_t)pid && !p->exited && !p->stacks.n) {
+			p->exited = p->exit_written = true;
+			if (t->ntraced)
+				t->ntraced--;
+		}
+	}
+}
+
 /* A selected process without the sampler: listed for query status, logged once per
  * executable with the two ways to load it. */
 static void unsampled_add(struct targets *t, pid_t pid, unsigned long long ticks,
@@ -395,6 +417,7 @@ static void unsampled_add(struct targets *t, pid_t pid, unsigned long long ticks
 			unsampled_remove(t, pid);   /* a reused PID */
 			break;
 		}
+	drop_unsampled(t, pid);
 	if (!logged_before(t, id->exe)) {
 		char hint[PATH_MAX + 256];
 		char mean[96] = "";
@@ -448,6 +471,95 @@ static void no_sampler(struct targets *t, pid_t pid, const struct proc_identity 
 
 /* ---- deciding ---- */
 
+/* A process decided at its exec whose probes were attached only now: it ran without
+ * them since its exec (what it did meanwhile is lost), counted for query status. */
+static void note_late(struct targets *t, size_t files_before, enum why why)
+{
+	if (why != WHY_EXEC)
+		return;
+	for (size_t i = files_before; i < t->nfiles; i++)
+		if (t->files[i].probes) {
+			t->r->missed_late++;
+			return;
+		}
+}
+
+static bool uses_build_id(const struct config *c)
+{
+	if (c->deny.build_id.n)
+		return true;
+	for (size_t i = 0; i < c->ntargets; i++)
+		if (c->targets[i].build_id.n)
+			return true;
+	return false;
+}
+
+int targets_decide_exec(struct targets *t, pid_t pid, struct proc_identity *id,
+			const char *open_path)
+{
+	if (pid == getpid())
+		return 0;
+	if (uses_build_id(t->cfg) && elf_build_id_of(open_path, id->build_id, sizeof(id->build_id)) < 0)
+		id->build_id[0] = '\0';
+	if (rules_match(t->cfg, id).verdict != RULE_TARGET)
+		return 0;
+	if (t->ntraced >= t->cfg->max_processes) {
+		t->skipped_full++;
+		return 0;
+	}
+	t->ntraced++;
+	return 1;
+}
+
+void targets_untrack(struct targets *t, pid_t pid, uint64_t start_ns)
+{
+	uint64_t v;
+
+	/* Not a successor of the PID that the kernel marked meanwhile. */
+	if (bpf_map_lookup_elem(map_fd(t), &(uint32_t){ (uint32_t)pid }, &v) == 0 &&
+	    (v == 0 || v == start_ns))
+		map_remove(t, (uint32_t)pid);
+}
+
+size_t targets_end_gone(struct targets *t)
+{
+	struct timespec now;
+	size_t n = 0;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	hmap_foreach(&t->r->procs.procs, i) {
+		struct proc *p = t->r->procs.procs.vals[i];
+		if (p->exited || !p->start_ns || proc_running(p->pid, p->start_ns))
+			continue;
+		p->exited = true;
+		p->exit_ns = now.tv_sec * 1000000000LL + now.tv_nsec;
+		n++;
+	}
+	return n;
+}
+
+void targets_unaccept(struct targets *t)
+{
+	if (t->ntraced)
+		t->ntraced--;
+}
+
+void targets_retrack(struct targets *t, pid_t pid, uint64_t start_ns)
+{
+	map_add(t, (uint32_t)pid, start_ns);
+}
+
+void targets_preprobe(struct targets *t, const char *path)
+{
+	/* Our own sampler's path (the daemon's hint, not a process's): opened as it is. */
+	if (!path || !*path)
+		return;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (file_probe_fd(t, fd < 0 ? -errno : fd, path) < 0)
+		log_warn("daemon: probing %s ahead of its processes failed", path);
+}
+
 static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why why)
 {
 	struct proc_identity id;
@@ -470,11 +582,15 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 		t->skipped_full++;
 		return;
 	}
+	size_t files_before = t->nfiles;
 	if (!t->smp) {
-		if (attach_exact(t, pid) < 0 || known)
+		int n = attach_exact(t, pid);
+		note_late(t, files_before, why);
+		if (n < 0 || known)
 			return;
 	} else {
 		int n = attach_sampler(t, pid);
+		note_late(t, files_before, why);
 		if (n < 0)
 			return;
 		if (n == 0) {
@@ -508,7 +624,7 @@ void targets_lifecycle(void *arg, unsigned type, uint32_t tgid, uint64_t start_n
 	struct targets *t = arg;
 
 	switch (type) {
-	case EV_NEWEXEC:
+	case EV_NEWEXEC:  /* accepted by the exec gate: its probes */
 	case EV_EXEC:     /* a target's new image may bring binaries to probe */
 		consider(t, (pid_t)tgid, start_ns, WHY_EXEC);
 		break;

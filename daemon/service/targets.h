@@ -53,6 +53,26 @@ int targets_init(struct targets *t, struct recorder *r, struct sampled *smp,
 		 const struct config *cfg);
 void targets_free(struct targets *t);
 
+struct proc_identity;
+/* The exec gate's decision (exec_gate.c) for a process the kernel marked at its exec,
+ * from its exec record's identity (build-id read from open_path when a rule needs it):
+ * 1 it stays traced (counted), 0 the caller takes it out. */
+int targets_decide_exec(struct targets *t, pid_t pid, struct proc_identity *id,
+			const char *open_path);
+/* Ends the processes the recorder holds that are gone without an exit record (one that
+ * ended while it was being added to the targets map): written with an exit time of now,
+ * then forgotten as any exited process. A /proc read per held process: per tick. */
+size_t targets_end_gone(struct targets *t);
+/* Undoes targets_decide_exec's count for a process accepted but gone already. */
+void targets_unaccept(struct targets *t);
+/* Takes process (pid, start_ns) out of the BPF targets map (not a successor of its PID). */
+void targets_untrack(struct targets *t, pid_t pid, uint64_t start_ns);
+/* Puts process (pid, start_ns) back in the BPF targets map (a rejected wrapper that
+ * exec'd into a selected program). */
+void targets_retrack(struct targets *t, pid_t pid, uint64_t start_ns);
+/* Probes a binary before any process runs it (the daemon's own sampler library), so
+ * that the first processes of a preloading service are not late. */
+void targets_preprobe(struct targets *t, const char *path);
 /* A process to look at: found by a /proc walk (start_ns 0) or by an exec record
  * (start_ns: its task start time, CLOCK_MONOTONIC ns). */
 void targets_consider(struct targets *t, pid_t pid, uint64_t start_ns, bool exec);

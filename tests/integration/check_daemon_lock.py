@@ -4,8 +4,13 @@
 one's pid (it creates no run in the database, the first one keeps running and flushing);
 then, while another connection holds the database's write lock (BEGIN IMMEDIATE), SIGTERM
 makes the daemon exit within 2 s (its final flush gives up at its deadline and says so),
-and once the lock is released the database is sound. Skips (77) where BPF cannot work."""
+and once the lock is released the database is sound. Issue 18: the lock is the database
+file's, so a second daemon through a symlink to it is refused too; a daemon killed with -9
+leaves a run that the next daemon marks `crashed`, ended at its last flush (query status);
+`daemon --check` fails (1) for a db that cannot be written and leaves no file behind.
+Skips (77) where BPF cannot work."""
 import argparse
+import json
 import os
 import signal
 import sqlite3
@@ -33,6 +38,42 @@ def runs(db):
         con.close()
 
 
+def check_check(memprofd, d, fails):
+    """daemon --check writes: a db it cannot create fails; a good one leaves no file."""
+    for name, db, rc in (("unwritable", d + "/no/such/dir/m.db", 1), ("writable", d + "/new.db", 0)):
+        conf = d + "/check_%s.conf" % name
+        with open(conf, "w") as f:
+            f.write(config(db, "/bin/true"))
+        p = t.run([memprofd, "daemon", "--config", conf, "--check"], timeout=30)
+        if p.returncode != rc or (rc and "not writable" not in p.stderr) or os.path.exists(db):
+            fails.append("daemon --check on a %s db: want rc %d; got %s (file left: %s)" % (
+                name, rc, t.describe(p), os.path.exists(db)))
+        else:
+            t.log("ok: daemon --check on a %s db: rc %d" % (name, rc))
+
+
+def check_crashed(memprofd, conf, db, fails):
+    """The next daemon marks the killed one's run crashed, its duration frozen."""
+    before = runs(db)
+    nxt = subprocess.Popen([memprofd, "daemon", "--config", conf], stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    nxt.send_signal(signal.SIGTERM)
+    nxt.wait(timeout=10)
+    p = t.run([memprofd, "query", "status", "--db", db, "--format", "json"], timeout=30)
+    st = {r["run_id"]: r for r in json.loads(p.stdout)} if p.returncode == 0 else {}
+    killed = st.get(before[-1][0], {})
+    if killed.get("status") != "crashed" or not killed.get("ended_ns") or \
+            killed.get("ended_ns") != killed.get("flushed_ns"):
+        fails.append("the run of a daemon killed with -9: want crashed, ended at its last "
+                     "flush; got %r" % killed)
+    else:
+        t.log("ok: a killed daemon's run shown as crashed, %.2f s long" % (
+            (killed["ended_ns"] - killed["started_ns"]) / 1e9))
+    tbl = t.run([memprofd, "query", "status", "--db", db], timeout=30).stdout
+    if "crashed" not in tbl:
+        fails.append("query status's table does not show the crashed run: %s" % tbl)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
@@ -57,8 +98,9 @@ def main():
         t0 = time.monotonic()
         p = t.run([a.memprofd, "daemon", "--config", conf], timeout=20)
         took = time.monotonic() - t0
-        want = ("memprofd: daemon: %s: another memprofd daemon (pid %d) writes this database; "
-                "one daemon per database (lock %s.lock)" % (db, first.pid, db))
+        real = os.path.realpath(db)
+        want = ("memprofd: daemon: %s: another memprofd daemon (pid %d) writes this database "
+                "(%s); one daemon per database (lock %s.lock)" % (db, first.pid, real, real))
         if p.returncode != 1 or p.stderr.strip() != want or took > 5:
             fails.append("a second daemon: want exit 1 with %r at once; got %s after %.1fs" % (
                 want, t.describe(p), took))
@@ -67,6 +109,17 @@ def main():
         if len(runs(db)) != 1 or first.poll() is not None:
             fails.append("the second daemon touched the database or the first one: runs %r, "
                          "first rc %r" % (runs(db), first.poll()))
+
+        link, lconf = d + "/link.db", d + "/link.conf"
+        os.symlink(db, link)
+        with open(lconf, "w") as f:
+            f.write(config(link, a.churn))
+        p = t.run([a.memprofd, "daemon", "--config", lconf], timeout=20)
+        if p.returncode != 1 or "another memprofd daemon (pid %d)" % first.pid not in p.stderr:
+            fails.append("a second daemon through a symlink: want exit 1; got %s" % t.describe(p))
+        else:
+            t.log("ok: a second daemon through a symlink to the database refused")
+        check_check(a.memprofd, d, fails)
 
         # Another writer holds the lock: the daemon's flushes fail, SIGTERM still ends it.
         time.sleep(0.5)
@@ -99,8 +152,9 @@ def main():
         if p.poll() is not None:
             fails.append("a daemon after the first one ended: rc %s: %s" % (
                 p.returncode, p.stderr.read()))
-        p.send_signal(signal.SIGTERM)
+        p.kill()                                       # -9: its run cannot end itself
         p.wait(timeout=10)
+        check_crashed(a.memprofd, conf, db, fails)
     except AssertionError as e:
         fails.append(str(e))
     finally:

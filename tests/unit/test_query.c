@@ -1114,7 +1114,9 @@ static void test_status_access(void **state)
 		"\"anon\": {\"samples\": 0, \"est_accesses\": 0}, "
 		"\"file\": {\"samples\": 0, \"est_accesses\": 0}, "
 		"\"unknown\": {\"samples\": 1, \"est_accesses\": 10}, "
-		"\"vdso\": {\"samples\": 2, \"est_accesses\": 20}}, \"unsymbolized\": []}"));
+		"\"vdso\": {\"samples\": 2, \"est_accesses\": 20}}, "
+		"\"missed\": {\"exec\": 0, \"late\": 0, \"unknown\": 0}, \"flushed_ns\": null, "
+		"\"unsymbolized\": []}"));
 	/* Run 2's static samples that no symbol covers, per binary. */
 	assert_non_null(strstr(out, "\"unsymbolized\": [{\"build_id\": \"\", \"binary\": "
 				    "\"/srv/o,d\\\"d\", \"samples\": 1, \"est_accesses\": 1}]}"));
@@ -1134,9 +1136,10 @@ static void test_status_access(void **state)
 	CAPTURE(out, query_print_status(fp, f->s, QUERY_CSV));
 	assert_non_null(strstr(out, ",unresolved_frames,access_source,access_reasons,samples_heap,"
 				    "samples_heap_untracked,samples_static,samples_stack,samples_tls,"
-				    "samples_anon,samples_file,samples_unknown\r\n3,"));
+				    "samples_anon,samples_file,samples_unknown,missed_exec,missed_late,"
+				    "missed_unknown\r\n3,"));
 	assert_non_null(strstr(out, ",soft,\"pebs: no PMU (perf_event_open: ENOENT)\nibs: not an AMD"
-				    " CPU\nspe: not an Arm CPU\n\",5,0,1234,0,7,0,0,1\r\n"));
+				    " CPU\nspe: not an Arm CPU\n\",5,0,1234,0,7,0,0,1,0,0,0\r\n"));
 	free(out);
 }
 

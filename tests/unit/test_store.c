@@ -695,6 +695,79 @@ static void test_runs(void **state)
 	store_close(s);
 }
 
+/* issue 18: a run whose writer died is ended as `crashed` at its last flush by the next
+ * writer; a run whose writer lives is left running; the missed counters round-trip. */
+static void test_crashed_run(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_run rd = { .command = "daemon", .started_ns = 10 };
+	struct store_run_stats st = { .status = "running", .missed_exec = 1, .missed_late = 2,
+				      .missed_unknown = 3, .flushed_ns = 500 };
+	int64_t dead, live;
+	pid_t child = fork();
+
+	if (child == 0)
+		_exit(0);
+	assert_true(child > 0);
+	waitpid(child, NULL, 0);
+	OK(store_begin(s));
+	OK(store_run_begin(s, &rd, &dead));
+	OK(store_run_update(s, dead, &st));
+	OK(store_run_begin(s, &rd, &live));
+	OK(store_commit(s));
+	sqlite3 *db;
+	char sql[128];
+	assert_int_equal(sqlite3_open(fx->db, &db), SQLITE_OK);
+	snprintf(sql, sizeof(sql), "UPDATE runs SET writer_pid = %d WHERE id = %lld", (int)child,
+		 (long long)dead);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	OK(store_begin(s));
+	assert_int_equal(store_end_crashed_runs(s), 1);
+	OK(store_commit(s));
+	store_close(s);
+
+	s = open_ro(fx->db);
+	struct runs_got g = {0};
+	OK(store_query_runs(s, collect_run, &g));
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.r[1].id, dead);            /* most recent first */
+	assert_string_equal(g.status[1], "crashed");
+	assert_int_equal(g.r[1].stats.ended_ns, 500);
+	assert_int_equal(g.r[1].stats.missed_exec, 1);
+	assert_int_equal(g.r[1].stats.missed_late, 2);
+	assert_int_equal(g.r[1].stats.missed_unknown, 3);
+	assert_string_equal(g.status[0], "running");
+	assert_int_equal(g.r[0].stats.ended_ns, 0);
+	store_close(s);
+}
+
+/* issue 16 item 6: a binary first stored without a path (a frame of a process gone
+ * before its maps were read) is named by the first later writer that knows its path. */
+static void test_binary_named_later(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	static const struct store_frame nameless[] = { { "cccc", NULL, 0x10, NULL, NULL } };
+	struct store_proc p = proc(300, 1, "", "cccc");
+	struct store_proc q = proc(301, 2, "/usr/bin/named", "cccc");
+	struct mib m = mib_n(1);
+
+	OK(store_begin(s));
+	OK(store_put_mib(s, &p, 0xc, nameless, 1, 1000, &m));
+	OK(store_commit(s));
+	OK(store_begin(s));
+	OK(store_put_mib(s, &q, 0xc, nameless, 1, 1000, &m));
+	OK(store_commit(s));
+	store_close(s);
+	s = open_ro(fx->db);
+	struct got g = query(s, NULL);
+	assert_int_equal(g.n, 1);
+	assert_string_equal(g.c[0].binary, "/usr/bin/named");
+	store_close(s);
+}
+
 static void test_migrate_empty_file(void **state)
 {
 	struct fixture *fx = *state;
@@ -1606,6 +1679,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_governor_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_and_library_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crashed_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_binary_named_later, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,45 @@
+/* The daemon's exec watch (watch_all_exec): a process that is not a target is made one
+ * at its exec, in the kernel, and an EV_NEWEXEC record carries what the daemon needs to
+ * decide (file, comm, parent) without /proc, which a 2 ms process has left before the
+ * record is read. Nothing the process does is lost to that latency: the decision takes
+ * back what it rejects. Reserve first, mark after: a process is never marked without
+ * its record, so an unmarked exec (ring or map full) is counted, never left undecided.
+ * Included by alloc_common.bpf.h after the maps and count(). */
+#pragma once
+
+/* Set by the daemon before load (sampled mode): mark at exec. Without it (exact mode,
+ * where a marked process would trap into the allocation programs on every malloc until
+ * rejected, for every exec on the host) the record is sent and nothing is marked. */
+const volatile bool mark_at_exec = false;
+
+static __always_inline int exec_watch(struct task_struct *p, struct linux_binprm *bprm, u32 tgid)
+{
+	struct ev_newexec *n = bpf_ringbuf_reserve(&events, sizeof(*n), 0);
+	u64 start = BPF_CORE_READ(p, group_leader, start_time);
+	const char *file;
+
+	if (!n) {
+		count(CNT_EXEC_LOST);
+		return 0;
+	}
+	if (mark_at_exec && bpf_map_update_elem(&targets, &tgid, &start, BPF_NOEXIST)) {
+		bpf_ringbuf_discard(n, 0);
+		count(CNT_EXEC_LOST);
+		return 0;
+	}
+	n->h.type = EV_NEWEXEC;
+	n->h.tgid = tgid;
+	n->h.start_ns = start;
+	n->ts_ns = bpf_ktime_get_ns();
+	n->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	n->pad = 0;
+	bpf_probe_read_kernel_str(n->comm, sizeof(n->comm), p->comm);
+	/* The file run: a script's interpreter (interp), as /proc/PID/exe shows it. */
+	file = BPF_CORE_READ(bprm, interp);
+	if (!file)
+		file = BPF_CORE_READ(bprm, filename);
+	bpf_probe_read_kernel_str(n->filename, sizeof(n->filename), file);
+	/* Wake the daemon: the process is traced until it is decided. */
+	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}

@@ -1,0 +1,116 @@
+/* One daemon per database by file identity: the lock is an flock on the database file
+ * itself (opened through any symlink, so every path of one file, hard links included,
+ * meets the same lock), and the holder's pid sits in RESOLVED.lock next to the resolved
+ * path for the refusal message. flock and SQLite's fcntl locks do not interact on Linux
+ * local filesystems. The check writes nothing it keeps: a transaction rolled back, and a
+ * file it had to create is removed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "base/log.h"
+#include "daemon/service/db_owner.h"
+#include "store/store.h"
+
+/* The path db resolves to (symlinks, `..`), also when the file does not exist yet. */
+static int resolve(const char *db, char *out, size_t n)
+{
+	char dir[PATH_MAX], base[PATH_MAX], rdir[PATH_MAX];
+
+	if (realpath(db, out))
+		return 0;
+	if (errno != ENOENT || strlen(db) >= sizeof(dir))
+		return -errno;
+	strcpy(dir, db);
+	strcpy(base, db);
+	if (!realpath(dirname(dir), rdir))
+		return -errno;
+	return snprintf(out, n, "%s/%s", rdir, basename(base)) < (int)n ? 0 : -ENAMETOOLONG;
+}
+
+int db_owner_lock(struct db_owner *o, const char *db)
+{
+	char path[PATH_MAX], lock[PATH_MAX + 8], pid[32] = "";
+	int err;
+
+	o->db_fd = o->pid_fd = -1;
+	if ((err = resolve(db, path, sizeof(path))) < 0)
+		return log_error_errno(1, "daemon: %s: %s", db, strerror(-err));
+	snprintf(lock, sizeof(lock), "%s" DB_OWNER_LOCK_SUFFIX, path);
+	o->db_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	if (o->db_fd < 0)
+		return log_error_errno(1, "daemon: %s: %s", db, strerror(errno));
+	if (flock(o->db_fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno, fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		ssize_t n = fd >= 0 ? pread(fd, pid, sizeof(pid) - 1, 0) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		db_owner_release(o);
+		if (e == EWOULDBLOCK)
+			return log_error_errno(1, "daemon: %s: another memprofd daemon (pid %s) writes "
+					       "this database (%s); one daemon per database (lock %s)",
+					       db, *pid ? pid : "?", path, lock);
+		return log_error_errno(1, "daemon: %s: locking: %s", path, strerror(e));
+	}
+	o->pid_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (o->pid_fd >= 0 && ftruncate(o->pid_fd, 0) == 0)
+		dprintf(o->pid_fd, "%d\n", (int)getpid());
+	return 0;
+}
+
+void db_owner_release(struct db_owner *o)
+{
+	if (o->db_fd >= 0)
+		close(o->db_fd);
+	if (o->pid_fd >= 0)
+		close(o->pid_fd);
+	o->db_fd = o->pid_fd = -1;
+}
+
+static void remove_created(const char *db)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm", "-journal" };
+	char p[PATH_MAX + 16];
+
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", db, sfx[i]);
+		unlink(p);
+	}
+}
+
+int db_owner_check(const char *db)
+{
+	struct store *s = NULL;
+	char err[256] = "";
+	struct stat st;
+	bool existed = stat(db, &st) == 0;
+	int64_t run;
+	int r = store_open(&s, db, STORE_RDWR, err, sizeof(err));
+
+	if (r == 0 && (r = store_begin(s)) == 0) {
+		struct store_run probe = { .command = "daemon --check" };
+		r = store_run_begin(s, &probe, &run);
+	}
+	if (r < 0 && s)
+		snprintf(err, sizeof(err), "%s", store_errmsg(s));
+	if (s) {
+		store_rollback(s);
+		store_close(s);
+	}
+	if (!existed)
+		remove_created(db);
+	if (r < 0)
+		return log_error_errno(1, "daemon --check: %s: not writable: %s", db,
+				       *err ? err : strerror(-r));
+	return 0;
+}
