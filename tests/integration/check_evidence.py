@@ -90,7 +90,7 @@ def check_sampled(m, db):
         errs.append("sampled: no \u00b1 in the table:\n" + table)
     for fn, c in s.items():
         rows = [l for l in table.splitlines() if " %s " % fn in l]
-        marked = bool(rows) and ("notcold*" in rows[0] or "hot*" in rows[0] or "cold*" in rows[0])
+        marked = bool(rows) and any(k + "*" in rows[0] for k in ("notcold", "hot", "cold", "unknown"))
         if marked != c["few_samples"]:
             errs.append("sampled: %s (%d samples) marked %s in the table: %r" %
                         (fn, c["alloc_samples"], marked, rows))
