@@ -203,8 +203,8 @@ def phase_kills(a, tmp, fails):
                 return
             totals, run_id = run_totals(db)
             # Earlier runs' rows are theirs: a restart never rewrites them.
-            for rid, n in kept.items():
-                if totals.get(rid) != n:
+            for rid, n in kept.items():   # a run that stored nothing has no rows: 0
+                if totals.get(rid, 0) != n:
                     fails.append("kill %d: run %d's stored allocations changed %d -> %s after a "
                                  "restart" % (it, rid, n, totals.get(rid)))
             got = totals.get(run_id, 0)
