@@ -16,6 +16,7 @@ PKGS=(
   chromium
   libssl-dev libstdc++6-12-dbg libc6-dbg
   heaptrack
+  libcurl4-openssl-dev clickhouse-server clickhouse-client
 )
 # Node.js and npm (for the pprof-format decoder test) come with this kind of machine from
 # NodeSource; Debian's npm package conflicts with that nodejs, so install them only where
