@@ -4,3 +4,4 @@ int cmd_record(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_daemon(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_push(int argc, char **argv);
