@@ -203,6 +203,13 @@ int ch_exec(struct ch *c, const char *sql, const struct tsv_buf *data, const str
 	return 0;
 }
 
+void ch_take_response(struct ch *c, struct tsv_buf *out)
+{
+	tsv_free(out);
+	*out = c->resp;
+	c->resp = (struct tsv_buf){ 0 };
+}
+
 int ch_query(struct ch *c, const struct tsv_buf **resp, const char *fmt, ...)
 {
 	struct tsv_buf q = { 0 };

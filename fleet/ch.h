@@ -24,6 +24,8 @@ const char *ch_url(const struct ch *c);
  * by c and valid until the next call. 0, or -EIO/-ECONNREFUSED/-ETIMEDOUT/-ENOMEM/-EPROTO
  * with ch_errmsg() set. */
 int ch_exec(struct ch *c, const char *sql, const struct tsv_buf *data, const struct tsv_buf **resp);
+/* Moves the last answer into out (freeing out's old text): it then outlives later calls. */
+void ch_take_response(struct ch *c, struct tsv_buf *out);
 /* printf-style SQL, no data. */
 int ch_query(struct ch *c, const struct tsv_buf **resp, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

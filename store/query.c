@@ -844,6 +844,11 @@ static int query_contexts(struct store *s, const struct store_ctx_filter *f,
 int store_query_contexts(struct store *s, const struct store_ctx_filter *f, store_ctx_cb cb,
 			 void *arg)
 {
+	void *rc_;
+	const struct store_rows_ops *ro_ = store__rows(s, &rc_);
+
+	if (ro_)
+		return ro_->contexts(rc_, s, f, cb, arg);
 	struct ctx_emit e = { .cb = cb, .arg = arg };
 	int r = query_contexts(s, f, &e);
 
@@ -863,6 +868,11 @@ static const char buckets_sql[] =
 int store_query_buckets(struct store *s, const struct store_ctx_filter *f, store_bucket_cb cb,
 			void *arg)
 {
+	void *rc_;
+	const struct store_rows_ops *ro_ = store__rows(s, &rc_);
+
+	if (ro_)
+		return ro_->buckets(rc_, s, f, cb, arg);
 	static const struct store_ctx_filter all;
 	sqlite3_stmt *st = store__stmt(s, buckets_sql);
 	int rc;
@@ -903,6 +913,11 @@ static const char binaries_sql[] =
 
 int store_query_binaries(struct store *s, store_binary_cb cb, void *arg)
 {
+	void *rc_;
+	const struct store_rows_ops *ro_ = store__rows(s, &rc_);
+
+	if (ro_)
+		return ro_->binaries(rc_, s, cb, arg);
 	sqlite3_stmt *st = store__stmt(s, binaries_sql);
 	int rc;
 
@@ -1061,6 +1076,11 @@ static const char *const data_sql[] = {
 int store_query_data(struct store *s, const struct store_data_filter *f, store_data_cb cb,
 		     void *arg)
 {
+	void *rc_;
+	const struct store_rows_ops *ro_ = store__rows(s, &rc_);
+
+	if (ro_)
+		return ro_->data(rc_, s, f, cb, arg);
 	static const struct store_data_filter all = {0};
 	int rc;
 
