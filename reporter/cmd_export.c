@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fleet/src.h"
 #include "reporter/export.h"
 #include "reporter/format.h"
 #include "reporter/query.h"
@@ -112,7 +113,7 @@ static const struct format {
 };
 
 static const char usage_text[] =
-	"usage: memprofd export pprof|folded|html [--db PATH] --binary PATH|BUILDID\n"
+	"usage: memprofd export pprof|folded|html [--db PATH | --from URL] --binary PATH|BUILDID\n"
 	"                       [-o FILE] [--weight bytes|objects|accesses]\n"
 	"\n"
 	"Exports one binary's allocation contexts from a memprofd database (read-only).\n"
@@ -134,6 +135,10 @@ static const char usage_text[] =
 	"\n"
 	"options:\n"
 	"  --db PATH            database file (default " QUERY_DEFAULT_DB ")\n"
+	"  --from URL           the fleet's ClickHouse (HTTP endpoint) instead of --db:\n"
+	"                       every pushed host combined, as `memprofd merge` would\n"
+	"  --host GLOB          with --from: only hosts whose name matches GLOB\n"
+	"  --since T, --until T with --from: only time buckets (data: runs) in [T, T)\n"
 	"  --binary PATH|ID     the executable: its path (resolved) or its build-id\n"
 	"  -o, --output FILE    write to FILE instead of standard output\n"
 	"  --weight W           bytes|objects|accesses: folded stack values and the HTML\n"
@@ -235,7 +240,8 @@ static int export_to_file(const struct format *fmt, const char *path, struct sto
 
 int cmd_export(int argc, char **argv)
 {
-	enum { O_DB = 1, O_BINARY, O_WEIGHT, O_FORMAT, O_HOT_SHARE, O_COLD_MIN };
+	enum { O_DB = 1, O_BINARY, O_WEIGHT, O_FORMAT, O_HOT_SHARE, O_COLD_MIN, O_FROM, O_HOST,
+	       O_SINCE, O_UNTIL };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "binary", required_argument, NULL, O_BINARY },
@@ -244,12 +250,18 @@ int cmd_export(int argc, char **argv)
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "hot-share", required_argument, NULL, O_HOT_SHARE },
 		{ "cold-min-samples", required_argument, NULL, O_COLD_MIN },
+		{ "from", required_argument, NULL, O_FROM },
+		{ "host", required_argument, NULL, O_HOST },
+		{ "since", required_argument, NULL, O_SINCE },
+		{ "until", required_argument, NULL, O_UNTIL },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *db = QUERY_DEFAULT_DB, *output = NULL, *binary = NULL;
 	_cleanup_free_ char *binary_path = NULL;
 	struct export_opts o = { .weight = EXPORT_WEIGHT_BYTES };
+	struct fleet_src_opts fleet = { 0 };
+	bool db_given = false;
 	const struct format *fmt = NULL;
 	char what[64] = "export";
 	int c, r;
@@ -286,6 +298,20 @@ int cmd_export(int argc, char **argv)
 			if (!*optarg)
 				return usage_error(what, "--db: empty path%s", "");
 			db = optarg;
+			db_given = true;
+			break;
+		case O_FROM:
+		case O_HOST:
+			if (!*optarg)
+				return usage_error(what, "%s: empty value", argv[optind - 1]);
+			*(c == O_FROM ? &fleet.url : &fleet.host_glob) = optarg;
+			break;
+		case O_SINCE:
+		case O_UNTIL:
+			if (query_parse_time(optarg, now_ns(), c == O_SINCE ? &fleet.since_ns :
+					     &fleet.until_ns) < 0)
+				return usage_error(what, c == O_SINCE ? "--since: invalid time '%s'" :
+						   "--until: invalid time '%s'", optarg);
 			break;
 		case O_BINARY:
 			if (!*optarg)
@@ -356,6 +382,10 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "memprofd: %s: not available in this build\n", what);
 		return 1;
 	}
+	if (!fleet.url && (fleet.host_glob || fleet.since_ns || fleet.until_ns))
+		return usage_error(what, "--host, --since and --until apply only with --from%s", "");
+	if (fleet.url && db_given)
+		return usage_error(what, "give --db or --from, not both%s", "");
 	if (!binary)
 		return usage_error(what, "--binary is required (see memprofd query binaries)%s", "");
 	if (!output && fmt->binary_output && isatty(STDOUT_FILENO))
@@ -364,7 +394,8 @@ int cmd_export(int argc, char **argv)
 	char err[512];
 	_cleanup_(store_closep) struct store *s = NULL;
 
-	r = store_open(&s, db, STORE_RDONLY, err, sizeof(err));
+	r = fleet.url ? fleet_open_store(&s, &fleet, err, sizeof(err)) :
+		store_open(&s, db, STORE_RDONLY, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "memprofd: %s: %s\n", what, err);
 		return 1;
@@ -381,7 +412,7 @@ int cmd_export(int argc, char **argv)
 	}
 	if (!bf.found) {
 		fprintf(stderr, "memprofd: %s: no binary '%s' in %s (see memprofd query binaries)\n",
-			what, binary, db);
+			what, binary, fleet.url ? fleet.url : db);
 		return 1;
 	}
 	o.binary = binary;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fleet/src.h"
 #include "reporter/classify.h"
 #include "reporter/format.h"
 #include "reporter/status_governor.h"
@@ -940,10 +941,12 @@ enum {
 	O_DB = 1 << 0, O_BINARY = 1 << 1, O_PID = 1 << 2, O_SINCE = 1 << 3, O_UNTIL = 1 << 4,
 	O_SORT = 1 << 5, O_LIMIT = 1 << 6, O_FORMAT = 1 << 7, O_CLASS = 1 << 8,
 	O_ALL = (1 << 9) - 1,
+	O_FROM = 1 << 9, O_HOST = 1 << 10,   /* the fleet's ClickHouse instead of --db */
 };
 
 struct query_opts {
 	const char *db;
+	const char *from, *host;   /* --from URL, --host GLOB */
 	char *binary_path;   /* --binary resolved by realpath(), owned */
 	struct store_ctx_filter ctx;
 	enum query_format fmt;
@@ -995,9 +998,9 @@ static const struct subcmd {
 	unsigned opts;      /* the options that apply */
 	int (*run)(FILE *out, struct store *s, const struct query_opts *o);  /* NULL: not yet */
 } subcmds[] = {
-	{ "contexts", O_ALL, run_contexts },
-	{ "data", O_ALL & ~O_PID, run_data },
-	{ "binaries", O_DB | O_FORMAT, run_binaries },
+	{ "contexts", O_ALL | O_FROM | O_HOST, run_contexts },
+	{ "data", (O_ALL & ~O_PID) | O_FROM | O_HOST, run_data },
+	{ "binaries", O_DB | O_FORMAT | O_FROM | O_HOST, run_binaries },
 	{ "processes", O_DB | O_BINARY | O_PID | O_LIMIT | O_FORMAT, run_processes },
 	{ "status", O_DB | O_FORMAT, run_status },
 };
@@ -1015,6 +1018,9 @@ static const char usage_text[] =
 	"\n"
 	"options:\n"
 	"  --db PATH            database file (default " QUERY_DEFAULT_DB ")\n"
+	"  --from URL           the fleet's ClickHouse (HTTP endpoint) instead of --db:\n"
+	"                       every pushed host combined (contexts, data, binaries)\n"
+	"  --host GLOB          with --from: only hosts whose name matches GLOB\n"
 	"  --binary PATH|ID     only this binary: its path (resolved) or its build-id\n"
 	"                       (contexts, data, processes)\n"
 	"  --pid PID            only processes with this pid (contexts, processes)\n"
@@ -1082,6 +1088,12 @@ static int parse_option(int c, const char *arg, struct query_opts *o, const char
 	case O_SORT:
 		o->sort = arg;
 		return 0;
+	case O_FROM:
+	case O_HOST:
+		if (!*arg)
+			return usage_error(what, c == O_FROM ? "--from: empty URL%s" : "--host: empty glob%s", "");
+		*(c == O_FROM ? &o->from : &o->host) = arg;
+		return 0;
 	case O_CLASS:
 		for (int i = CLASSIFY_NOTCOLD; i <= CLASSIFY_HOT; i++)
 			if (!strcmp(arg, classify_name((enum classify_class)i))) {
@@ -1141,6 +1153,8 @@ static const char *option_name(int c)
 	case O_SORT: return "--sort";
 	case O_LIMIT: return "--limit";
 	case O_CLASS: return "--class";
+	case O_FROM: return "--from";
+	case O_HOST: return "--host";
 	default: return "--format";
 	}
 }
@@ -1157,6 +1171,8 @@ int cmd_query(int argc, char **argv)
 		{ "limit", required_argument, NULL, O_LIMIT },
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "class", required_argument, NULL, O_CLASS },
+		{ "from", required_argument, NULL, O_FROM },
+		{ "host", required_argument, NULL, O_HOST },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1217,7 +1233,7 @@ int cmd_query(int argc, char **argv)
 	}
 	if (optind + 1 < argc)
 		return usage_error(what, "unexpected argument '%s'", argv[optind + 1]);
-	for (unsigned bit = 1; bit < O_ALL; bit <<= 1)
+	for (unsigned bit = 1; bit <= O_HOST; bit <<= 1)
 		if ((o.given & bit) && !(sub->opts & bit))
 			return usage_error(what, "%s does not apply to this report",
 					   option_name((int)bit));
@@ -1226,6 +1242,11 @@ int cmd_query(int argc, char **argv)
 		if (r)
 			return r;
 	}
+	if ((o.given & O_FROM) && (o.given & (O_DB | O_PID)))
+		return usage_error(what, "--from reads the fleet: %s does not apply with it",
+				   (o.given & O_DB) ? "--db" : "--pid");
+	if ((o.given & O_HOST) && !(o.given & O_FROM))
+		return usage_error(what, "--host applies only with --from%s", "");
 	if (o.ctx.since_ns && o.ctx.until_ns && o.ctx.since_ns >= o.ctx.until_ns)
 		return usage_error(what, "--since must be before --until%s", "");
 	if (!sub->run) {
@@ -1236,7 +1257,10 @@ int cmd_query(int argc, char **argv)
 	char err[512];
 	_cleanup_(store_closep) struct store *s = NULL;
 
-	r = store_open(&s, o.db, STORE_RDONLY, err, sizeof(err));
+	struct fleet_src_opts fo = { .url = o.from, .host_glob = o.host };
+
+	r = o.from ? fleet_open_store(&s, &fo, err, sizeof(err)) :
+		store_open(&s, o.db, STORE_RDONLY, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "memprofd: %s: %s\n", what, err);
 		return 1;
