@@ -3,7 +3,7 @@
  * (bin_key, stack_hash) as mib_combine() and mib_hist_merge() do (sum, min, max, the row
  * whose last object died last by argMax over (dealloc_ts, alloc_ts, alloc_cpu,
  * dealloc_cpu), sumForEach of the histograms), joins each context's merged-store id and
- * frames, and orders and limits there; frames are then read FLEET_IN_BATCH at a time
+ * frames (the first pushed host's stack, as merge keeps the first input's), and orders and limits there; frames are then read FLEET_IN_BATCH at a time
  * for the contexts of each chunk and kept for the life of the store. */
 #include <errno.h>
 #include <inttypes.h>
@@ -413,9 +413,10 @@ static int ctx_query(struct fleet_src *x, const struct store_ctx_filter *f, stru
 		   " rowNumberInAllBlocks() + 1 AS id FROM (SELECT bin_key, stack_hash,"
 		   " min(tuple(%s, src_id)) AS o FROM " FLEET_DB ".contexts WHERE %s"
 		   " GROUP BY bin_key, stack_hash ORDER BY o)) USING (bin_key, stack_hash))"
-		   " ANY LEFT JOIN (SELECT bin_key, stack_hash, any(f_bin) AS fb, any(f_off) AS fo FROM "
-		   FLEET_DB ".contexts WHERE %s%s GROUP BY bin_key, stack_hash) USING (bin_key, stack_hash)"
-		   " ORDER BY %s DESC, id", keys.p ? keys.p : "", x->rank, x->dims, x->dims,
+		   " ANY LEFT JOIN (SELECT bin_key, stack_hash, argMin(f_bin, o) AS fb, argMin(f_off, o)"
+		   " AS fo FROM (SELECT bin_key, stack_hash, f_bin, f_off, tuple(%s, src_id) AS o FROM "
+		   FLEET_DB ".contexts WHERE %s%s) GROUP BY bin_key, stack_hash) USING (bin_key, stack_hash)"
+		   " ORDER BY %s DESC, id", keys.p ? keys.p : "", x->rank, x->dims, x->rank, x->dims,
 		   keys.p ? keys.p : "", sort_key[f->sort]);
 	if (f->limit && !f->accept)
 		tsv_printf(q, " LIMIT %u", f->limit);
