@@ -17,12 +17,14 @@
 #include <unistd.h>
 #include <sqlite3.h>
 
+#include "daemon/config.h"
 #include "fleet/fleet.h"
 #include "fleet/push.h"
 #include "store/store.h"
 
 static const char push_usage[] =
 	"usage: memprofd push --db PATH --to URL [--host NAME]\n"
+	"       memprofd push --config PATH      # [store] db and [fleet] url, host\n"
 	"\n"
 	"Sends the store's runs, contexts, frames and lines, MIB rows with histograms, data\n"
 	"symbols, processes and binaries to the fleet's ClickHouse (its HTTP endpoint, with\n"
@@ -31,16 +33,52 @@ static const char push_usage[] =
 	"  --db PATH      the store (read-only)\n"
 	"  --to URL       ClickHouse HTTP endpoint, e.g. http://127.0.0.1:8123/\n"
 	"  --host NAME    this host's name in the fleet (default: the system's host name)\n"
+	"  --config PATH  take the three from memprofd.conf ([store] db, [fleet] url and\n"
+	"                 host; the options above win); no [fleet] url: nothing to do\n"
 	"  -h, --help     show this help\n";
+
+static void print_stats(const struct push_opts *o, const struct push_stats *st)
+{
+	if (!st->runs_sent)
+		printf("push: nothing new for host %s (%" PRIu64 " runs already pushed)\n", o->host,
+		       st->runs_skipped);
+	else
+		printf("push: host %s: %" PRIu64 " runs sent (%" PRIu64 " unchanged), %" PRIu64
+		       " rows in %.2f s\n", o->host, st->runs_sent, st->runs_skipped, st->rows,
+		       st->seconds);
+}
+
+/* Fills what the command line left unset from the config's [store] db and [fleet]. */
+static int push_config(const char *path, struct config *cfg, struct push_opts *o)
+{
+	char *errors = NULL;
+	int r = config_load(cfg, path, &errors);
+
+	if (r) {
+		fprintf(stderr, "memprofd: push: %s\n", errors ? errors : strerror(-r));
+		free(errors);
+		return r == -EINVAL ? 2 : 1;
+	}
+	if (!o->db)
+		o->db = cfg->db;
+	if (!o->url)
+		o->url = cfg->fleet_url;
+	if (!o->host)
+		o->host = cfg->fleet_host;
+	return 0;
+}
 
 int cmd_push(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, 'd' }, { "to", required_argument, NULL, 't' },
 		{ "host", required_argument, NULL, 'H' }, { "help", no_argument, NULL, 'h' },
+		{ "config", required_argument, NULL, 'c' },
 		{ 0 },
 	};
 	struct push_opts o = { 0 };
+	struct config cfg;
+	const char *conf = NULL;
 	char host[FLEET_HOST_MAX + 1], err[1024];
 	int c;
 
@@ -51,6 +89,7 @@ int cmd_push(int argc, char **argv)
 		case 'd': o.db = optarg; break;
 		case 't': o.url = optarg; break;
 		case 'H': o.host = optarg; break;
+		case 'c': conf = optarg; break;
 		case 'h': fputs(push_usage, stdout); return 0;
 		case ':':
 			fprintf(stderr, "memprofd: push: option '%s' needs a value\n", argv[optind - 1]);
@@ -60,7 +99,24 @@ int cmd_push(int argc, char **argv)
 			return 2;
 		}
 	}
+	int r = 0;
+
+	if (conf)
+		r = push_config(conf, &cfg, &o);   /* config_load() starts from the defaults */
+	else
+		config_defaults(&cfg);
+
+	if (r) {
+		config_free(&cfg);
+		return r;
+	}
+	if (conf && !o.url) {
+		printf("push: no [fleet] url in %s: nothing pushed\n", conf);
+		config_free(&cfg);
+		return 0;
+	}
 	if (!o.db || !o.url || optind < argc) {
+		config_free(&cfg);
 		fprintf(stderr, "memprofd: push: give --db PATH and --to URL (see --help)\n");
 		return 2;
 	}
@@ -70,22 +126,19 @@ int cmd_push(int argc, char **argv)
 		host[sizeof(host) - 1] = '\0';
 		o.host = host;
 	}
-	if (!*o.host || strlen(o.host) > FLEET_HOST_MAX) {
+	struct push_stats st = { 0 };
+
+	r = !*o.host || strlen(o.host) > FLEET_HOST_MAX ? 2 : push_store(&o, &st, err, sizeof(err));
+	if (!r)
+		print_stats(&o, &st);
+	config_free(&cfg);
+	if (r == 2) {
 		fprintf(stderr, "memprofd: push: --host: a name of 1 to %d bytes\n", FLEET_HOST_MAX);
 		return 2;
 	}
-	struct push_stats st = { 0 };
-	int r = push_store(&o, &st, err, sizeof(err));
-
 	if (r) {
 		fprintf(stderr, "memprofd: push: %s\n", err);
 		return 1;
 	}
-	if (!st.runs_sent)
-		printf("push: nothing new for host %s (%" PRIu64 " runs already pushed)\n", o.host,
-		       st.runs_skipped);
-	else
-		printf("push: host %s: %" PRIu64 " runs sent (%" PRIu64 " unchanged), %" PRIu64
-		       " rows in %.2f s\n", o.host, st.runs_sent, st.runs_skipped, st.rows, st.seconds);
 	return 0;
 }
