@@ -72,19 +72,36 @@ void fleet_rows_where(const struct fleet_src *x, const struct store_ctx_filter *
 		tsv_printf(out, " AND bucket_start < %" PRId64, until);
 }
 
-/* A shell glob as an anchored RE2 pattern: * and ? become .* and ., the rest is literal. */
+/* A shell glob as an anchored RE2 pattern: * and ? become .* and ., [...] and [!...] stay
+ * classes, the rest is literal. */
 static void glob_regex(struct tsv_buf *b, const char *glob)
 {
 	tsv_raw(b, "^", 1);
 	for (const char *p = glob; *p; p++) {
-		if (*p == '*')
+		if (*p == '*') {
 			tsv_raw(b, ".*", 2);
-		else if (*p == '?')
+		} else if (*p == '?') {
 			tsv_raw(b, ".", 1);
-		else if (strchr("\\.+()[]{}|^$", *p))
+		} else if (*p == '[' && strchr(p + 1, ']')) {    /* [abc], [!abc]: a class */
+			const char *end = strchr(p + 2, ']');
+
+			end = end ? end : strchr(p + 1, ']');
+			tsv_raw(b, "[", 1);
+			if (p[1] == '!') {
+				tsv_raw(b, "^", 1);
+				p++;
+			}
+			for (p++; p < end; p++) {
+				if (*p == '\\' || *p == '[' || *p == '^')
+					tsv_raw(b, "\\", 1);
+				tsv_raw(b, p, 1);
+			}
+			tsv_raw(b, "]", 1);
+		} else if (strchr("\\.+()[]{}|^$", *p)) {
 			tsv_printf(b, "\\%c", *p);
-		else
+		} else {
 			tsv_raw(b, p, 1);
+		}
 	}
 	tsv_raw(b, "$", 1);
 }
@@ -112,14 +129,15 @@ static int load_hosts(struct fleet_src *x, const char *glob, char *err, size_t e
 		snprintf(err, errsz, "%s", r == -ENOMEM ? "out of memory" : ch_errmsg(x->ch));
 		goto out;
 	}
-	tsv_raw(&rank, "indexOf([", 9);
+	/* indexOf(['a', 'b'], host); no host at all (nothing pushed, or none matches): 0,
+	 * and the conditions below select nothing. */
+	tsv_raw(&rank, "indexOf([''", 11);
 	tsv_cur_init(&cur, resp);
 	for (size_t n = 0; tsv_next_row(&cur) && n < FLEET_MAX_HOSTS; n++) {
-		if (n)
-			tsv_raw(&rank, ",", 1);
+		tsv_raw(&rank, ",", 1);
 		tsv_sql_str(&rank, tsv_get_str(&cur));
 	}
-	tsv_raw(&rank, "], host)", 8);
+	tsv_raw(&rank, "], host) - 1", 12);
 	tsv_reset(&q);
 	tsv_printf(&q, "(host, push_id) GLOBAL IN (SELECT host, max(push_id) FROM " FLEET_DB
 		   ".pushes WHERE %s GROUP BY host)", cond.p);
@@ -160,7 +178,7 @@ static int add_bin(struct fleet_src *x, struct tsv_cur *cur)
 /* Every binary, numbered as merge numbers them: by (host rank, the host's own id). */
 static int load_bins(struct fleet_src *x, char *err, size_t errsz)
 {
-	const struct tsv_buf *resp;
+	const struct tsv_buf *resp = NULL;
 	struct tsv_cur cur;
 	int r = ch_query(x->ch, &resp, "SELECT bin_key, argMin(build_id, o), argMin(path, o) FROM"
 			 " (SELECT bin_key, build_id, path, tuple(%s, src_id) AS o FROM " FLEET_DB

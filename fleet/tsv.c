@@ -138,8 +138,8 @@ void tsv_arr_u64(struct tsv_buf *b, uint64_t v)
 
 void tsv_cur_init(struct tsv_cur *c, const struct tsv_buf *b)
 {
-	c->p = b->p;
-	c->end = b->p ? b->p + b->len : NULL;
+	c->p = b ? b->p : NULL;
+	c->end = c->p ? c->p + b->len : NULL;
 	c->bad = false;
 }
 
