@@ -1,7 +1,7 @@
 /* access_cost: the user-space cost of one soft access sample in the recorder, on
  * synthetic ring records of this process itself: decode (src_soft_handle, instruction
  * bytes from the mapped file, then the decode cache) and attribution (attrib_sample with
- * the recorder's own region and data-symbol resolver, daemon/addrspace.c, over 10,000
+ * the recorder's own region and data-symbol resolver, daemon/attrib/addrspace.c, over 10,000
  * live tracked objects and the allocation watermark of the sampled mode). The records
  * mix heap-object loads, heap misses, static data, stack, TLS and a register-only IP
  * whose access is the instruction before it (timer skid), in the proportions below.
@@ -22,10 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <valgrind/callgrind.h>
-#include "daemon/addrspace.h"
-#include "daemon/attrib.h"
-#include "daemon/intern.h"
-#include "daemon/src_soft.h"
+#include "daemon/attrib/addrspace.h"
+#include "daemon/attrib/attrib.h"
+#include "daemon/alloc/intern.h"
+#include "daemon/access/src_soft.h"
 
 #define NRECORDS 4096            /* distinct records, replayed in a cycle */
 #define NOBJECTS 10000           /* live tracked heap objects */
@@ -94,7 +94,7 @@ static void on_access(void *arg, const struct access_sample *s)
 		attrib_sample(b->attrib, s);
 }
 
-/* As daemon/access.c's: the recorder's resolver behind attrib's callbacks. */
+/* As daemon/access/access.c's: the recorder's resolver behind attrib's callbacks. */
 static void op_region(void *arg, uint32_t tgid, uint64_t start_ns, uint64_t addr, uint64_t sp,
 		      struct attrib_region *out)
 {

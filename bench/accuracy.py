@@ -29,7 +29,7 @@ Reported per workload:
       the minimum is the exact count), so the minimum is the reference where every object
       of a context does the same work (as in both workloads);
       plus the class of each context under both sources.
-Usage: bench/accuracy.py --memprofd build/daemon/memprofd [--json FILE] [--check]
+Usage: bench/accuracy.py --memprofd build/cli/memprofd [--json FILE] [--check]
   --check exits 1 unless every workload meets the bounds in CHECK (the meson test
   accuracy_clang runs it with short workloads)."""
 import argparse

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "daemon/src_spe.h"
+#include "daemon/access/src_spe.h"
 
 #define SWITCH_EVERY 64
 #define REC_BYTES 58

@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "daemon/uprobe_multi.h"
+#include "daemon/alloc/uprobe_multi.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/probesite.h"
 

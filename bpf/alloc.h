@@ -1,4 +1,4 @@
-/* Contract between alloc.bpf.c and daemon/alloc_exact.c: the ring-buffer records and the
+/* Contract between alloc.bpf.c and daemon/alloc/alloc_exact.c: the ring-buffer records and the
  * maps' keys and values. Every record starts with struct ev_hdr; sizes are fixed here so
  * both sides agree without BTF. */
 #pragma once

@@ -4,7 +4,7 @@
  * tracepoint programs: children of targets become targets; exec and exit are reported).
  * Include it once, after vmlinux.h, the libbpf headers and alloc.h (or sampled.h); define
  * ALLOC_COUNTERS first to size `counters` for a longer counter enum (default CNT_MAX).
- * The map names are the user-space contract (daemon/events.c reads them by name). */
+ * The map names are the user-space contract (daemon/alloc/events.c reads them by name). */
 #pragma once
 
 #ifndef ALLOC_COUNTERS

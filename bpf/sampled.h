@@ -1,4 +1,4 @@
-/* Contract between sampled.bpf.c and daemon/alloc_sampled.c: the sampler's USDT probes
+/* Contract between sampled.bpf.c and daemon/alloc/alloc_sampled.c: the sampler's USDT probes
  * (sampler/sampler.h) become these records. Stacks, forks, execs and exits use the
  * records of alloc.h unchanged, so both modes decode them with the same code; only a
  * sampled object's death differs: it carries the weight of its sample. */

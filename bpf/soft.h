@@ -1,4 +1,4 @@
-/* Contract between soft.bpf.c and daemon/src_soft.c: one ring-buffer record per user-mode
+/* Contract between soft.bpf.c and daemon/access/src_soft.c: one ring-buffer record per user-mode
  * sample of a target process, with the registers the instruction decoder needs. The
  * same program serves PMU sources (pebs/ibs): their data address arrives in `addr`. */
 #pragma once

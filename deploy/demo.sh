@@ -9,5 +9,5 @@ bash deploy/bootstrap.sh
 ninja -C build >/dev/null
 db=build/demo.db
 rm -f "$db" "$db-wal" "$db-shm"
-build/daemon/memprofd record --alloc exact --db "$db" -- build/bench/kvcache --ops 400000
-build/daemon/memprofd query contexts --db "$db" --limit 10
+build/cli/memprofd record --alloc exact --db "$db" -- build/bench/kvcache --ops 400000
+build/cli/memprofd query contexts --db "$db" --limit 10

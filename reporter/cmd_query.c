@@ -607,7 +607,7 @@ static const char *iso_utc(char *buf, size_t n, int64_t ns)
 	return buf;
 }
 
-/* The attrib classes (daemon/attrib.h, attrib_class_name()), in its enum order; a class
+/* The attrib classes (daemon/attrib/attrib.h, attrib_class_name()), in its enum order; a class
  * the store has beyond these is shown after them. */
 static const char *const access_class_names[] = {
 	"heap", "heap_untracked", "static", "stack", "tls", "anon", "file", "unknown",

@@ -28,7 +28,7 @@
  *   static one. (Google's newer tcmalloc has lifetime-aware sampled profiles through
  *   MallocExtension::StartAllocationProfiling, not packaged in Debian 12.)
  * So neither is used; the daemon reports which allocator a target has (see
- * daemon/alloc_sampled.c). */
+ * daemon/alloc/alloc_sampled.c). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>

@@ -41,7 +41,7 @@ void mib_merge(struct mib *into, const struct mib *obj);
 void mib_combine(struct mib *a, const struct mib *b);
 
 /* The v4 AccessHistogram of a MIB: estimated accesses per granule of the objects
- * (daemon/attrib.h's ATTRIB_GRANULE bytes; index 0 at the object's first byte). It lives
+ * (daemon/attrib/attrib.h's ATTRIB_GRANULE bytes; index 0 at the object's first byte). It lives
  * beside struct mib, not in it, so that struct mib stays a plain value; len 0 (v NULL)
  * means none. Stored as a blob of little-endian uint64 (mib.access_hist, schema >= 6). */
 struct mib_hist {

@@ -178,7 +178,7 @@ static const char *const migrations[] = {
 	"  PRIMARY KEY (run_id, binary_id, symbol, address)) WITHOUT ROWID;"
 	"CREATE INDEX data_access_binary ON data_access(binary_id, symbol, address);"
 	/* Samples of a run by attrib class (heap, heap_untracked, static, stack, tls, anon,
-	 * file, unknown: daemon/attrib.h's attrib_class_name()). */
+	 * file, unknown: daemon/attrib/attrib.h's attrib_class_name()). */
 	"CREATE TABLE access_classes ("
 	"  run_id INTEGER NOT NULL REFERENCES runs(id),"
 	"  class TEXT NOT NULL,"

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "daemon/perf_aux.h"
-#include "daemon/perf_sample.h"
-#include "daemon/spe_decode.h"
+#include "daemon/perf/perf_aux.h"
+#include "daemon/perf/perf_sample.h"
+#include "daemon/access/spe_decode.h"
 
 #define FUZZ_DATA 4096
 #define FUZZ_AUX 1024

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "daemon/addrspace.h"
-#include "daemon/intern.h"
+#include "daemon/attrib/addrspace.h"
+#include "daemon/alloc/intern.h"
 
 uint64_t addrspace_test_global[512];
 

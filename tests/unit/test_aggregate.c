@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "daemon/aggregate.h"
-#include "daemon/intern.h"
+#include "daemon/attrib/aggregate.h"
+#include "daemon/alloc/intern.h"
 
 struct proc { int dummy; };   /* only its address is used as a key */
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "daemon/arena.h"
+#include "base/arena.h"
 
 static void empty_arena_takes_slow_path(void **state)
 {

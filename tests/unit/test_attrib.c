@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "daemon/attrib.h"
+#include "daemon/attrib/attrib.h"
 #include "symbolizer/insn.h"
 
 #define NOBJ 16

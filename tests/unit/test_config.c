@@ -1,4 +1,4 @@
-/* daemon/config.c: defaults, every value type, the shipped deploy/memprofd.conf, and
+/* daemon/service/config.c: defaults, every value type, the shipped deploy/memprofd.conf, and
  * errors: unknown sections and keys, bad values, syntax errors, long lines and an
  * unreadable file, each one line naming the file and the line. */
 #include <stdarg.h>
@@ -12,8 +12,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "daemon/config.h"
-#include "daemon/src_pmu.h"
+#include "daemon/service/config.h"
+#include "daemon/access/src_pmu.h"
 
 static char path[64];
 

@@ -1,4 +1,4 @@
-/* daemon/governor.c: lowers proportionally when over budget, never below the floor,
+/* daemon/service/governor.c: lowers proportionally when over budget, never below the floor,
  * raises only after GOV_RAISE_AFTER calm ticks (hysteresis), holds in between, leaves
  * idle sources alone, converges under a simulated cost model, and says what it did. */
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "daemon/governor.h"
+#include "daemon/service/governor.h"
 
 #define SEC 1000000000ULL
 

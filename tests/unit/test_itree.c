@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "daemon/itree.h"
+#include "daemon/attrib/itree.h"
 
 #define N 3000
 

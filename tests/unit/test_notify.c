@@ -1,4 +1,4 @@
-/* daemon/notify.c: binds an AF_UNIX datagram socket, points NOTIFY_SOCKET at it and
+/* daemon/service/notify.c: binds an AF_UNIX datagram socket, points NOTIFY_SOCKET at it and
  * reads back exactly what each wrapper sent; without NOTIFY_SOCKET nothing is sent. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "daemon/notify.h"
+#include "daemon/service/notify.h"
 
 static int sock = -1;
 static char sock_path[108];

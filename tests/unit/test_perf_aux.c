@@ -16,9 +16,9 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <cmocka.h>
-#include "daemon/perf_aux.h"
-#include "daemon/perf_clock.h"
-#include "daemon/perf_sample.h"
+#include "daemon/perf/perf_aux.h"
+#include "daemon/perf/perf_clock.h"
+#include "daemon/perf/perf_sample.h"
 
 #define AUXSZ 128
 #define MAXREC 32

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "daemon/perf_sample.h"
+#include "daemon/perf/perf_sample.h"
 
 struct buf {
 	unsigned char b[4096];

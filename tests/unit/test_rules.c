@@ -1,4 +1,4 @@
-/* daemon/rules.c: targets AND/OR semantics, globs across '/', build-id prefixes, deny
+/* daemon/service/rules.c: targets AND/OR semantics, globs across '/', build-id prefixes, deny
  * winning over every target, unknown fields never matching, cgroup file parsing, and
  * reading this very process's identity from /proc. */
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "daemon/rules.h"
+#include "daemon/service/rules.h"
 
 static char *v1[] = { "/usr/bin/nginx*", "/opt/*/bin/server" };
 static char *v2[] = { "nginx" };

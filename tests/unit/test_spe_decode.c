@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "daemon/spe_decode.h"
+#include "daemon/access/spe_decode.h"
 
 struct buf {
 	uint8_t b[4096];

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "daemon/src_pmu.h"
+#include "daemon/access/src_pmu.h"
 #include <perfmon/pfmlib_perf_event.h>
 
 static char root[256];

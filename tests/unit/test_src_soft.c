@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "daemon/src_soft.h"
+#include "daemon/access/src_soft.h"
 
 /* A known instruction at a known address: mov (%rdi),%eax. */
 void probe_load(void);

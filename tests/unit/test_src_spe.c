@@ -17,7 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "daemon/src_spe.h"
+#include "daemon/access/src_spe.h"
 
 #define AUXSZ 1024
 #define DSZ 4096

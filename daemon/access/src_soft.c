@@ -1,0 +1,627 @@
+/* Soft source: perf events per CPU -> soft.bpf.c -> ring buffer -> decode -> callback.
+ * Instruction bytes come from the mapped file at the IP's file offset (what the binary
+ * says, immune to uprobe breakpoints patched into the text); the bytes BPF copied at the
+ * IP are the fallback for anonymous (JIT) code. Decodes are cached per build-id + offset. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "daemon/alloc/intern.h"
+#include "daemon/access/src_soft.h"
+#include "symbolizer/elfsym.h"
+#include "symbolizer/maps.h"
+#include "bpf/soft.h"
+#include "soft.skel.h"
+
+#define BID_HEX (ELFSYM_BUILD_ID_MAX * 2 + 1)
+
+struct sproc {
+	uint32_t tgid;
+	uint64_t start_ns;         /* the process instance whose maps these are */
+	struct maps maps;
+	bool loaded;
+	uint64_t loaded_at;
+	char (*bid)[BID_HEX];      /* per maps entry: "" unknown yet, "-" none */
+};
+
+struct symslot {
+	char bid[BID_HEX];
+	struct elfsym *es;
+};
+
+struct src_soft {
+	struct soft_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	int *fds;
+	unsigned *fd_ev;             /* per fd: its event's index in ev */
+	int *fd_cpu;                 /* per fd: its CPU */
+	size_t nlinks;
+	struct src_events ev;
+	double scale;                /* of every event's configured rate (src_soft_set_scale) */
+	struct insn_decoder *dec;
+	struct hmap procs;           /* hash(tgid) -> struct sproc * */
+	struct hmap syms;            /* hash(build-id) -> struct symslot * */
+	size_t nprocs;
+	src_soft_cb cb;
+	void *arg;
+	uint64_t watermark;
+	struct src_soft_stats st;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static bool proc_eq(const void *val, const void *key)
+{
+	return ((const struct sproc *)val)->tgid == *(const uint32_t *)key;
+}
+
+static void sproc_drop(struct sproc *p)
+{
+	maps_free(&p->maps);
+	free(p->bid);
+	p->bid = NULL;
+	p->loaded = false;
+}
+
+static void sproc_remove(struct src_soft *s, struct sproc *p)
+{
+	sproc_drop(p);
+	hmap_remove(&s->procs, hash_u64(p->tgid) | 1, p);
+	free(p);
+	s->nprocs--;
+}
+
+/* Full: entries of processes that are gone (a sample read after their exit was handled
+ * brings one back) make room. */
+static void sproc_collect(struct src_soft *s)
+{
+	struct sproc *gone[64];
+	size_t n = 0;
+
+	hmap_foreach(&s->procs, i) {
+		struct sproc *p = s->procs.vals[i];
+		if (n < sizeof(gone) / sizeof(gone[0]) && kill((pid_t)p->tgid, 0) < 0 && errno == ESRCH)
+			gone[n++] = p;
+	}
+	for (size_t i = 0; i < n; i++)
+		sproc_remove(s, gone[i]);
+}
+
+/* One entry per PID: a sample of another instance (the PID was reused) replaces it. */
+static struct sproc *sproc_get(struct src_soft *s, uint32_t tgid, uint64_t start_ns)
+{
+	uint64_t h = hash_u64(tgid) | 1;
+	struct sproc *p = hmap_find(&s->procs, h, proc_eq, &tgid);
+
+	if (p) {
+		if (p->start_ns != start_ns) {
+			sproc_drop(p);
+			p->start_ns = start_ns;
+		}
+		return p;
+	}
+	if (s->nprocs >= SOFT_PROCS_MAX)
+		sproc_collect(s);
+	if (s->nprocs >= SOFT_PROCS_MAX)
+		return NULL;
+	if (!(p = calloc(1, sizeof(*p))))
+		return NULL;
+	p->tgid = tgid;
+	p->start_ns = start_ns;
+	if (hmap_insert(&s->procs, h, p)) {
+		free(p);
+		return NULL;
+	}
+	s->nprocs++;
+	return p;
+}
+
+static int sproc_load(struct sproc *p)
+{
+	sproc_drop(p);
+	p->loaded_at = now_ns();
+	int r = maps_read_pid(&p->maps, (pid_t)p->tgid);
+	if (r < 0)
+		return r;
+	p->bid = calloc(p->maps.n ? p->maps.n : 1, sizeof(*p->bid));
+	if (!p->bid) {
+		maps_free(&p->maps);
+		return -ENOMEM;
+	}
+	p->loaded = true;
+	return 0;
+}
+
+static const struct map_entry *find_map(struct sproc *p, uint64_t ip)
+{
+	const struct map_entry *e = p->loaded ? maps_find(&p->maps, ip) : NULL;
+
+	if (!e && (!p->loaded || now_ns() - p->loaded_at > SOFT_MAPS_RELOAD_NS)) {
+		if (sproc_load(p) == 0)
+			e = maps_find(&p->maps, ip);
+	}
+	return e;
+}
+
+static void map_files_path(char *buf, size_t n, uint32_t tgid, const struct map_entry *e)
+{
+	snprintf(buf, n, "/proc/%u/map_files/%llx-%llx", tgid, (unsigned long long)e->start,
+		 (unsigned long long)e->end);
+}
+
+/* Build-id of the file behind e ("" if none), computed once per mapping. */
+static const char *map_bid(struct sproc *p, const struct map_entry *e)
+{
+	char *b = p->bid[e - p->maps.v];
+	char path[128];
+
+	if (b[0])
+		return b[0] == '-' ? "" : b;
+	map_files_path(path, sizeof(path), p->tgid, e);
+	if (elf_build_id_of(path, b, BID_HEX) < 0 && elf_build_id_of(e->path, b, BID_HEX) < 0)
+		strcpy(b, "-");
+	return b[0] == '-' ? "" : b;
+}
+
+static ssize_t read_code(uint32_t tgid, const struct map_entry *e, uint64_t off, uint8_t *buf,
+			 size_t n_want)
+{
+	char path[128];
+	int fd;
+	ssize_t n;
+
+	map_files_path(path, sizeof(path), tgid, e);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && !e->deleted)
+		fd = open(e->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, buf, n_want, (off_t)off);
+	close(fd);
+	return n < 0 ? -errno : n;
+}
+
+static bool bid_eq(const void *val, const void *key)
+{
+	return !strcmp(((const struct symslot *)val)->bid, key);
+}
+
+/* Function symbols of a binary, opened once per build-id (NULL if it has none). */
+static struct elfsym *sym_for(struct src_soft *s, struct sproc *p, const struct map_entry *m,
+			      const char *bid)
+{
+	uint64_t h = hash_bytes(bid, strlen(bid), 0) | 1;
+	struct symslot *ss = hmap_find(&s->syms, h, bid_eq, bid);
+	char path[128];
+
+	if (ss)
+		return ss->es;
+	if (!(ss = calloc(1, sizeof(*ss))))
+		return NULL;
+	snprintf(ss->bid, sizeof(ss->bid), "%s", bid);
+	map_files_path(path, sizeof(path), p->tgid, m);
+	if (elfsym_open(&ss->es, path) < 0 && elfsym_open(&ss->es, m->path) < 0)
+		ss->es = NULL;
+	if (hmap_insert(&s->syms, h, ss)) {
+		elfsym_close(ss->es);
+		free(ss);
+		return NULL;
+	}
+	return ss->es;
+}
+
+/* The instruction that retired just before ip (timer skid), decoded from its function's
+ * start; true if it accessed memory (res filled). */
+static bool prev_access(struct src_soft *s, struct sproc *p, const struct map_entry *m,
+			uint64_t ip, const struct insn_ctx *ctx, struct insn_result *res)
+{
+	uint64_t off = map_entry_file_offset(m, ip), delta = 0;
+	const char *bid = map_bid(p, m);
+	const struct insn_decoded *dec;
+	struct elfsym *es;
+
+	if (!*bid)
+		return false;
+	dec = insn_lookup_prev(s->dec, bid, off);
+	if (!dec) {
+		es = sym_for(s, p, m, bid);
+		if (!es || !elfsym_lookup_offset(es, off, &delta) || delta == 0 ||
+		    delta > SOFT_PREV_MAX_BYTES || delta > off) {
+			s->st.prev_unknown++;
+			return false;
+		}
+		uint8_t *buf = malloc(delta);
+		if (!buf)
+			return false;
+		ssize_t n = read_code(p->tgid, m, off - delta, buf, delta);
+		if (n == (ssize_t)delta)
+			dec = insn_decode_prev(s->dec, buf, delta, ip - delta, ip, bid, off);
+		free(buf);
+		if (!dec)
+			return false;
+	}
+	return insn_eval_prev(s->dec, dec, ip, ctx, res) == INSN_OK && res->n > 0;
+}
+
+static void deliver(struct src_soft *s, const struct soft_event *e, uint64_t addr, uint32_t size,
+		    uint8_t rw, uint8_t flags, uint64_t weight)
+{
+	struct access_sample a = {
+		.tgid = e->tgid, .tid = e->tid, .cpu = e->cpu, .start_ns = e->start_ns,
+		.time_ns = e->time_ns, .addr = addr, .size = size, .rw = rw, .flags = flags,
+		.weight = weight, .sp = e->regs[offsetof(struct insn_regs, rsp) / 8],
+		.fs_base = (e->flags & SOFT_F_FSBASE) ? e->fs_base : 0,
+	};
+	s->st.accesses++;
+	s->cb(s->arg, &a);
+}
+
+int src_soft_handle(struct src_soft *s, const void *data, size_t len)
+{
+	const struct soft_event *e = data;
+	struct insn_ctx ctx;
+	struct insn_result res;
+	const struct insn_decoded *dec = NULL;
+	const struct map_entry *m;
+	struct sproc *p;
+	uint64_t ip, w;
+
+	if (len < sizeof(*e))
+		return 0;
+	s->st.events++;
+	if (e->flags & SOFT_F_ADDR) {
+		/* A PMU source: the hardware gave the address (loads: the events sample loads).
+		 * The estimate is per configured period; a sample taken at another period (the
+		 * governor changed it) stands for proportionally more or fewer. */
+		const struct src_event *ev = s->ev.n ? &s->ev.ev[0] : NULL;
+		w = e->period;
+		if (ev && ev->est_per_sample) {
+			w = ev->est_per_sample;
+			if (!ev->attr.freq && ev->attr.sample_period && e->period)
+				w = (uint64_t)((double)ev->est_per_sample * (double)e->period /
+					       (double)ev->attr.sample_period + 0.5);
+		}
+		deliver(s, e, e->addr, 0, INSN_READ, 0, w);
+		return 1;
+	}
+	memset(&ctx, 0, sizeof(ctx));
+	memcpy(&ctx.regs, e->regs, sizeof(ctx.regs));
+	ctx.fs_base = e->fs_base;
+	ctx.gs_base = e->gs_base;
+	ctx.fs_known = ctx.gs_known = (e->flags & SOFT_F_FSBASE) != 0;
+	ip = ctx.regs.rip;
+	w = e->period * SOFT_EST_INSNS_PER_NS;
+
+	p = sproc_get(s, e->tgid, e->start_ns);
+	m = p ? find_map(p, ip) : NULL;
+	if (!m)
+		s->st.no_mapping++;
+	if (m && m->path[0] == '/') {
+		uint64_t off = map_entry_file_offset(m, ip);
+		const char *bid = map_bid(p, m);
+		dec = insn_lookup(s->dec, bid, off);
+		if (!dec) {
+			uint8_t buf[INSN_MAX_BYTES];
+			ssize_t n = read_code(e->tgid, m, off, buf, sizeof(buf));
+			if (n > 0) {
+				dec = insn_decode(s->dec, buf, (size_t)n, ip, bid, off);
+				s->st.code_from_file++;
+			}
+		} else {
+			s->st.code_from_file++;
+		}
+	}
+	if (!dec && (e->flags & SOFT_F_CODE)) {
+		dec = insn_decode(s->dec, e->code, SOFT_CODE_BYTES, ip, NULL, 0);
+		s->st.code_from_bpf++;
+	}
+	if (!dec) {
+		static const uint8_t none[1] = { 0 };
+		dec = insn_decode(s->dec, none, 0, ip, NULL, 0);   /* counted as undecodable */
+		s->st.code_unavailable++;
+	}
+	if (!dec)
+		return 0;
+	insn_eval(s->dec, dec, ip, &ctx, &res);
+	if (res.n) {
+		s->st.from_ip++;
+	} else if (m && m->path[0] == '/' && prev_access(s, p, m, ip, &ctx, &res)) {
+		s->st.from_prev++;
+	} else {
+		s->st.no_access++;
+		return 0;
+	}
+	for (unsigned i = 0; i < res.n; i++)
+		deliver(s, e, res.acc[i].addr, res.acc[i].size, res.acc[i].rw, res.acc[i].flags, w);
+	return (int)res.n;
+}
+
+static int on_ring(void *ctx, void *data, size_t len)
+{
+	src_soft_handle(ctx, data, len);
+	return 0;
+}
+
+int src_soft_open_offline(struct src_soft **out, src_soft_cb cb, void *arg)
+{
+	struct src_soft *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	if ((r = insn_decoder_open(&s->dec, 0)) < 0) {
+		free(s);
+		return r;
+	}
+	s->cb = cb;
+	s->arg = arg;
+	s->scale = 1.0;
+	*out = s;
+	return 0;
+}
+
+int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft_cb cb,
+		  void *arg, char *err, size_t errsz)
+{
+	struct src_soft *s;
+	char why[SRC_PMU_WHY_MAX];
+	int r, ncpu;
+
+	if ((r = src_soft_open_offline(&s, cb, arg)) < 0) {
+		snprintf(err, errsz, "soft source: %s", strerror(-r));
+		return r;
+	}
+	if (o && o->events) {
+		s->ev = *o->events;
+	} else {
+		struct src_pmu_opts po = { .freq = o ? o->freq : 0, .period = o ? o->period : 0 };
+		src_pmu_soft(&po, &s->ev, why, sizeof(why));
+	}
+	s->skel = soft_bpf__open();
+	if (!s->skel) {
+		r = -errno;
+		snprintf(err, errsz, "soft source: opening the BPF object: %s", strerror(-r));
+		goto fail;
+	}
+	s->skel->rodata->all_processes = o && o->all_processes;
+	if (o && o->targets_fd >= 0 &&
+	    (r = bpf_map__reuse_fd(s->skel->maps.targets, o->targets_fd)) < 0) {
+		snprintf(err, errsz, "soft source: sharing the targets map: %s", strerror(-r));
+		goto fail;
+	}
+	if ((r = soft_bpf__load(s->skel)) < 0) {
+		snprintf(err, errsz, "soft source: loading the BPF program: %s", strerror(-r));
+		goto fail;
+	}
+	ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0) {
+		r = ncpu < 0 ? ncpu : -ENODEV;
+		snprintf(err, errsz, "soft source: counting CPUs: %s", strerror(-r));
+		goto fail;
+	}
+	s->links = calloc((size_t)ncpu * s->ev.n, sizeof(*s->links));
+	s->fds = calloc((size_t)ncpu * s->ev.n, sizeof(*s->fds));
+	s->fd_ev = calloc((size_t)ncpu * s->ev.n, sizeof(*s->fd_ev));
+	s->fd_cpu = calloc((size_t)ncpu * s->ev.n, sizeof(*s->fd_cpu));
+	if (!s->links || !s->fds || !s->fd_ev || !s->fd_cpu) {
+		r = -ENOMEM;
+		snprintf(err, errsz, "soft source: %s", strerror(ENOMEM));
+		goto fail;
+	}
+	for (unsigned i = 0; i < s->ev.n; i++) {
+		for (int cpu = 0; cpu < ncpu; cpu++) {
+			struct perf_event_attr a = s->ev.ev[i].attr;
+			int fd = src_perf_event_open(&a, cpu, NULL);
+			if (fd == -ENODEV || fd == -ENXIO)
+				continue;    /* possible but offline CPU */
+			if (fd < 0) {
+				r = fd;
+				snprintf(err, errsz, "soft source: perf_event_open(%s, cpu %d): %s",
+					 s->ev.ev[i].name, cpu, strerror(-r));
+				goto fail;
+			}
+			struct bpf_link *l = bpf_program__attach_perf_event(s->skel->progs.on_sample, fd);
+			if (!l) {
+				r = -errno;
+				close(fd);
+				snprintf(err, errsz, "soft source: attaching to %s on cpu %d: %s",
+					 s->ev.ev[i].name, cpu, strerror(-r));
+				goto fail;
+			}
+			s->fds[s->nlinks] = fd;
+			s->fd_ev[s->nlinks] = i;
+			s->fd_cpu[s->nlinks] = cpu;
+			s->links[s->nlinks++] = l;
+		}
+	}
+	s->st.nevents_open = s->nlinks;
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.soft_events), on_ring, s, NULL);
+	if (!s->rb) {
+		r = -errno;
+		snprintf(err, errsz, "soft source: ring buffer: %s", strerror(-r));
+		goto fail;
+	}
+	s->watermark = now_ns() - SOFT_WATERMARK_SLACK_NS;
+	*out = s;
+	return 0;
+fail:
+	src_soft_close(s);
+	return r;
+}
+
+int src_soft_add_target(struct src_soft *s, uint32_t pid)
+{
+	uint64_t any = 0;
+
+	if (!s->skel)
+		return -EBADF;
+	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &pid, &any, BPF_ANY) ? -errno : 0;
+}
+
+void src_soft_forget(struct src_soft *s, uint32_t tgid)
+{
+	struct sproc *p = hmap_find(&s->procs, hash_u64(tgid) | 1, proc_eq, &tgid);
+
+	/* Removed, not only emptied: a daemon sees far more than SOFT_PROCS_MAX processes
+	 * come and go, and a later sample of tgid reads its maps again anyway. */
+	if (p)
+		sproc_remove(s, p);
+}
+
+/* ev's attr at scale of its configured rate: a frequency times scale, or a period
+ * divided by it (never 0). */
+static struct perf_event_attr scaled_attr(const struct src_event *ev, double scale)
+{
+	struct perf_event_attr a = ev->attr;
+	double v = a.freq ? (double)a.sample_freq * scale : (double)a.sample_period / scale;
+	uint64_t r = v < 1 ? 1 : (uint64_t)(v + 0.5);
+
+	if (a.freq)
+		a.sample_freq = r;
+	else
+		a.sample_period = r;
+	return a;
+}
+
+int src_soft_set_scale(struct src_soft *s, double scale)
+{
+	if (!(scale > 0) || scale > 1)
+		return -EINVAL;
+	/* Reopened, not changed in place: PERF_EVENT_IOC_PERIOD on a cpu-clock event takes a
+	 * period in ns even when it was opened by frequency, and its samples keep reporting
+	 * the period it was opened with, which the estimator reads. A new event reports its
+	 * own; samples of the old one still in the ring keep theirs. */
+	for (size_t i = 0; i < s->nlinks; i++) {
+		struct perf_event_attr a = scaled_attr(&s->ev.ev[s->fd_ev[i]], scale);
+		int fd = src_perf_event_open(&a, s->fd_cpu[i], NULL);
+		if (fd < 0)
+			return fd;
+		struct bpf_link *l = bpf_program__attach_perf_event(s->skel->progs.on_sample, fd);
+		if (!l) {
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+		bpf_link__destroy(s->links[i]);
+		close(s->fds[i]);
+		s->links[i] = l;
+		s->fds[i] = fd;
+	}
+	s->scale = scale;
+	return 0;
+}
+
+double src_soft_rate(const struct src_soft *s, const char **unit)
+{
+	const struct src_event *ev = s->ev.n ? &s->ev.ev[0] : NULL;
+
+	if (!ev) {
+		*unit = NULL;
+		return -1;
+	}
+	struct perf_event_attr a = scaled_attr(ev, s->scale);
+	bool clock = a.type == PERF_TYPE_SOFTWARE;
+	*unit = a.freq ? "Hz per CPU" : clock ? "ns of CPU per sample" : "events per sample";
+	return (double)(a.freq ? a.sample_freq : a.sample_period);
+}
+
+int src_soft_poll(struct src_soft *s, int timeout_ms)
+{
+	uint64_t before = s->st.events, t0;
+	int r;
+
+	if (!s->rb)
+		return -EBADF;
+	r = ring_buffer__poll(s->rb, timeout_ms);
+	if (r < 0 && r != -EINTR)
+		return r;
+	/* soft.bpf.c wakes the reader only past a quarter full: consume whatever is there
+	 * whether or not the poll was woken. */
+	t0 = now_ns();
+	r = ring_buffer__consume(s->rb);
+	if (r < 0)
+		return r;
+	/* A drain that began at t0 consumed every record submitted before t0. */
+	if (t0 > SOFT_WATERMARK_SLACK_NS && t0 - SOFT_WATERMARK_SLACK_NS > s->watermark)
+		s->watermark = t0 - SOFT_WATERMARK_SLACK_NS;
+	return (int)(s->st.events - before);
+}
+
+uint64_t src_soft_watermark(const struct src_soft *s)
+{
+	return s->watermark;
+}
+
+int src_soft_ring_fd(const struct src_soft *s)
+{
+	return s->rb ? ring_buffer__epoll_fd(s->rb) : -EBADF;
+}
+
+void src_soft_stats(const struct src_soft *s, struct src_soft_stats *out)
+{
+	*out = s->st;
+	memset(out->bpf, 0, sizeof(out->bpf));
+	if (!s->skel)
+		return;
+	int ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return;
+	uint64_t *v = calloc((size_t)ncpu, sizeof(*v));
+	if (!v)
+		return;
+	for (uint32_t k = 0; k < SOFTCNT_MAX && k < sizeof(out->bpf) / sizeof(out->bpf[0]); k++) {
+		if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.soft_counters), &k, v))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out->bpf[k] += v[c];
+	}
+	free(v);
+}
+
+const struct insn_stats *src_soft_insn_stats(const struct src_soft *s)
+{
+	return insn_stats(s->dec);
+}
+
+void src_soft_close(struct src_soft *s)
+{
+	if (!s)
+		return;
+	ring_buffer__free(s->rb);
+	for (size_t i = 0; i < s->nlinks; i++) {
+		bpf_link__destroy(s->links[i]);
+		close(s->fds[i]);
+	}
+	free(s->links);
+	free(s->fds);
+	free(s->fd_ev);
+	free(s->fd_cpu);
+	soft_bpf__destroy(s->skel);
+	hmap_foreach(&s->procs, i) {
+		sproc_drop(s->procs.vals[i]);
+		free(s->procs.vals[i]);
+	}
+	hmap_free(&s->procs);
+	hmap_foreach(&s->syms, i) {
+		struct symslot *ss = s->syms.vals[i];
+		elfsym_close(ss->es);
+		free(ss);
+	}
+	hmap_free(&s->syms);
+	insn_decoder_close(s->dec);
+	free(s);
+}

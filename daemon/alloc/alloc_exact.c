@@ -1,0 +1,352 @@
+/* `--alloc exact`: loads alloc.bpf.c, attaches its uprobes to every allocator function a
+ * binary defines, and turns ring-buffer records into MIB aggregates. Invariant: every
+ * object the kernel tracked ends up in exactly one aggregate (at its free, at its
+ * process's exit or exec, or when recording stops), or in a counted drop. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include <bpf/bpf.h>
+#include "alloc.skel.h"
+#include "base/log.h"
+#include "daemon/alloc/events.h"
+#include "daemon/record/recorder.h"
+#include "symbolizer/elfsym.h"
+#include "symbolizer/probesite.h"
+#include "daemon/attrib/attrib.h"
+#include "daemon/alloc/uprobe_multi.h"
+
+/* Which program a function gets, and its attach cookie: an enum alloc_kind for
+ * alloc_entry (plus alloc_ret), an enum free_kind for free_entry. */
+enum probe_prog { P_SIZE1 = AK_SIZE1, P_CALLOC = AK_CALLOC, P_SIZE2 = AK_SIZE2,
+		  P_REALLOC = AK_REALLOC, P_REALLOCARRAY = AK_REALLOCARRAY,
+		  P_POSIX = AK_POSIX_MEMALIGN, P_FREE = 100, P_DELETE = 101 };
+
+/* Every allocator entry point we trace: C, then the C++ operators (Itanium mangling). */
+static const struct { const char *name; enum probe_prog prog; } probes[] = {
+	{ "malloc", P_SIZE1 }, { "calloc", P_CALLOC }, { "realloc", P_REALLOC },
+	{ "reallocarray", P_REALLOCARRAY }, { "free", P_FREE },
+	{ "posix_memalign", P_POSIX }, { "aligned_alloc", P_SIZE2 }, { "memalign", P_SIZE2 },
+	{ "valloc", P_SIZE1 }, { "pvalloc", P_SIZE1 },
+	{ "_Znwm", P_SIZE1 }, { "_Znam", P_SIZE1 },
+	{ "_ZnwmRKSt9nothrow_t", P_SIZE1 }, { "_ZnamRKSt9nothrow_t", P_SIZE1 },
+	{ "_ZnwmSt11align_val_t", P_SIZE1 }, { "_ZnamSt11align_val_t", P_SIZE1 },
+	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", P_SIZE1 },
+	{ "_ZnamSt11align_val_tRKSt9nothrow_t", P_SIZE1 },
+	{ "_ZdlPv", P_DELETE }, { "_ZdaPv", P_DELETE }, { "_ZdlPvm", P_DELETE },
+	{ "_ZdaPvm", P_DELETE }, { "_ZdlPvSt11align_val_t", P_DELETE },
+	{ "_ZdaPvSt11align_val_t", P_DELETE }, { "_ZdlPvmSt11align_val_t", P_DELETE },
+	{ "_ZdaPvmSt11align_val_t", P_DELETE }, { "_ZdlPvRKSt9nothrow_t", P_DELETE },
+	{ "_ZdaPvRKSt9nothrow_t", P_DELETE }, { "_ZdlPvSt11align_val_tRKSt9nothrow_t", P_DELETE },
+	{ "_ZdaPvSt11align_val_tRKSt9nothrow_t", P_DELETE },
+};
+#define NPROBES (sizeof(probes) / sizeof(probes[0]))
+
+static int on_event(void *ctx, void *data, size_t len);
+
+static int multi_attach(struct recorder *r, struct bpf_program *prog, const char *path,
+			const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
+{
+	int fd;
+
+	if (!n)
+		return 0;
+	fd = uprobe_multi_link(bpf_program__fd(prog), path, offs, cookies, n, ret);
+	if (fd < 0)
+		return fd;
+	if (r->nfds == r->fds_cap) {
+		size_t cap = r->fds_cap ? r->fds_cap * 2 : 16;
+		int *v = realloc(r->fds, cap * sizeof(*v));
+		if (!v) {
+			close(fd);
+			return -ENOMEM;
+		}
+		r->fds = v;
+		r->fds_cap = cap;
+	}
+	r->fds[r->nfds++] = fd;
+	return 0;
+}
+
+static int classic_attach(struct recorder *r, struct bpf_program *prog, const char *path,
+			  const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
+{
+	for (size_t i = 0; i < n; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookies[i], .retprobe = ret);
+		struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, -1, path, offs[i], &o);
+		if (!l)
+			return -errno;
+		int err = events_link_push(&r->links, &r->nlinks, &r->links_cap, l);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int exact_open(struct recorder *r)
+{
+	int err;
+
+	if ((err = events_recorder_init(r)))
+		return err;
+
+	r->skel = alloc_bpf__open();
+	if (!r->skel)
+		return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r), strerror(errno));
+	r->uprobe_multi = uprobe_multi_supported();
+	if (r->uprobe_multi) {
+		bpf_program__set_expected_attach_type(r->skel->progs.alloc_entry, UPROBE_MULTI_ATTACH_TYPE);
+		bpf_program__set_expected_attach_type(r->skel->progs.alloc_ret, UPROBE_MULTI_ATTACH_TYPE);
+		bpf_program__set_expected_attach_type(r->skel->progs.free_entry, UPROBE_MULTI_ATTACH_TYPE);
+	}
+	r->skel->rodata->watch_all_exec = r->watch_all_exec;
+	err = alloc_bpf__load(r->skel);
+	if (err)
+		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
+				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+	err = events_attach_lifecycle(r->skel->progs.on_fork, r->skel->progs.on_exec,
+				      r->skel->progs.on_exit, &r->links, &r->nlinks, &r->links_cap);
+	if (err)
+		return err;
+	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), on_event, r, NULL);
+	if (!r->rb)
+		return log_error_errno(-errno, "%s: ring buffer: %s", recorder_cmd(r), strerror(errno));
+	return 0;
+}
+
+int exact_attach_binary(struct recorder *r, const char *path)
+{
+	const char *names[NPROBES];
+	uint64_t offs[NPROBES];
+	struct elfsym *e;
+	int err, attached = 0;
+
+	for (size_t i = 0; i < NPROBES; i++)
+		names[i] = probes[i].name;
+	err = elfsym_open(&e, path);
+	if (err)
+		return err;
+	err = elfsym_find_funcs(e, names, NPROBES, offs);
+	elfsym_close(e);
+	if (err <= 0)
+		return err;   /* error, or defines no allocator function */
+	bin_register(&r->procs, path, path);
+
+	uint64_t aoff[NPROBES], acookie[NPROBES], foff[NPROBES], fcookie[NPROBES];
+	size_t na = 0, nf = 0;
+	for (size_t i = 0; i < NPROBES; i++) {
+		if (offs[i] == UINT64_MAX)
+			continue;
+		bool dup = false;   /* aliases (memalign/aligned_alloc) share one address */
+		for (size_t j = 0; j < i; j++)
+			dup |= offs[j] == offs[i];
+		if (dup)
+			continue;
+		/* Move each probe to an instruction the kernel emulates rather than
+		 * single-steps, past ones that keep the arguments and [rsp] intact. */
+		if (probes[i].prog == P_FREE || probes[i].prog == P_DELETE) {
+			probesite_find(path, offs[i], PROBESITE_ARG1, &foff[nf]);
+			fcookie[nf++] = probes[i].prog == P_DELETE ? FK_DELETE : FK_FREE;
+		} else {
+			probesite_find(path, offs[i], PROBESITE_ARG1 | PROBESITE_ARG2 | PROBESITE_ARG3,
+				       &aoff[na]);
+			acookie[na++] = probes[i].prog;
+		}
+		attached++;
+	}
+	int (*attach)(struct recorder *, struct bpf_program *, const char *, const uint64_t *,
+		      const uint64_t *, size_t, bool) = r->uprobe_multi ? multi_attach : classic_attach;
+	err = attach(r, r->skel->progs.alloc_entry, path, aoff, acookie, na, false);
+	if (!err)
+		err = attach(r, r->skel->progs.alloc_ret, path, aoff, acookie, na, true);
+	if (!err)
+		err = attach(r, r->skel->progs.free_entry, path, foff, fcookie, nf, false);
+	if (err)
+		return log_error_errno(err, "%s: attaching uprobes to %s: %s", recorder_cmd(r), path, strerror(-err));
+	return attached;
+}
+
+int exact_add_target(struct recorder *r, uint32_t pid)
+{
+	uint64_t any = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &pid, &any, BPF_ANY))
+		return log_error_errno(-errno, "record: adding target %u: %s", pid, strerror(errno));
+	return 0;
+}
+
+int exact_remove_target(struct recorder *r, uint32_t pid)
+{
+	if (bpf_map_delete_elem(bpf_map__fd(r->skel->maps.targets), &pid) && errno != ENOENT)
+		return log_error_errno(-errno, "daemon: removing target %u: %s", pid, strerror(errno));
+	return 0;
+}
+
+bool exact_is_target(struct recorder *r, uint32_t pid)
+{
+	uint64_t v;
+
+	return bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.targets), &pid, &v) == 0;
+}
+
+size_t exact_count_targets(struct recorder *r)
+{
+	int fd = bpf_map__fd(r->skel->maps.targets);
+	uint32_t k, next;
+	size_t n = 0;
+
+	for (int e = bpf_map_get_next_key(fd, NULL, &next); e == 0;
+	     e = bpf_map_get_next_key(fd, &k, &next)) {
+		k = next;
+		n++;
+	}
+	return n;
+}
+
+void recorder_add_mib(struct recorder *r, struct proc *p, struct istack *s, uint64_t dead_ns,
+		      const struct mib *m)
+{
+	recorder_add_mib_hist(r, p, s, dead_ns, m, NULL, 0);
+}
+
+void recorder_add_mib_hist(struct recorder *r, struct proc *p, struct istack *s,
+			   uint64_t dead_ns, const struct mib *m, const uint64_t *hist,
+			   uint32_t hist_len)
+{
+	if (agg_add_hist(&r->aggs, s, p, agg_bucket_of((int64_t)dead_ns + r->mono_to_real_ns), m,
+			 hist, hist_len) == 0)
+		r->objects++;
+}
+
+static void add_object(struct recorder *r, struct proc *p, uint64_t key, uint64_t addr,
+		       uint64_t size, uint64_t alloc_ns, uint64_t dead_ns, uint32_t acpu,
+		       uint32_t dcpu)
+{
+	struct istack *s = key ? hmap_find(&p->stacks, key, NULL, NULL) : NULL;
+	struct mib m;
+
+	if (!s) {
+		s = r->unknown_stack;
+		r->unknown_stack_objs++;
+	}
+	/* With access sampling, the object waits in attribution until no sample older
+	 * than its death can still come; it is aggregated then (access.c op_object). */
+	if (r->attrib && attrib_object(r->attrib, p->pid, p->start_ns, addr, size, s, alloc_ns,
+				       dead_ns, acpu, dcpu) == 0)
+		return;
+	mib_from_object(&m, size, alloc_ns, dead_ns, acpu, dcpu, 0);
+	recorder_add_mib(r, p, s, dead_ns, &m);
+}
+
+/* The old image's allocations die with it; at exit, the process's. */
+static void reap_cb(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns,
+		    uint32_t cpu)
+{
+	exact_reap(r, tgid, start_ns, ts_ns, cpu);
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct recorder *r = ctx;
+	const struct ev_hdr *h = data;
+	struct proc *p;
+
+	r->events++;
+	if (len < sizeof(*h))
+		return 0;
+	if (h->type == EV_FREE) {
+		const struct ev_free *e = data;
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			return 0;
+		add_object(r, p, e->key, e->addr, e->size, e->alloc_ns, e->free_ns, e->alloc_cpu,
+			   e->free_cpu);
+		return 0;
+	}
+	events_common(r, data, len, reap_cb);
+	if (r->lifecycle && h->type >= EV_FORK && h->type <= EV_NEWEXEC)
+		r->lifecycle(r->lifecycle_arg, h->type, h->tgid, h->start_ns);
+	return 0;
+}
+
+int exact_poll(struct recorder *r, int timeout_ms)
+{
+	/* The kernel side wakes us only when the ring is a quarter full, so a poll that
+	 * times out must still consume what is there, or flushes would fall behind. */
+	int n = ring_buffer__poll(r->rb, timeout_ms);
+
+	if (n == -EINTR)
+		n = 0;
+	if (n >= 0) {
+		int c = ring_buffer__consume(r->rb);
+		n = c < 0 ? c : n + c;
+	}
+	return n < 0 ? log_error_errno(n, "record: polling ring buffer: %s", strerror(-n)) : n;
+}
+
+int exact_reap(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns, uint32_t cpu)
+{
+	int fd = bpf_map__fd(r->skel->maps.live);
+	struct live_key *keys;
+	size_t n;
+	int err = events_live_keys(fd, tgid, &keys, &n);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i < n; i++) {
+		struct live_val v;
+		if (bpf_map_lookup_elem(fd, &keys[i], &v))
+			continue;
+		if (tgid && v.start_ns != start_ns)
+			continue;   /* a reused PID's allocation */
+		if (v.ts_ns > ts_ns)
+			continue;   /* made after the event (exec): the new image's */
+		struct proc *p = proc_get(&r->procs, keys[i].tgid, v.start_ns);
+		if (p)
+			add_object(r, p, v.key, keys[i].addr, v.size, v.ts_ns,
+				   ts_ns > v.ts_ns ? ts_ns : v.ts_ns, v.cpu, cpu);
+		bpf_map_delete_elem(fd, &keys[i]);
+	}
+	free(keys);
+	return 0;
+}
+
+void exact_counters(struct recorder *r, uint64_t out[CNT_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	int fd = bpf_map__fd(r->skel->maps.counters);
+
+	memset(out, 0, CNT_MAX * sizeof(out[0]));
+	if (ncpu <= 0)
+		return;
+	uint64_t *v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		return;
+	for (uint32_t c = 0; c < CNT_MAX; c++) {
+		if (bpf_map_lookup_elem(fd, &c, v))
+			continue;
+		for (int i = 0; i < ncpu; i++)
+			out[c] += v[i];
+	}
+	free(v);
+}
+
+void exact_close(struct recorder *r)
+{
+	for (size_t i = 0; i < r->nlinks; i++)
+		bpf_link__destroy(r->links[i]);
+	for (size_t i = 0; i < r->nfds; i++)
+		close(r->fds[i]);
+	free(r->fds);
+	r->fds = NULL;
+	r->nfds = 0;
+	free(r->links);
+	r->links = NULL;
+	r->nlinks = 0;
+	ring_buffer__free(r->rb);
+	r->rb = NULL;
+	alloc_bpf__destroy(r->skel);
+	r->skel = NULL;
+}

@@ -1,0 +1,609 @@
+/* `--alloc sampled` (the default): loads sampled.bpf.c, attaches its USDT programs to
+ * libmemprofd_sampler (preloaded into the child, or found in a running process), and
+ * turns each sampled object's death into a weighted MIB. Invariants: as exact mode,
+ * every sampled object the kernel tracked ends up in one aggregate or a counted drop;
+ * per context, the estimated alloc_count stays within one object of the sum of the
+ * samples' weights (the fractional part is carried per context, never rounded away).
+ *
+ * How each MIB field is estimated (sample weight w = 1/(1-exp(-size/mean)), unbiased by
+ * Horvitz-Thompson; c = the integer share of w given to this sample by the carry):
+ *   alloc_count          sum of c                        (unbiased, +-1 per context)
+ *   total_size           sum of c * size                 (unbiased up to the carry)
+ *   total_lifetime_ns    sum of c * lifetime             (lifetime of the sampled object)
+ *   min/max size, min/max lifetime   over the sampled objects (not estimates: a sample
+ *                        of the context's range, biased towards the middle)
+ *   alloc/dealloc ts and cpu         of the last sampled object, as MemProf
+ *   num_lifetime_overlaps, num_same_alloc_cpu, num_same_dealloc_cpu   MemProf's
+ *                        increment between consecutive samples, scaled by c
+ *   num_migrated_cpu     first sample's flag, as MemProf's Merge
+ *   access_samples       raw access samples that hit the sampled object (not weighted)
+ *   total_access_count   sum of c * a, a = the object's own estimated accesses (its
+ *                        samples' weights, attrib): the Horvitz-Thompson estimate of the
+ *                        context's accesses, with the same integer share c as alloc_count
+ *                        and total_size, so the query's density (total_access_count /
+ *                        total_size / average lifetime) is a ratio of two sums over the
+ *                        same sampled objects and a one-sample context shows its object's
+ *                        own density
+ *   min/max_access_count a of the sampled objects (per object, never scaled)
+ * Lifetimes come from the sampled objects' own alloc and free probes. With --access,
+ * objects of the region go through attribution (attrib_alloc at memprofd:alloc,
+ * attrib_free at memprofd:free) and are aggregated when they settle; the allocation
+ * ring's drain time gives attribution its allocation watermark. Objects outside the
+ * region (region full) have no free probe, so no known lifetime to credit samples in:
+ * they are aggregated without accesses, as are objects whose alloc record was lost. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include <bpf/bpf.h>
+#include "sampled.skel.h"
+#include "base/log.h"
+#include "daemon/alloc/events.h"
+#include "daemon/attrib/attrib.h"
+#include "daemon/record/recorder.h"
+#include "sampler/sampler.h"
+
+extern char **environ;
+
+struct carry {
+	const struct istack *stack;
+	double wsum;              /* sum of the weights of this context's samples */
+	uint64_t emitted;         /* objects already given to aggregates */
+};
+
+#define SAMPLED_WATERMARK_SLACK_NS 2000000ULL  /* records may trail the ring's order by this much */
+
+struct sampled {
+	struct recorder *r;
+	struct sampled_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	size_t nlinks, links_cap;
+	struct hmap carries;      /* istack hash -> struct carry */
+	uint64_t samples;         /* sampled deaths aggregated */
+	double est_objects;       /* sum of their weights */
+	uint64_t watermark;       /* every record made before this has been consumed */
+	uint64_t records;         /* sampled allocations and frees read (EV_SALLOC, EV_SFREE) */
+};
+
+static uint64_t mono_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+static int on_event(void *ctx, void *data, size_t len);
+
+static int add_link(struct sampled *s, struct bpf_link *l)
+{
+	return events_link_push(&s->links, &s->nlinks, &s->links_cap, l);
+}
+
+int sampled_open(struct sampled **out, struct recorder *r)
+{
+	struct sampled *s = calloc(1, sizeof(*s));
+	int err;
+
+	*out = NULL;
+	if (!s)
+		return log_error_errno(-ENOMEM, "record: out of memory");
+	s->r = r;
+	if ((err = events_recorder_init(r))) {
+		free(s);
+		return err;
+	}
+	*out = s;
+
+	s->skel = sampled_bpf__open();
+	if (!s->skel)
+		return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r), strerror(errno));
+	s->skel->rodata->watch_all_exec = r->watch_all_exec;
+	err = sampled_bpf__load(s->skel);
+	if (err)
+		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
+				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+	err = events_attach_lifecycle(s->skel->progs.on_fork, s->skel->progs.on_exec,
+				      s->skel->progs.on_exit, &s->links, &s->nlinks, &s->links_cap);
+	if (err)
+		return err;
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
+	if (!s->rb)
+		return log_error_errno(-errno, "%s: ring buffer: %s", recorder_cmd(r), strerror(errno));
+	return 0;
+}
+
+int sampled_attach_links(struct sampled *s, const char *path, int pid,
+			 struct bpf_link *out[SAMPLED_LINKS])
+{
+	int err;
+
+	out[0] = out[1] = NULL;
+	out[0] = bpf_program__attach_usdt(s->skel->progs.on_alloc, pid, path, "memprofd", "alloc", NULL);
+	if (!out[0]) {
+		err = -errno;
+		return err == -ENOENT ? 0 : log_error_errno(err, "%s: attaching USDT memprofd:alloc in %s: %s",
+							    recorder_cmd(s->r), path, strerror(-err));
+	}
+	out[1] = bpf_program__attach_usdt(s->skel->progs.on_free, pid, path, "memprofd", "free", NULL);
+	if (!out[1]) {
+		err = -errno;
+		bpf_link__destroy(out[0]);
+		out[0] = NULL;
+		return log_error_errno(err, "%s: attaching USDT memprofd:free in %s: %s", recorder_cmd(s->r),
+				       path, strerror(-err));
+	}
+	return 1;
+}
+
+int sampled_attach_binary(struct sampled *s, const char *path, int pid)
+{
+	struct bpf_link *l[SAMPLED_LINKS];
+	int n, err;
+
+	/* Known before the process runs, so its frames symbolize even if it exits early. */
+	bin_register(&s->r->procs, path, path);
+	n = sampled_attach_links(s, path, pid, l);
+
+	if (n <= 0)
+		return n;
+	for (int i = 0; i < SAMPLED_LINKS; i++)
+		if ((err = add_link(s, l[i]))) {
+			if (i == 0)
+				bpf_link__destroy(l[1]);
+			return err;
+		}
+	return 1;
+}
+
+int sampled_add_target(struct sampled *s, uint32_t pid)
+{
+	uint64_t any = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &pid, &any, BPF_ANY))
+		return log_error_errno(-errno, "record: adding target %u: %s", pid, strerror(errno));
+	return 0;
+}
+
+/* ---- finding the sampler ---- */
+
+static bool is_sampler_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return strncmp(b ? b + 1 : path, "libmemprofd_sampler.so", 22) == 0;
+}
+
+int sampled_find_library(char *out, size_t outsz)
+{
+	char self[PATH_MAX], cand[PATH_MAX + 64];
+	const char *env = getenv("MEMPROFD_SAMPLER");
+	ssize_t n;
+
+	if (env && *env) {
+		if (access(env, R_OK))
+			return log_error_errno(-errno, "record: MEMPROFD_SAMPLER=%s: %s", env, strerror(errno));
+		return realpath(env, out) && strlen(out) < outsz ? 0 : -ENAMETOOLONG;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash)
+			*slash = '\0';
+		/* Build tree (cli/memprofd -> sampler/), then an installed prefix. */
+		static const char *const rel[] = {
+			"/../sampler/libmemprofd_sampler.so", "/../lib/x86_64-linux-gnu/libmemprofd_sampler.so",
+			"/../lib/aarch64-linux-gnu/libmemprofd_sampler.so", "/../lib64/libmemprofd_sampler.so",
+			"/../lib/libmemprofd_sampler.so",
+		};
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			snprintf(cand, sizeof(cand), "%s%s", self, rel[i]);
+			if (access(cand, R_OK) == 0 && realpath(cand, out) && strlen(out) < outsz)
+				return 0;
+		}
+	}
+	static const char *const sys[] = {
+		"/usr/lib/x86_64-linux-gnu/libmemprofd_sampler.so", "/usr/local/lib/x86_64-linux-gnu/libmemprofd_sampler.so",
+		"/usr/lib/aarch64-linux-gnu/libmemprofd_sampler.so", "/usr/lib64/libmemprofd_sampler.so",
+		"/usr/local/lib/libmemprofd_sampler.so", "/usr/lib/libmemprofd_sampler.so",
+	};
+	for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
+		if (access(sys[i], R_OK) == 0 && strlen(sys[i]) < outsz) {
+			strcpy(out, sys[i]);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+int sampled_attach_pid(struct sampled *s, int pid)
+{
+	char maps[64], line[PATH_MAX + 256], path[PATH_MAX + 64];
+	FILE *f;
+	int found = 0, err;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return log_error_errno(-errno, "record: --pid %d: %s: %s", pid, maps, strerror(errno));
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = '\0';
+		if (!is_sampler_name(p))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, p);
+		err = sampled_attach_binary(s, path, pid);
+		if (err < 0) {
+			fclose(f);
+			return err;
+		}
+		found = err;
+	}
+	fclose(f);
+	if (found)
+		return 1;
+	/* Linked statically: the probes are in the executable. */
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	return sampled_attach_binary(s, path, pid);
+}
+
+/* Which allocator a process without the sampler uses, for the hint (see sampler.c on
+ * why jemalloc's and tcmalloc's own sampling is not used instead). */
+static const char *other_allocator(int pid)
+{
+	char maps[64], line[PATH_MAX + 256];
+	const char *what = NULL;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	if (!(f = fopen(maps, "re")))
+		return NULL;
+	while (!what && fgets(line, sizeof(line), f)) {
+		if (strstr(line, "/libjemalloc"))
+			what = "jemalloc";
+		else if (strstr(line, "/libtcmalloc"))
+			what = "tcmalloc";
+	}
+	fclose(f);
+	return what;
+}
+
+void sampled_missing_hint(int pid, const char *sampler_path, char *buf, size_t n)
+{
+	const char *lib = sampler_path && *sampler_path ? sampler_path : "/usr/lib/x86_64-linux-gnu/libmemprofd_sampler.so";
+	const char *other = other_allocator(pid);
+
+	snprintf(buf, n, "restart it with the sampler preloaded (systemd unit: Environment=LD_PRELOAD=%s) "
+		 "or linked in (-lmemprofd_sampler)%s%s%s", lib, other ? " (it uses " : "",
+		 other ? other : "", other ? ", which the preloaded sampler forwards to)" : "");
+}
+
+void sampled_report_missing(int pid, const char *sampler_path)
+{
+	char hint[PATH_MAX + 256];
+
+	sampled_missing_hint(pid, sampler_path, hint, sizeof(hint));
+	/* The hint's allocator note comes last there; here "or --alloc exact" is inserted. */
+	char *note = strstr(hint, " (it uses ");
+	char tail[128] = "";
+	if (note) {
+		snprintf(tail, sizeof(tail), "%s", note);
+		*note = '\0';
+	}
+	log_error("record: --pid %d: the process has no memprofd sampler loaded (--alloc sampled needs it); "
+		  "%s, or record it with --alloc exact%s", pid, hint, tail);
+}
+
+int sampled_setup_child_env(char ***envp_out, const char *sampler_path)
+{
+	size_t n = 0, k = 0;
+	const char *old = getenv("LD_PRELOAD");
+	char **env;
+
+	*envp_out = NULL;
+	while (environ[n])
+		n++;
+	env = calloc(n + 2, sizeof(*env));
+	if (!env)
+		return -ENOMEM;
+	size_t len = strlen("LD_PRELOAD=") + strlen(sampler_path) + (old && *old ? strlen(old) + 1 : 0) + 1;
+	char *pre = malloc(len);
+	if (!pre) {
+		free(env);
+		return -ENOMEM;
+	}
+	/* First, so the sampler's malloc comes before any other preloaded one's. */
+	snprintf(pre, len, "LD_PRELOAD=%s%s%s", sampler_path, old && *old ? ":" : "", old && *old ? old : "");
+	env[k++] = pre;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11))
+			env[k++] = environ[i];
+	env[k] = NULL;
+	*envp_out = env;
+	return 0;
+}
+
+void sampled_free_env(char **envp)
+{
+	if (envp) {
+		free(envp[0]);
+		free(envp);
+	}
+}
+
+static bool carry_eq(const void *val, const void *key)
+{
+	return ((const struct carry *)val)->stack == key;
+}
+
+/* How many whole objects this sample adds to its context: the running sum of weights,
+ * floored, minus what was already given (so the count stays within 1 of the estimate). */
+static uint64_t carry_take(struct sampled *s, const struct istack *st, double w)
+{
+	uint64_t h = st->hash ? st->hash : 1;
+	struct carry *c = hmap_find(&s->carries, h, carry_eq, st);
+
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c || hmap_insert(&s->carries, h, c)) {
+			free(c);
+			return (uint64_t)llround(w);
+		}
+		c->stack = st;
+	}
+	c->wsum += w;
+	uint64_t total = (uint64_t)floor(c->wsum + 1e-9);
+	uint64_t take = total > c->emitted ? total - c->emitted : 0;
+	c->emitted += take;
+	return take;
+}
+
+/* The context of stack key `key` in p, or the unknown-stack context (counted). */
+static struct istack *context_of(struct sampled *s, struct proc *p, uint64_t key)
+{
+	struct istack *st = key ? hmap_find(&p->stacks, key, NULL, NULL) : NULL;
+
+	if (!st) {
+		st = s->r->unknown_stack;
+		s->r->unknown_stack_objs++;
+	}
+	return st;
+}
+
+/* One sampled object's death, with a = est_accesses from access_samples samples. */
+static void add_sample(struct sampled *s, struct proc *p, struct istack *st, uint64_t size,
+		       uint64_t weight_q16, uint64_t alloc_ns, uint64_t dead_ns, uint32_t acpu,
+		       uint32_t dcpu, uint64_t access_samples, uint64_t est_accesses)
+{
+	struct recorder *r = s->r;
+	double w = (double)weight_q16 / (double)(1u << SAMPLED_WEIGHT_SHIFT);
+	struct mib m;
+
+	if (w < 1)
+		w = 1;      /* a probability is at most 1 */
+	s->samples++;
+	s->est_objects += w;
+	uint64_t c = carry_take(s, st, w);
+	if (c == 0)
+		return;     /* its weight is carried to the context's next sample */
+	mib_from_object(&m, size, alloc_ns, dead_ns, acpu, dcpu, est_accesses);
+	m.alloc_count = c;
+	m.total_size = c * size;
+	m.total_lifetime_ns *= c;
+	m.total_access_count = est_accesses > UINT64_MAX / c ? UINT64_MAX : c * est_accesses;
+	m.access_samples = access_samples;
+	int64_t bucket = agg_bucket_of((int64_t)dead_ns + r->mono_to_real_ns);
+	struct agg *a = agg_find(&r->aggs, st, p, bucket);
+	struct mib before = a ? a->mib : (struct mib){ 0 };
+	if (agg_add(&r->aggs, st, p, bucket, &m))
+		return;
+	r->objects++;
+	if (!a || c == 1)
+		return;
+	/* MemProf's per-object increments count this sample once; it stands for c objects. */
+	a = agg_find(&r->aggs, st, p, bucket);
+	a->mib.num_lifetime_overlaps += (c - 1) * (a->mib.num_lifetime_overlaps - before.num_lifetime_overlaps);
+	a->mib.num_same_alloc_cpu += (c - 1) * (a->mib.num_same_alloc_cpu - before.num_same_alloc_cpu);
+	a->mib.num_same_dealloc_cpu += (c - 1) * (a->mib.num_same_dealloc_cpu - before.num_same_dealloc_cpu);
+}
+
+int sampled_reap(struct sampled *s, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns, uint32_t cpu)
+{
+	int fd = bpf_map__fd(s->skel->maps.live);
+	struct live_key *keys;
+	size_t n;
+	int err = events_live_keys(fd, tgid, &keys, &n);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i < n; i++) {
+		struct slive_val v;
+		if (bpf_map_lookup_elem(fd, &keys[i], &v))
+			continue;
+		if (tgid && v.start_ns != start_ns)
+			continue;
+		if (v.ts_ns > ts_ns)
+			continue;
+		if (v.flags & SAMPLED_F_THINNED) {   /* a sample thinning dropped: never reported */
+			bpf_map_delete_elem(fd, &keys[i]);
+			continue;
+		}
+		struct proc *p = proc_get(&s->r->procs, keys[i].tgid, v.start_ns);
+		uint64_t dead = ts_ns > v.ts_ns ? ts_ns : v.ts_ns;
+		bpf_map_delete_elem(fd, &keys[i]);
+		/* Known to attribution: it ends there and is aggregated when it settles. */
+		if (s->r->attrib && (v.flags & SAMPLER_F_REGION) &&
+		    attrib_free(s->r->attrib, keys[i].tgid, v.start_ns, keys[i].addr, dead, cpu) == 0)
+			continue;
+		if (p)
+			add_sample(s, p, context_of(s, p, v.key), v.size, v.weight_q16, v.ts_ns, dead,
+				   v.cpu, cpu, 0, 0);
+	}
+	free(keys);
+	return 0;
+}
+
+static void reap_cb(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns,
+		    uint32_t cpu)
+{
+	sampled_reap(r->sampled, tgid, start_ns, ts_ns, cpu);
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct sampled *s = ctx;
+	struct recorder *r = s->r;
+	const struct ev_hdr *h = data;
+	struct proc *p;
+
+	r->events++;
+	if (len < sizeof(*h))
+		return 0;
+	if (h->type == EV_SFREE || h->type == EV_SALLOC)
+		s->records++;
+	if (h->type == EV_SFREE) {
+		const struct ev_sfree *e = data;
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			return 0;
+		if (r->attrib && (e->flags & SAMPLER_F_REGION) &&
+		    attrib_free(r->attrib, h->tgid, h->start_ns, e->addr, e->free_ns, e->free_cpu) == 0)
+			return 0;   /* aggregated when it settles: sampled_object() */
+		add_sample(s, p, context_of(s, p, e->key), e->size, e->weight_q16, e->alloc_ns,
+			   e->free_ns, e->alloc_cpu, e->free_cpu, 0, 0);
+		return 0;
+	}
+	if (h->type == EV_SALLOC) {
+		const struct ev_salloc *e = data;
+		if (len < sizeof(*e) || !r->attrib || !(e->flags & SAMPLER_F_REGION) ||
+		    !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			return 0;
+		/* On failure (index full) the object is aggregated at its death, without accesses. */
+		attrib_alloc(r->attrib, h->tgid, h->start_ns, e->addr, e->size,
+			     context_of(s, p, e->key), e->alloc_ns, e->cpu, e->weight_q16);
+		return 0;
+	}
+	events_common(r, data, len, reap_cb);
+	if (r->lifecycle && h->type >= EV_FORK && h->type <= EV_NEWEXEC)
+		r->lifecycle(r->lifecycle_arg, h->type, h->tgid, h->start_ns);
+	return 0;
+}
+
+int sampled_poll(struct sampled *s, int timeout_ms)
+{
+	/* The kernel side wakes us only when the ring is a quarter full, so a poll that
+	 * times out must still consume what is there, or flushes would fall behind. */
+	int n = ring_buffer__poll(s->rb, timeout_ms);
+
+	if (n == -EINTR)
+		n = 0;
+	if (n >= 0) {
+		uint64_t t0 = mono_now();
+		int c = ring_buffer__consume(s->rb);
+		n = c < 0 ? c : n + c;
+		/* A drain that began at t0 consumed every record submitted before t0. */
+		if (c >= 0 && t0 > SAMPLED_WATERMARK_SLACK_NS + s->watermark)
+			s->watermark = t0 - SAMPLED_WATERMARK_SLACK_NS;
+	}
+	return n < 0 ? log_error_errno(n, "record: polling ring buffer: %s", strerror(-n)) : n;
+}
+
+uint64_t sampled_watermark(const struct sampled *s)
+{
+	return s ? s->watermark : 0;
+}
+
+int sampled_targets_fd(const struct sampled *s)
+{
+	return bpf_map__fd(s->skel->maps.targets);
+}
+
+int sampled_ring_fd(const struct sampled *s)
+{
+	return ring_buffer__epoll_fd(s->rb);
+}
+
+double sampled_set_keep(struct sampled *s, double keep)
+{
+	double q = keep * SAMPLED_KEEP_ONE;
+	uint32_t k = q >= SAMPLED_KEEP_ONE ? SAMPLED_KEEP_ONE : q < 1 ? 1 : (uint32_t)llround(q);
+
+	s->skel->data->keep_q16 = k;
+	return (double)k / SAMPLED_KEEP_ONE;
+}
+
+void sampled_send_allocs(struct sampled *s, bool on)
+{
+	s->skel->bss->send_allocs = on;
+}
+
+void sampled_object(struct sampled *s, const struct attrib_object *o)
+{
+	struct proc *p = proc_find(&s->r->procs, o->tgid, o->start_ns);
+
+	if (p)
+		add_sample(s, p, o->ctx, o->size, o->weight_q16, o->alloc_ns, o->free_ns,
+			   o->alloc_cpu, o->free_cpu, o->samples, o->est_accesses);
+}
+
+int sampled_drain(struct sampled *s)
+{
+	int n, total = 0;
+
+	while ((n = ring_buffer__consume(s->rb)) > 0)
+		total += n;
+	return n < 0 ? n : total;
+}
+
+void sampled_counters(struct sampled *s, uint64_t out[SCNT_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+
+	memset(out, 0, SCNT_MAX * sizeof(out[0]));
+	if (!s || !s->skel || ncpu <= 0)
+		return;
+	int fd = bpf_map__fd(s->skel->maps.counters);
+	uint64_t *v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		return;
+	for (uint32_t c = 0; c < SCNT_MAX; c++) {
+		if (bpf_map_lookup_elem(fd, &c, v))
+			continue;
+		for (int i = 0; i < ncpu; i++)
+			out[c] += v[i];
+	}
+	free(v);
+}
+
+uint64_t sampled_records(const struct sampled *s)
+{
+	return s ? s->records : 0;
+}
+
+void sampled_stats(const struct sampled *s, uint64_t *samples, double *est_objects)
+{
+	*samples = s ? s->samples : 0;
+	*est_objects = s ? s->est_objects : 0;
+}
+
+void sampled_close(struct sampled *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	free(s->links);
+	ring_buffer__free(s->rb);
+	sampled_bpf__destroy(s->skel);
+	hmap_foreach(&s->carries, i)
+		free(s->carries.vals[i]);
+	hmap_free(&s->carries);
+	free(s);
+}

@@ -1,0 +1,278 @@
+/* Ring-buffer records both allocation modes share (alloc.h's EV_STACK, EV_FORK, EV_EXEC,
+ * EV_EXIT): stacks into interned contexts, and the process lifecycle. Invariant: a
+ * process's allocations are reaped (through the mode's callback) before its stack keys
+ * are forgotten at exec, and before it is marked exited. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <stdarg.h>
+#include <time.h>
+#include "base/log.h"
+#include "daemon/alloc/events.h"
+#include "symbolizer/elfsym.h"
+
+/* An IP the kernel could not turn into (build-id, offset): try the process's maps. */
+static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
+{
+	struct iframe f = { "", ip };
+	const struct map_entry *m;
+	char open_path[128];
+	struct binary *b;
+
+	if (!p->maps_loaded) {
+		p->maps_loaded = true;
+		maps_read_pid(&p->maps, p->pid);
+	}
+	m = maps_find(&p->maps, ip);
+	if (!m || m->path[0] != '/')
+		return f;
+	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	char path[4096 + 64];
+	proc_file_path(p, m->path, path, sizeof(path));
+	b = bin_register(&r->procs, path, open_path);
+	if (!b)
+		b = bin_register(&r->procs, path, path);
+	if (!b)
+		return f;
+	f.build_id = b->build_id;
+	f.offset = ip - m->start + m->offset;
+	return f;
+}
+
+static unsigned stack_unresolved(const struct iframe *f, unsigned n)
+{
+	unsigned u = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		u += !*f[i].build_id;
+	return u;
+}
+
+/* A stack record. The kernel sends bare IPs when it could not take the process's mmap
+ * lock (alloc_common.bpf.h send_stack): they are resolved from the process's maps, read
+ * afresh (the process is likely still running: the record woke us at once), and a later
+ * copy of the same key replaces an earlier one that resolved fewer frames. */
+static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
+{
+	struct iframe f[ALLOC_MAX_FRAMES];
+	unsigned n = 0, max = e->nframes, bare = 0;
+	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
+	bool scanned = false;
+
+	if (!p)
+		return;
+	if (max > ALLOC_MAX_FRAMES || offsetof(struct ev_stack, frames) + max * sizeof(e->frames[0]) > len)
+		max = (len - offsetof(struct ev_stack, frames)) / sizeof(e->frames[0]);
+	for (unsigned i = 0; i < max; i++)
+		bare += e->frames[i].status == 2;
+	if (bare && bare == max && p->maps_loaded) {
+		maps_free(&p->maps);
+		p->maps_loaded = false;
+	}
+	for (unsigned i = 0; i < max && n < ALLOC_MAX_FRAMES; i++) {
+		const struct ev_frame *ef = &e->frames[i];
+		if (ef->status == 1) {
+			struct binary *b = bin_by_raw(&r->procs, ef->build_id);
+			if (!b && !scanned) {
+				bin_scan_process(&r->procs, p);
+				scanned = true;
+				b = bin_by_raw(&r->procs, ef->build_id);
+			}
+			if (b) {
+				f[n].build_id = b->build_id;
+			} else {
+				char hex[41];
+				elf_hex(ef->build_id, 20, hex, sizeof(hex));
+				f[n].build_id = intern_str(&r->in, hex);
+			}
+			f[n].offset = ef->offset;
+		} else if (ef->status == 2) {
+			f[n] = resolve_ip(r, p, ef->ip);
+		} else {
+			break;
+		}
+		if (!f[n].build_id) {
+			f[n].build_id = "";
+		}
+		n++;
+	}
+	struct istack *s = intern_stack(&r->in, f, n);
+	if (!s)
+		return;
+	unsigned unresolved = stack_unresolved(f, n);
+	struct istack *old = hmap_find(&p->stacks, e->key, NULL, NULL);
+	if (old) {
+		unsigned was = stack_unresolved(old->frames, old->nframes);
+		if (unresolved >= was)
+			return;
+		hmap_remove(&p->stacks, e->key, old);
+		r->unresolved_frames -= was;
+	}
+	r->unresolved_frames += unresolved;
+	hmap_insert(&p->stacks, e->key, s);
+}
+
+static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
+{
+	struct proc *parent = proc_find(&r->procs, e->ppid, e->parent_start_ns);
+
+	p->ppid = e->ppid;
+	if (parent && (!*p->exe || !*p->build_id)) {
+		p->exe = parent->exe;
+		p->build_id = parent->build_id;
+		p->comm = parent->comm;
+	}
+}
+
+static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
+{
+	char buf[ALLOC_EXEC_NAME + 1];
+
+	memcpy(buf, e->filename, ALLOC_EXEC_NAME);
+	buf[ALLOC_EXEC_NAME] = '\0';
+	if (buf[0] == '/') {
+		proc_set_exe(&r->procs, p, buf);
+	} else {
+		char link[64], exe[4096];
+		snprintf(link, sizeof(link), "/proc/%u/exe", p->pid);
+		ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+		if (n > 0) {
+			exe[n] = '\0';
+			proc_set_exe(&r->procs, p, exe);
+		}
+	}
+	if (p->exe[0])
+		p->comm = strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe;
+	access_forget(r, p->pid);
+	hmap_free(&p->stacks);   /* stack keys were per image */
+	maps_free(&p->maps);
+	p->maps_loaded = false;
+}
+
+bool events_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap)
+{
+	const struct ev_hdr *h = data;
+	struct proc *p;
+
+	switch (h->type) {
+	case EV_STACK:
+		if (len >= offsetof(struct ev_stack, frames))
+			on_stack(r, data, len);
+		return true;
+	case EV_FORK:
+		if (len >= sizeof(struct ev_fork) && (p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			on_fork(r, p, data);
+		return true;
+	case EV_EXEC: {
+		const struct ev_exec *e = data;
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			return true;
+		reap(r, h->tgid, h->start_ns, e->ts_ns, e->cpu);
+		on_exec(r, p, e);
+		return true;
+	}
+	case EV_EXIT: {
+		const struct ev_exit *e = data;
+		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			return true;
+		reap(r, h->tgid, h->start_ns, e->ts_ns, e->cpu);
+		access_exit(r, h->tgid, h->start_ns, e->ts_ns);
+		p->exited = true;
+		p->exit_ns = (int64_t)e->ts_ns + r->mono_to_real_ns;
+		return true;
+	}
+	}
+	return false;
+}
+
+int events_live_keys(int fd, uint32_t tgid, struct live_key **out, size_t *nout)
+{
+	struct live_key k, next, *keys = NULL;
+	size_t n = 0, cap = 0;
+	bool first = true;
+
+	/* Collect first, delete after: deleting while walking restarts get_next_key. */
+	while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0) {
+		first = false;
+		k = next;
+		if (tgid && next.tgid != tgid)
+			continue;
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 1024;
+			struct live_key *v = realloc(keys, c * sizeof(*v));
+			if (!v) {
+				free(keys);
+				return -ENOMEM;
+			}
+			keys = v;
+			cap = c;
+		}
+		keys[n++] = next;
+	}
+	*out = keys;
+	*nout = n;
+	return 0;
+}
+
+/* libbpf says nothing unless MEMPROFD_DEBUG_BPF is set (its errors become ours). */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level != LIBBPF_INFO && getenv("MEMPROFD_DEBUG_BPF"))
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+int events_recorder_init(struct recorder *r)
+{
+	struct timespec rt, mt;
+
+	libbpf_set_print(libbpf_print);
+	r->procs.in = &r->in;
+	r->unknown_stack = intern_stack(&r->in, NULL, 0);
+	if (!r->unknown_stack)
+		return log_error_errno(-ENOMEM, "record: out of memory");
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	r->mono_to_real_ns = (rt.tv_sec - mt.tv_sec) * 1000000000LL + (rt.tv_nsec - mt.tv_nsec);
+	return 0;
+}
+
+int events_link_push(struct bpf_link ***v, size_t *n, size_t *cap, struct bpf_link *l)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		struct bpf_link **nv = realloc(*v, c * sizeof(*nv));
+		if (!nv) {
+			bpf_link__destroy(l);
+			return -ENOMEM;
+		}
+		*v = nv;
+		*cap = c;
+	}
+	(*v)[(*n)++] = l;
+	return 0;
+}
+
+int events_attach_lifecycle(struct bpf_program *on_fork, struct bpf_program *on_exec,
+			    struct bpf_program *on_exit, struct bpf_link ***v, size_t *n,
+			    size_t *cap)
+{
+	struct bpf_program *tps[] = { on_fork, on_exec, on_exit };
+
+	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
+		struct bpf_link *l = bpf_program__attach(tps[i]);
+		int err;
+
+		if (!l)
+			return log_error_errno(-errno, "record: attaching %s: %s",
+					       bpf_program__name(tps[i]), strerror(errno));
+		if ((err = events_link_push(v, n, cap, l)))
+			return err;
+	}
+	return 0;
+}

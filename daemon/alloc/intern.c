@@ -1,0 +1,207 @@
+/* String and stack interning over the bump arena, and the hash map under every daemon
+ * table. Stacks are compared frame by frame on hash equality, so a 64-bit hash
+ * collision never merges two contexts. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "daemon/alloc/intern.h"
+
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return hash_u64(h);
+}
+
+static uint64_t fix_hash(uint64_t h)
+{
+	return h ? h : 1;
+}
+
+void *hmap_find(const struct hmap *h, uint64_t hash, hmap_eq eq, const void *key)
+{
+	if (!h->cap)
+		return NULL;
+	hash = fix_hash(hash);
+	for (size_t i = hash & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
+		if (!h->hashes[i])
+			return NULL;
+		if (h->hashes[i] == hash && (!eq || eq(h->vals[i], key)))
+			return h->vals[i];
+	}
+}
+
+static void put_slot(uint64_t *hs, void **vs, size_t cap, uint64_t hash, void *val)
+{
+	size_t i = hash & (cap - 1);
+
+	while (hs[i])
+		i = (i + 1) & (cap - 1);
+	hs[i] = hash;
+	vs[i] = val;
+}
+
+static int grow(struct hmap *h)
+{
+	size_t cap = h->cap ? h->cap * 2 : 64;
+	uint64_t *hs = calloc(cap, sizeof(*hs));
+	void **vs = calloc(cap, sizeof(*vs));
+
+	if (!hs || !vs) {
+		free(hs);
+		free(vs);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < h->cap; i++)
+		if (h->hashes[i])
+			put_slot(hs, vs, cap, h->hashes[i], h->vals[i]);
+	free(h->hashes);
+	free(h->vals);
+	h->hashes = hs;
+	h->vals = vs;
+	h->cap = cap;
+	return 0;
+}
+
+int hmap_insert(struct hmap *h, uint64_t hash, void *val)
+{
+	if ((h->n + 1) * 4 > h->cap * 3) {
+		int r = grow(h);
+		if (r)
+			return r;
+	}
+	put_slot(h->hashes, h->vals, h->cap, fix_hash(hash), val);
+	h->n++;
+	return 0;
+}
+
+void hmap_remove(struct hmap *h, uint64_t hash, const void *val)
+{
+	if (!h->cap)
+		return;
+	hash = fix_hash(hash);
+	size_t i = hash & (h->cap - 1);
+	while (h->hashes[i] && !(h->hashes[i] == hash && h->vals[i] == val))
+		i = (i + 1) & (h->cap - 1);
+	if (!h->hashes[i])
+		return;
+	h->hashes[i] = 0;
+	h->n--;
+	/* Re-insert the rest of the probe run so lookups never stop early. */
+	for (size_t j = (i + 1) & (h->cap - 1); h->hashes[j]; j = (j + 1) & (h->cap - 1)) {
+		uint64_t hh = h->hashes[j];
+		void *v = h->vals[j];
+		h->hashes[j] = 0;
+		put_slot(h->hashes, h->vals, h->cap, hh, v);
+	}
+}
+
+void hmap_free(struct hmap *h)
+{
+	free(h->hashes);
+	free(h->vals);
+	*h = (struct hmap){ 0 };
+}
+
+struct strkey { const char *s; size_t n; };
+
+static bool str_eq(const void *val, const void *key)
+{
+	const struct strkey *k = key;
+	const char *v = val;
+
+	return strncmp(v, k->s, k->n) == 0 && v[k->n] == '\0';
+}
+
+const char *intern_strn(struct interner *in, const char *s, size_t n)
+{
+	struct strkey k = { s, n };
+	uint64_t h = hash_bytes(s, n, 0);
+	char *v = hmap_find(&in->strs, h, str_eq, &k);
+
+	if (v)
+		return v;
+	v = arena_alloc_checked(&in->arena, n + 1);
+	if (!v)
+		return NULL;
+	memcpy(v, s, n);
+	v[n] = '\0';
+	if (hmap_insert(&in->strs, h, v))
+		return NULL;
+	return v;
+}
+
+const char *intern_str(struct interner *in, const char *s)
+{
+	return intern_strn(in, s, strlen(s));
+}
+
+struct stackkey { const struct iframe *f; unsigned n; };
+
+static bool stack_eq(const void *val, const void *key)
+{
+	const struct istack *s = val;
+	const struct stackkey *k = key;
+
+	if (s->nframes != k->n)
+		return false;
+	for (unsigned i = 0; i < k->n; i++)
+		if (s->frames[i].offset != k->f[i].offset || s->frames[i].build_id != k->f[i].build_id)
+			return false;
+	return true;
+}
+
+/* The hash covers build-id text and offsets, not pointers, so it is stable across runs. */
+static uint64_t stack_hash(const struct iframe *f, unsigned n)
+{
+	uint64_t h = 0x6d656d70726f66ULL;
+
+	for (unsigned i = 0; i < n; i++) {
+		h = hash_bytes(f[i].build_id, strlen(f[i].build_id), h);
+		h = hash_bytes(&f[i].offset, sizeof(f[i].offset), h);
+	}
+	return fix_hash(hash_u64(h ^ n));
+}
+
+struct istack *intern_stack(struct interner *in, const struct iframe *f, unsigned n)
+{
+	struct stackkey k = { f, n };
+	uint64_t h = stack_hash(f, n);
+	struct istack *s = hmap_find(&in->stacks, h, stack_eq, &k);
+
+	if (s)
+		return s;
+	s = arena_alloc(&in->arena, sizeof(*s) + n * sizeof(s->frames[0]));
+	if (!s)
+		return NULL;
+	s->function = arena_alloc(&in->arena, (n ? n : 1) * sizeof(char *));
+	s->mangled = arena_alloc(&in->arena, (n ? n : 1) * sizeof(char *));
+	s->lines = arena_alloc(&in->arena, (n ? n : 1) * sizeof(*s->lines));
+	s->nlines = arena_alloc(&in->arena, (n ? n : 1) * sizeof(*s->nlines));
+	if (!s->function || !s->mangled || !s->lines || !s->nlines)
+		return NULL;
+	s->hash = h;
+	s->nframes = n;
+	s->symbolized = false;
+	for (unsigned i = 0; i < n; i++) {
+		s->frames[i] = f[i];
+		s->function[i] = s->mangled[i] = NULL;
+		s->lines[i] = NULL;
+		s->nlines[i] = 0;
+	}
+	if (hmap_insert(&in->stacks, h, s))
+		return NULL;
+	return s;
+}
+
+void interner_free(struct interner *in)
+{
+	hmap_free(&in->strs);
+	hmap_free(&in->stacks);
+	arena_free(&in->arena);
+}

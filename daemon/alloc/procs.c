@@ -1,0 +1,307 @@
+/* Process table and binary registry of the recorder (see procs.h). /proc is read only
+ * while a process is alive; everything read is bounded and may fail without harm. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "daemon/alloc/procs.h"
+#include "symbolizer/elfsym.h"
+#include "symbolizer/datasym.h"
+
+struct pkey { uint32_t tgid; uint64_t start; };
+
+static uint64_t proc_hash(uint32_t tgid, uint64_t start)
+{
+	return hash_u64(((uint64_t)tgid << 40) ^ start);
+}
+
+static bool proc_eq(const void *val, const void *key)
+{
+	const struct proc *p = val;
+	const struct pkey *k = key;
+
+	return p->pid == k->tgid && p->start_ns == k->start;
+}
+
+struct proc *proc_find(struct proctab *t, uint32_t tgid, uint64_t start_ns)
+{
+	struct pkey k = { tgid, start_ns };
+
+	return hmap_find(&t->procs, proc_hash(tgid, start_ns), proc_eq, &k);
+}
+
+static void read_comm(struct proctab *t, struct proc *p)
+{
+	char path[64], buf[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, sizeof(buf), f)) {
+		buf[strcspn(buf, "\n")] = '\0';
+		p->comm = intern_str(t->in, buf);
+	}
+	fclose(f);
+}
+
+bool proc_running(uint32_t pid, uint64_t start_ns)
+{
+	char path[64], buf[1024], state;
+	struct timespec bt, mt;
+	unsigned long long ticks;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
+	/* Fields after comm: state is 3rd, starttime 22nd. A zombie has ended. */
+	if (!p || sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &state, &ticks) != 2 || state == 'Z' || state == 'X')
+		return false;
+	/* /proc's start time is in clock ticks of CLOCK_BOOTTIME, BPF's in monotonic ns. */
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	long hz = sysconf(_SC_CLK_TCK);
+	int64_t off = (bt.tv_sec - mt.tv_sec) * 1000000000LL + (bt.tv_nsec - mt.tv_nsec);
+	int64_t want = ((int64_t)start_ns + off) / (1000000000LL / (hz > 0 ? hz : 100));
+	return (int64_t)ticks >= want - 1 && (int64_t)ticks <= want + 1;
+}
+
+struct proc *proc_get(struct proctab *t, uint32_t tgid, uint64_t start_ns)
+{
+	struct proc *p = proc_find(t, tgid, start_ns);
+	char path[64], exe[PATH_MAX];
+	ssize_t n;
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = tgid;
+	p->start_ns = start_ns;
+	p->exe = p->build_id = p->comm = "";
+	if (hmap_insert(&t->procs, proc_hash(tgid, start_ns), p)) {
+		free(p);
+		return NULL;
+	}
+	/* The PID may already belong to a successor; callers overwrite exe/comm when they
+	 * know better (fork, exec, the command we started). */
+	snprintf(path, sizeof(path), "/proc/%u/exe", tgid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		proc_set_exe(t, p, exe);
+		read_comm(t, p);
+	}
+	return p;
+}
+
+void proc_set_exe(struct proctab *t, struct proc *p, const char *path)
+{
+	char open_path[64];
+	size_t len = strlen(path);
+	const char *del = " (deleted)";
+	struct binary *b;
+
+	if (len > strlen(del) && strcmp(path + len - strlen(del), del) == 0)
+		len -= strlen(del);
+	p->exe = intern_strn(t->in, path, len);
+	if (!p->exe)
+		p->exe = "";
+	/* Open through /proc/PID/exe when alive: right file even if replaced or deleted. */
+	snprintf(open_path, sizeof(open_path), "/proc/%u/exe", p->pid);
+	char file[PATH_MAX + 64];
+	proc_file_path(p, p->exe, file, sizeof(file));
+	b = bin_register(t, file, access(open_path, R_OK) == 0 ? open_path : file);
+	p->build_id = b ? b->build_id : "";
+	if (!p->comm || !*p->comm) {
+		const char *base = strrchr(p->exe, '/');
+		p->comm = base ? base + 1 : p->exe;
+	}
+}
+
+static int hex2raw(const char *hex, unsigned char raw[20])
+{
+	size_t n = strlen(hex) / 2;
+
+	memset(raw, 0, 20);
+	if (n > 20)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			return -EINVAL;
+		raw[i] = v;
+	}
+	return 0;
+}
+
+static bool bin_eq_raw(const void *val, const void *key)
+{
+	const struct binary *b = val;
+	unsigned char raw[20];
+
+	return hex2raw(b->build_id, raw) == 0 && memcmp(raw, key, 20) == 0;
+}
+
+struct binary *bin_by_raw(struct proctab *t, const unsigned char raw[20])
+{
+	return hmap_find(&t->bins, hash_bytes(raw, 20, 0), bin_eq_raw, raw);
+}
+
+struct binary *bin_register(struct proctab *t, const char *path, const char *open_path)
+{
+	char hex[2 * 64 + 1];
+	unsigned char raw[20];
+	struct binary *b;
+
+	if (elf_build_id_of(open_path, hex, sizeof(hex)) < 0 || hex2raw(hex, raw) < 0)
+		return NULL;
+	b = bin_by_raw(t, raw);
+	if (b)
+		return b;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->build_id = intern_str(t->in, hex);
+	/* Keep a path that stays valid after the process exits, when the file is the same. */
+	b->path = intern_str(t->in, path);
+	if (!b->build_id || !b->path || hmap_insert(&t->bins, hash_bytes(raw, 20, 0), b)) {
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+void proc_file_path(const struct proc *p, const char *logical, char *out, size_t n)
+{
+	char root[64], ns[64], our_ns[64] = "", their_ns[64] = "";
+	struct stat ours, theirs;
+
+	/* Another mount namespace or root (a container, a chroot): its paths mean files
+	 * under /proc/PID/root. */
+	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
+	snprintf(ns, sizeof(ns), "/proc/%u/ns/mnt", p->pid);
+	ssize_t a = readlink("/proc/self/ns/mnt", our_ns, sizeof(our_ns) - 1);
+	ssize_t b = readlink(ns, their_ns, sizeof(their_ns) - 1);
+	bool other_ns = a > 0 && b > 0 && strcmp(our_ns, their_ns) != 0;
+	bool other_root = stat("/", &ours) == 0 && stat(root, &theirs) == 0 &&
+			  (ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino);
+	if (other_ns || other_root)
+		snprintf(out, n, "%s%s", root, logical);
+	else
+		snprintf(out, n, "%s", logical);
+}
+
+void bin_scan_process(struct proctab *t, struct proc *p)
+{
+	struct maps m = { 0 };
+	char open_path[128], path[PATH_MAX + 64];
+
+	if (maps_read_pid(&m, p->pid) < 0)
+		return;
+	for (size_t i = 0; i < m.n; i++) {
+		const struct map_entry *e = &m.v[i];
+		if (e->path[0] != '/' || (i > 0 && strcmp(m.v[i - 1].path, e->path) == 0))
+			continue;
+		snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
+			 (unsigned long long)e->start, (unsigned long long)e->end);
+		proc_file_path(p, e->path, path, sizeof(path));
+		if (!bin_register(t, path, open_path))
+			bin_register(t, path, path);
+	}
+	maps_free(&m);
+}
+
+static struct binary *bin_by_hex(struct proctab *t, const char *hex)
+{
+	unsigned char raw[20];
+
+	if (!*hex || hex2raw(hex, raw) < 0)
+		return NULL;
+	return bin_by_raw(t, raw);
+}
+
+const char *bin_path(struct proctab *t, const char *build_id)
+{
+	struct binary *b = bin_by_hex(t, build_id);
+
+	return b ? b->path : NULL;
+}
+
+int bin_function(struct proctab *t, const char *build_id, uint64_t offset,
+		 const char **demangled, const char **mangled)
+{
+	struct binary *b = bin_by_hex(t, build_id);
+	char hex[2 * 64 + 1];
+	uint64_t delta;
+	const char *name;
+	char *d;
+
+	*demangled = *mangled = NULL;
+	if (!b)
+		return -ENOENT;
+	if (!b->sym && !b->sym_failed) {
+		/* Never symbolize against a file whose build-id changed since we saw it. */
+		if (elfsym_open(&b->sym, b->path) < 0 ||
+		    elfsym_build_id(b->sym, hex, sizeof(hex)) < 0 || strcmp(hex, b->build_id)) {
+			if (b->sym)
+				elfsym_close(b->sym);
+			b->sym = NULL;
+			b->sym_failed = true;
+		}
+	}
+	if (!b->sym)
+		return -ENOENT;
+	/* Frames are return addresses: the call is the byte before. */
+	name = elfsym_lookup_offset(b->sym, offset ? offset - 1 : 0, &delta);
+	if (!name)
+		return -ENOENT;
+	*mangled = intern_str(t->in, name);
+	d = sym_demangle(name);
+	if (d) {
+		*demangled = intern_str(t->in, d);
+		free(d);
+	}
+	return 0;
+}
+
+void proc_forget(struct proctab *t, struct proc *p)
+{
+	hmap_remove(&t->procs, proc_hash(p->pid, p->start_ns), p);
+	hmap_free(&p->stacks);
+	maps_free(&p->maps);
+	free(p);
+}
+
+void proctab_free(struct proctab *t)
+{
+	hmap_foreach(&t->procs, i) {
+		struct proc *p = t->procs.vals[i];
+		hmap_free(&p->stacks);
+		maps_free(&p->maps);
+		free(p);
+	}
+	hmap_foreach(&t->bins, i) {
+		struct binary *b = t->bins.vals[i];
+		if (b->sym)
+			elfsym_close(b->sym);
+		if (b->ds)
+			datasym_close(b->ds);
+		free(b);
+	}
+	hmap_free(&t->procs);
+	hmap_free(&t->bins);
+}

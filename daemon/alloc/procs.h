@@ -1,0 +1,68 @@
+/* Process instances the recorder has seen, keyed by (tgid, start_ns) so that a reused
+ * PID is a new process, and the registry of binaries by build-id (path to read symbols
+ * from, checked against the build-id before use so a replaced file is never trusted). */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include "daemon/alloc/intern.h"
+#include "symbolizer/maps.h"
+
+struct elfsym;
+struct datasym;
+
+struct proc {
+	uint32_t pid, ppid;
+	uint64_t start_ns;         /* task start time (monotonic ns), from BPF */
+	const char *exe;           /* interned path, "" if unknown */
+	const char *build_id;      /* interned hex of exe, "" if unknown */
+	const char *comm;          /* interned */
+	bool exited;
+	int64_t exit_ns;           /* CLOCK_REALTIME */
+	bool exit_written;
+	struct hmap stacks;        /* BPF stack key -> struct istack * */
+	struct maps maps;          /* /proc/PID/maps, loaded on demand */
+	bool maps_loaded;
+	bool forget;               /* recorder_forget_exited's scratch mark */
+};
+
+struct binary {
+	const char *build_id;      /* interned, true length */
+	const char *path;          /* interned, where it can be opened */
+	struct elfsym *sym;        /* opened lazily */
+	bool sym_failed;
+	struct datasym *ds;        /* data symbols, opened lazily by access attribution */
+	bool ds_failed;
+};
+
+struct proctab {
+	struct hmap procs;         /* hash(tgid, start) -> struct proc * */
+	struct hmap bins;          /* hash(20-byte padded build-id) -> struct binary * */
+	struct interner *in;
+};
+
+struct proc *proc_find(struct proctab *t, uint32_t tgid, uint64_t start_ns);
+/* Whether process pid still is the one that started at start_ns (task start time,
+ * CLOCK_MONOTONIC ns, as BPF reports it): false once it ended (a zombie too) or its PID
+ * was reused. */
+bool proc_running(uint32_t pid, uint64_t start_ns);
+/* Finds or creates; a new process takes exe/comm from /proc if it is still alive. */
+struct proc *proc_get(struct proctab *t, uint32_t tgid, uint64_t start_ns);
+void proc_set_exe(struct proctab *t, struct proc *p, const char *path);
+/* Removes p from the table and frees it; no aggregate may still point at it. */
+void proc_forget(struct proctab *t, struct proc *p);
+void proctab_free(struct proctab *t);
+
+/* Registers the file at path (reads its build-id); returns the binary or NULL. */
+struct binary *bin_register(struct proctab *t, const char *path, const char *open_path);
+/* Binary whose build-id, zero padded to 20 bytes, equals raw (as the kernel reports it). */
+struct binary *bin_by_raw(struct proctab *t, const unsigned char raw[20]);
+/* Where we can open a file the process names `logical`: through /proc/PID/root when the
+ * process lives in another mount namespace (a container), else the path itself. */
+void proc_file_path(const struct proc *p, const char *logical, char *out, size_t n);
+/* Registers every file mapped by the live process (via /proc/PID/map_files). */
+void bin_scan_process(struct proctab *t, struct proc *p);
+/* Path to open for the binary with this build-id (hex), or NULL if none is known. */
+const char *bin_path(struct proctab *t, const char *build_id);
+/* Function symbol (demangled and mangled, interned) at a return address in a binary. */
+int bin_function(struct proctab *t, const char *build_id, uint64_t offset,
+		 const char **demangled, const char **mangled);

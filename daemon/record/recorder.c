@@ -1,0 +1,285 @@
+/* Flushing the recorder's aggregates to the store: one transaction per flush. A failed
+ * flush is rolled back and retried at the next interval with everything still dirty, so
+ * a locked DB or a full disk delays data but never loses or half-writes it. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "base/log.h"
+#include "daemon/record/recorder.h"
+#include "store/store.h"
+#include "symbolizer/symcache.h"
+#include "daemon/attrib/attrib.h"
+#include "daemon/attrib/addrspace.h"
+#include <signal.h>
+
+static int64_t now_real_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void fill_proc(const struct recorder *r, const struct proc *p, struct store_proc *sp)
+{
+	*sp = (struct store_proc){
+		.pid = (int32_t)p->pid, .start_ns = p->start_ns, .ppid = (int32_t)p->ppid,
+		.exe = p->exe, .build_id = p->build_id, .comm = p->comm, .run_id = r->run_id,
+	};
+}
+
+/* DWARF inline chain of one return address, copied into the arena (interned strings). */
+static void frame_lines(struct recorder *r, struct istack *s, unsigned i)
+{
+	const char *path = bin_path(&r->procs, s->frames[i].build_id);
+	struct dwsym_frames df = { 0 };
+	uint64_t off = s->frames[i].offset;
+
+	if (!r->symcache || !path)
+		return;
+	/* Frames are return addresses: the call is the byte before. */
+	if (symcache_code(r->symcache, s->frames[i].build_id, path, NULL, off ? off - 1 : 0, &df) < 0)
+		return;
+	unsigned n = df.n < STORE_MAX_LINES ? df.n : STORE_MAX_LINES;
+	struct store_line *v = n ? arena_alloc(&r->in.arena, n * sizeof(*v)) : NULL;
+	if (v) {
+		for (unsigned j = 0; j < n; j++) {
+			const struct dwsym_frame *f = &df.v[j];
+			v[j] = (struct store_line){
+				.function = f->function ? intern_str(&r->in, f->function) : NULL,
+				.mangled = f->mangled ? intern_str(&r->in, f->mangled) : NULL,
+				.file = f->file ? intern_str(&r->in, f->file) : NULL,
+				.line = f->line, .column = f->column, .decl_line = f->decl_line,
+				.inlined = f->inlined,
+			};
+		}
+		s->lines[i] = v;
+		s->nlines[i] = n;
+	}
+	dwsym_frames_free(&df);
+}
+
+static void symbolize(struct recorder *r, struct istack *s)
+{
+	for (unsigned i = 0; i < s->nframes; i++) {
+		if (s->function[i] || !*s->frames[i].build_id)
+			continue;
+		bin_function(&r->procs, s->frames[i].build_id, s->frames[i].offset,
+			     &s->function[i], &s->mangled[i]);
+		frame_lines(r, s, i);
+		/* No ELF symbol covers it (a stripped .symtab): name it from DWARF. */
+		if (!s->function[i] && s->nlines[i]) {
+			s->function[i] = s->lines[i][s->nlines[i] - 1].function;
+			s->mangled[i] = s->lines[i][s->nlines[i] - 1].mangled;
+		}
+	}
+}
+
+static int write_agg(struct agg *a, void *arg)
+{
+	struct recorder *r = arg;
+	struct istack *s = a->stack;
+	struct store_frame f[ALLOC_MAX_FRAMES];
+	struct store_proc sp;
+
+	if (!s->symbolized) {
+		symbolize(r, s);
+		s->symbolized = true;
+	}
+	/* Frames go with every put: the store reads them only for a hash it has not seen. */
+	for (unsigned i = 0; i < s->nframes && i < ALLOC_MAX_FRAMES; i++)
+		f[i] = (struct store_frame){
+			.build_id = s->frames[i].build_id, .offset = s->frames[i].offset,
+			.function = s->function[i], .mangled = s->mangled[i],
+			.lines = s->lines[i], .nlines = s->nlines[i],
+		};
+	fill_proc(r, a->proc, &sp);
+	/* The store keys buckets by their start in CLOCK_REALTIME ns. */
+	return store_put_mib_hist(r->store, &sp, s->hash, f, s->nframes,
+				  a->bucket * 1000000000LL, &a->mib, &a->hist);
+}
+
+static int write_exits(struct recorder *r)
+{
+	hmap_foreach(&r->procs.procs, i) {
+		struct proc *p = r->procs.procs.vals[i];
+		struct store_proc sp;
+		if (!p->exited || p->exit_written)
+			continue;
+		fill_proc(r, p, &sp);
+		int e = store_proc_exit(r->store, &sp, p->exit_ns);
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+/* Access sampling's running totals: the static-data table, samples per class, and the
+ * source with its reasons. Absolute values, rewritten at every flush. */
+static int write_access(struct recorder *r)
+{
+	const struct attrib_counts *c;
+	const struct attrib_data_entry *d;
+	size_t n;
+	int err;
+
+	if (!r->attrib)
+		return 0;
+	d = attrib_data(r->attrib, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct store_data sd = {
+			.build_id = d[i].sym.binary, .path = bin_path(&r->procs, d[i].sym.binary),
+			.symbol = d[i].sym.symbol, .section = d[i].sym.section,
+			.address = d[i].sym.sym_addr, .size = d[i].sym.sym_size,
+			.access_samples = d[i].samples, .est_accesses = d[i].est_accesses,
+		};
+		if ((err = store_put_data(r->store, r->run_id, &sd)))
+			return err;
+	}
+	c = attrib_counts(r->attrib);
+	for (int k = 0; k < ATTRIB_CLASS_MAX; k++)
+		if ((err = store_put_access_class(r->store, r->run_id, attrib_class_name(k),
+						  c->by_class[k], c->est_by_class[k])))
+			return err;
+	char reasons[ACCESS_SRC_MAX * SRC_PMU_WHY_MAX + 8] = "";
+	size_t len = 0;
+	for (unsigned i = 0; i < r->access.nreasons && len < sizeof(reasons); i++)
+		len += snprintf(reasons + len, sizeof(reasons) - len, "%s%s", i ? "\n" : "",
+				r->access.reasons[i]);
+	return store_run_access(r->store, r->run_id, access_src_name(r->access.src),
+				len ? reasons : NULL);
+}
+
+int recorder_flush(struct recorder *r, const char *status)
+{
+	uint64_t c[SCNT_MAX];
+	int err;
+
+	if (r->sampled)
+		sampled_counters(r->sampled, c);
+	else
+		exact_counters(r, c);
+	struct store_run_stats st = {
+		.ended_ns = status && strcmp(status, "running") ? now_real_ns() : 0,
+		.events = r->events,
+		.drops_ringbuf = c[CNT_DROP_RINGBUF],
+		.drops_live_full = c[CNT_DROP_LIVE_FULL],
+		.drops_state_full = c[CNT_DROP_STATE_FULL],
+		.drops_stack = c[CNT_DROP_STACK],
+		.unmatched_frees = c[CNT_UNMATCHED_FREE],
+		.overwritten = c[CNT_OVERWRITTEN],
+		.unresolved_frames = r->unresolved_frames,
+		.status = status ? status : "running",
+	};
+	err = store_begin(r->store);
+	if (!err)
+		err = agg_write_dirty(&r->aggs, write_agg, r);
+	if (!err)
+		err = write_exits(r);
+	if (!err)
+		err = write_access(r);
+	if (!err)
+		err = store_run_update(r->store, r->run_id, &st);
+	if (!err)
+		err = store_commit(r->store);
+	if (err) {
+		store_rollback(r->store);
+		if (!r->flush_error_logged)
+			log_error("flush: %s (will retry, nothing is dropped)", store_errmsg(r->store));
+		r->flush_error_logged = true;
+		return err;
+	}
+	if (r->flush_error_logged)
+		log_warn("flush: store writable again");
+	if (r->mem_drop_logged)
+		log_warn("flush: %llu aggregates (%llu objects) were dropped over the memory limit "
+			  "while the store was unwritable", (unsigned long long)r->mem_dropped_aggs,
+			  (unsigned long long)r->mem_dropped_objects);
+	r->flush_error_logged = false;
+	r->mem_drop_logged = false;
+	agg_mark_clean(&r->aggs);
+	hmap_foreach(&r->procs.procs, i) {
+		struct proc *p = r->procs.procs.vals[i];
+		if (p->exited)
+			p->exit_written = true;
+	}
+	/* Keep the previous bucket too: objects that died just before the boundary may
+	 * still be in the ring buffer. */
+	agg_evict(&r->aggs, agg_bucket_of(now_real_ns()) - AGG_BUCKET_SECONDS);
+	return 0;
+}
+
+static bool proc_gone(const struct proc *p)
+{
+	return p->forget;
+}
+
+/* attrib_gone_fn: a process attribution may drop, once the recorder forgot it (or never
+ * knew it: samples read after its exit bring it back) and it no longer runs. */
+static bool attrib_proc_gone(void *arg, uint32_t tgid, uint64_t start_ns)
+{
+	struct recorder *r = arg;
+
+	return !proc_find(&r->procs, tgid, start_ns) && kill((pid_t)tgid, 0) < 0 && errno == ESRCH;
+}
+
+size_t recorder_forget_exited(struct recorder *r)
+{
+	size_t n = 0;
+	struct proc **v;
+
+	if (!r->procs.procs.n)
+		return 0;
+	/* Attribution holds objects by (pid, start) that still come to recorder_add_mib:
+	 * a process is kept until they have all settled. */
+	hmap_foreach(&r->procs.procs, i) {
+		struct proc *p = r->procs.procs.vals[i];
+		p->forget = p->exited && p->exit_written &&
+			    !(r->attrib && attrib_holds(r->attrib, p->pid, p->start_ns));
+	}
+	/* An aggregate the store does not hold yet keeps its process. */
+	hmap_foreach(&r->aggs.map, i) {
+		struct agg *a = r->aggs.map.vals[i];
+		if (a->dirty)
+			a->proc->forget = false;
+	}
+	agg_forget(&r->aggs, proc_gone);
+	v = malloc(r->procs.procs.n * sizeof(*v));
+	if (!v)
+		return 0;
+	hmap_foreach(&r->procs.procs, i) {
+		struct proc *p = r->procs.procs.vals[i];
+		if (p->forget)
+			v[n++] = p;
+	}
+	for (size_t i = 0; i < n; i++) {
+		store_forget_process(r->store, (int32_t)v[i]->pid, v[i]->start_ns);
+		if (r->addrspace)
+			addrspace_forget(r->addrspace, v[i]);
+		proc_forget(&r->procs, v[i]);
+	}
+	free(v);
+	if (r->attrib)
+		attrib_forget_gone(r->attrib, attrib_proc_gone, r);
+	r->procs_forgotten += n;
+	return n;
+}
+
+void recorder_bound_memory(struct recorder *r, uint64_t limit)
+{
+	while (agg_bytes(&r->aggs) > limit && agg_count(&r->aggs)) {
+		uint64_t objs = 0;
+		size_t n = agg_drop_oldest(&r->aggs, &objs);
+
+		if (!n)
+			break;
+		r->mem_dropped_aggs += n;
+		r->mem_dropped_objects += objs;
+		if (!r->mem_drop_logged)
+			log_error("flush: aggregates outgrew the memory limit (%llu bytes) while the "
+				  "store is unwritable: dropping the oldest bucket's (counted)",
+				  (unsigned long long)limit);
+		r->mem_drop_logged = true;
+	}
+}
