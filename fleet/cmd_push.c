@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <sqlite3.h>
 
-#include "daemon/config.h"
+#include "daemon/service/config.h"
 #include "fleet/fleet.h"
 #include "fleet/push.h"
 #include "store/store.h"
