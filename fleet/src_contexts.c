@@ -375,6 +375,18 @@ static int emit(struct fleet_src *x, struct store *s, struct pctx *p, struct sto
 	return cb(&r, arg);
 }
 
+/* (bin_key, stack_hash, id): every context of the selected hosts numbered as merge numbers
+ * them, by (host rank, the host's own context id); sorted inside one array, so the
+ * numbering does not depend on how ClickHouse streams the rows. */
+static void ids_sql(const struct fleet_src *x, struct tsv_buf *q)
+{
+	tsv_printf(q, "(SELECT tupleElement(t, 1) AS bin_key, tupleElement(t, 2) AS stack_hash,"
+		   " n AS id FROM (SELECT arraySort(e -> tupleElement(e, 3), groupArray(tuple(bin_key,"
+		   " stack_hash, o))) AS a FROM (SELECT bin_key, stack_hash, min(tuple(%s, src_id)) AS o"
+		   " FROM " FLEET_DB ".contexts WHERE %s GROUP BY bin_key, stack_hash))"
+		   " ARRAY JOIN a AS t, arrayEnumerate(a) AS n)", x->rank, x->dims);
+}
+
 static const char *const sort_key[] = {
 	[STORE_SORT_BYTES] = "s_ts", [STORE_SORT_COUNT] = "s_ac",
 	[STORE_SORT_LIFETIME] = "s_tl", [STORE_SORT_ACCESSES] = "s_tac",
@@ -409,15 +421,12 @@ static int ctx_query(struct fleet_src *x, const struct store_ctx_filter *f, stru
 		   " min(min_access_count) AS s_minac, max(max_access_count) AS s_maxac, %s AS s_hist"
 		   " FROM " FLEET_DB ".mib WHERE", f->hist ? "sumForEach(hist)" : "emptyArrayUInt64()");
 	fleet_rows_where(x, f, q);
-	tsv_printf(q, "%s GROUP BY bin_key, stack_hash) ANY LEFT JOIN (SELECT bin_key, stack_hash,"
-		   " rowNumberInAllBlocks() + 1 AS id FROM (SELECT bin_key, stack_hash,"
-		   " min(tuple(%s, src_id)) AS o FROM " FLEET_DB ".contexts WHERE %s"
-		   " GROUP BY bin_key, stack_hash ORDER BY o)) USING (bin_key, stack_hash))"
-		   " ANY LEFT JOIN (SELECT bin_key, stack_hash, argMin(f_bin, o) AS fb, argMin(f_off, o)"
+	tsv_printf(q, "%s GROUP BY bin_key, stack_hash) ANY LEFT JOIN ", keys.p ? keys.p : "");
+	ids_sql(x, q);
+	tsv_printf(q, " USING (bin_key, stack_hash)) ANY LEFT JOIN (SELECT bin_key, stack_hash, argMin(f_bin, o) AS fb, argMin(f_off, o)"
 		   " AS fo FROM (SELECT bin_key, stack_hash, f_bin, f_off, tuple(%s, src_id) AS o FROM "
 		   FLEET_DB ".contexts WHERE %s%s) GROUP BY bin_key, stack_hash) USING (bin_key, stack_hash)"
-		   " ORDER BY %s DESC, id", keys.p ? keys.p : "", x->rank, x->dims, x->rank, x->dims,
-		   keys.p ? keys.p : "", sort_key[f->sort]);
+		   " ORDER BY %s DESC, id", x->rank, x->dims, keys.p ? keys.p : "", sort_key[f->sort]);
 	if (f->limit && !f->accept)
 		tsv_printf(q, " LIMIT %u", f->limit);
 	tsv_free(&keys);
@@ -517,11 +526,10 @@ int fleet_src_buckets(void *ctx, struct store *s, const struct store_ctx_filter 
 		   " stack_hash, sum(alloc_count) AS ac, sum(total_size) AS ts, sum(total_access_count)"
 		   " AS tac FROM " FLEET_DB ".mib WHERE");
 	fleet_rows_where(x, f, &q);
-	tsv_printf(&q, "%s GROUP BY bucket_start, bin_key, stack_hash) ANY LEFT JOIN (SELECT bin_key,"
-		   " stack_hash, rowNumberInAllBlocks() + 1 AS id FROM (SELECT bin_key, stack_hash,"
-		   " min(tuple(%s, src_id)) AS o FROM " FLEET_DB ".contexts WHERE %s"
-		   " GROUP BY bin_key, stack_hash ORDER BY o)) USING (bin_key, stack_hash)"
-		   " ORDER BY bucket_start, id", keys.p ? keys.p : "", x->rank, x->dims);
+	tsv_printf(&q, "%s GROUP BY bucket_start, bin_key, stack_hash) ANY LEFT JOIN ",
+		   keys.p ? keys.p : "");
+	ids_sql(x, &q);
+	tsv_printf(&q, " USING (bin_key, stack_hash) ORDER BY bucket_start, id");
 	r = q.oom || keys.oom ? -ENOMEM : ch_exec(x->ch, q.p, NULL, &resp);
 	tsv_free(&q);
 	tsv_free(&keys);
