@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -224,6 +225,7 @@ def run_checks(a, tmp, cl):
     check(counts(url) == before, 'a second push changes no table: %s' % before)
 
     interrupted_push(m, a, tmp, cl, A, B, G, bid, local)
+    hostile_text(m, tmp, cl, A)
     newer_schema(m, cl, A)
 
 
@@ -263,6 +265,30 @@ def interrupted_push(m, a, tmp, cl, A, B, G, bid, local_ab):
     f = must([m, 'query', 'contexts', '--from', url, '--host', 'host[AB]', '--format', 'json',
               '--limit', '0'], 'query --host').stdout.encode()
     check(f == local_ab['query contexts'], '--host host[AB] answers as merge of A and B')
+
+
+EVIL = "evil\t'name'\n\\[x],y"
+
+
+def hostile_text(m, tmp, cl, A):
+    """Names with tabs, newlines, quotes, backslashes and brackets survive the trip."""
+    E = os.path.join(tmp, 'e.db')
+    shutil.copy(A, E)
+    con = sqlite3.connect(E)
+    con.execute('UPDATE frames SET function = ? WHERE id = (SELECT min(id) FROM frames)', (EVIL,))
+    con.execute('UPDATE frame_lines SET file = ?', (EVIL + '.c',))
+    con.execute('UPDATE data_access SET symbol = symbol || ?', (EVIL,))
+    con.commit()
+    con.close()
+    p = push(m, E, cl.url, 'hostE')
+    check(p.returncode == 0, 'push of a store with hostile names: ' + (p.stdout + p.stderr).strip())
+    merged = os.path.join(tmp, 'e-merged.db')
+    must([m, 'merge', '-o', merged, E], 'merge')
+    for rep in ('contexts', 'data'):
+        l = must([m, 'query', rep, '--db', merged, '--format', 'json', '--limit', '0'], 'q').stdout
+        f = must([m, 'query', rep, '--from', cl.url, '--host', 'hostE', '--format', 'json',
+                  '--limit', '0'], 'q').stdout
+        check(l == f and 'evil' in f, 'hostile names: query %s from the fleet equals merge' % rep)
 
 
 def newer_schema(m, cl, A):
