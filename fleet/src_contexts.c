@@ -15,6 +15,7 @@
 #include "fleet/src.h"
 
 #define FLEET_CTX_CHUNK 5000       /* contexts parsed and emitted per round of frame reads */
+#define FLEET_PREFETCH_MIN 2000    /* from this many contexts on, all frames in one query */
 
 /* ---- frames, by (binary key, offset) ---- */
 
@@ -202,8 +203,9 @@ static int read_frame_row(struct fleet_src *x, struct tsv_cur *cur)
 }
 
 #define LINE_ARR(c) ", argMinIf(" c ", r, n > 0)"
-/* Reads the frames listed in `in` ("('key',offset),...") into the cache. */
-static int read_frames(struct fleet_src *x, const struct tsv_buf *in)
+/* Reads the frames that `cond` selects (an SQL condition on bin_key, offset) into the
+ * cache; the ones cached already are skipped. */
+static int read_frames(struct fleet_src *x, const char *cond)
 {
 	struct tsv_buf q = { 0 };
 	const struct tsv_buf *resp;
@@ -218,8 +220,7 @@ static int read_frames(struct fleet_src *x, const struct tsv_buf *in)
 		   " FROM (SELECT bin_key, offset, has_function, function, has_mangled, mangled,"
 		   " l_function, l_has_function, l_mangled, l_has_mangled, l_file, l_has_file, l_line,"
 		   " l_col, l_decl, l_inlined, %s AS r, length(l_function) AS n FROM " FLEET_DB ".frames"
-		   " WHERE %s AND (bin_key, offset) IN (%s)) GROUP BY bin_key, offset",
-		   x->rank, x->dims, in->p);
+		   " WHERE %s AND %s) GROUP BY bin_key, offset", x->rank, x->dims, cond);
 	r = q.oom ? -ENOMEM : ch_exec(x->ch, q.p, NULL, &resp);
 	tsv_free(&q);
 	for (tsv_cur_init(&cur, resp); !r && tsv_next_row(&cur);)
@@ -319,6 +320,13 @@ static int parse_ctx(struct tsv_cur *cur, struct pctx *p)
 	return r ? r : cur->bad ? -EPROTO : 0;
 }
 
+/* Reads the frames of a list "(bin_key, offset) IN (('k',1),...)". */
+static int read_listed(struct fleet_src *x, struct tsv_buf *in)
+{
+	tsv_raw(in, ")", 1);
+	return in->oom ? -ENOMEM : read_frames(x, in->p);
+}
+
 /* The frames of the chunk's contexts that are not cached yet, FLEET_IN_BATCH a query. */
 static int fetch_frames(struct fleet_src *x, struct pctx *v, size_t n)
 {
@@ -332,17 +340,19 @@ static int fetch_frames(struct fleet_src *x, struct pctx *v, size_t n)
 				continue;
 			if (k++)
 				tsv_raw(&in, ",", 1);
+			else
+				tsv_printf(&in, "(bin_key, offset) IN (");
 			tsv_raw(&in, "(", 1);
 			tsv_sql_str(&in, v[i].fkey[j]);
 			tsv_printf(&in, ",%" PRIu64 ")", v[i].foff[j]);
 			if (k == FLEET_IN_BATCH) {
-				r = in.oom ? -ENOMEM : read_frames(x, &in);
+				r = read_listed(x, &in);
 				tsv_reset(&in);
 				k = 0;
 			}
 		}
 	if (!r && k)
-		r = in.oom ? -ENOMEM : read_frames(x, &in);
+		r = read_listed(x, &in);
 	tsv_free(&in);
 	return r;
 }
@@ -471,6 +481,35 @@ static int emit_all(struct fleet_src *x, struct store *s, const struct store_ctx
 	return r == INT32_MAX ? 0 : r;
 }
 
+/* A long answer: every frame of the selected binaries' contexts in one query, instead of
+ * lists of FLEET_IN_BATCH. keys: " AND bin_key IN (...)" or "". */
+static int prefetch_frames(struct fleet_src *x, const struct store_ctx_filter *f)
+{
+	struct tsv_buf cond = { 0 };
+	int r;
+
+	tsv_printf(&cond, "(bin_key, offset) GLOBAL IN (SELECT tupleElement(fr, 1), tupleElement(fr, 2)"
+		   " FROM (SELECT DISTINCT arrayJoin(arrayMap((b, o) -> tuple(b, o), f_bin, f_off)) AS fr"
+		   " FROM " FLEET_DB ".contexts WHERE %s", x->dims);
+	if (f->binary) {
+		tsv_raw(&cond, " AND bin_key IN ", 16);
+		fleet_bin_keys(x, f->binary, &cond);
+	}
+	tsv_raw(&cond, "))", 2);
+	r = cond.oom ? -ENOMEM : read_frames(x, cond.p);
+	tsv_free(&cond);
+	return r;
+}
+
+static size_t count_rows(const struct tsv_buf *b)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < b->len; i++)
+		n += b->p[i] == '\n';
+	return n;
+}
+
 int fleet_src_contexts(void *ctx, struct store *s, const struct store_ctx_filter *f,
 		       store_ctx_cb cb, void *arg)
 {
@@ -493,6 +532,10 @@ int fleet_src_contexts(void *ctx, struct store *s, const struct store_ctx_filter
 		return r > 0 ? 0 : r == -ENOMEM ? store_rows_error(s, r, "out of memory") :
 			store_rows_error(s, r, ch_errmsg(x->ch));
 	ch_take_response(x->ch, &ans);
+	if (count_rows(&ans) > FLEET_PREFETCH_MIN && (r = prefetch_frames(x, f))) {
+		tsv_free(&ans);
+		return store_rows_error(s, r, r == -ENOMEM ? "out of memory" : ch_errmsg(x->ch));
+	}
 	tsv_cur_init(&cur, &ans);
 	r = emit_all(x, s, f, &cur, cb, arg);
 	tsv_free(&ans);
