@@ -30,7 +30,6 @@ const char *ch_url(const struct ch *c) { return c->url; }
 
 int ch_open(struct ch **out, const char *url, char *err, size_t errsz)
 {
-	static bool inited;
 	struct ch *c;
 
 	*out = NULL;
@@ -42,18 +41,17 @@ int ch_open(struct ch **out, const char *url, char *err, size_t errsz)
 		snprintf(err, errsz, "%s: give the endpoint without a query string", url);
 		return -EINVAL;
 	}
-	if (!inited) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
-			snprintf(err, errsz, "libcurl failed to initialise");
-			return -EIO;
-		}
-		inited = true;
+	/* Reference-counted since libcurl 7.84 (Debian 12 has 7.88): one per endpoint. */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		snprintf(err, errsz, "libcurl failed to initialise");
+		return -EIO;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c || !(c->url = strdup(url)) || !(c->curl = curl_easy_init())) {
 		if (c)
 			free(c->url);
 		free(c);
+		curl_global_cleanup();
 		snprintf(err, errsz, "out of memory");
 		return -ENOMEM;
 	}
@@ -71,6 +69,7 @@ void ch_close(struct ch *c)
 	tsv_free(&c->sql);
 	free(c->url);
 	free(c);
+	curl_global_cleanup();
 }
 
 static size_t on_data(char *p, size_t size, size_t n, void *arg)
@@ -91,10 +90,9 @@ static int gzip_body(struct ch *c, const char *p, size_t n)
 
 	if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
-	bound = deflateBound(&z, n) + 32;
+	bound = deflateBound(&z, n) + 32;   /* + the gzip header and trailer */
 	tsv_reset(&c->gz);
-	tsv_raw(&c->gz, "", 0);
-	if (c->gz.oom || c->gz.cap < bound) {
+	if (c->gz.cap < bound) {
 		char *q = realloc(c->gz.p, bound);
 
 		if (!q) {

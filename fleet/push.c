@@ -38,7 +38,7 @@ struct pusher {
 	struct bin *bins;
 	size_t nbins;
 	struct frame_ref *frames;
-	size_t nframes;
+	size_t nframes, frames_cap;
 	struct push_stats *st;
 	char *err;
 	size_t errsz;
@@ -400,13 +400,14 @@ static int lines_emit(struct pusher *p, struct line_cols *l)
 
 static int remember_frame(struct pusher *p, sqlite3_stmt *st)
 {
-	if (!(p->nframes & (p->nframes + 1)) || !p->frames) {
-		size_t cap = p->nframes ? 2 * (p->nframes + 1) : 1024;
+	if (p->nframes == p->frames_cap) {
+		size_t cap = p->frames_cap ? 2 * p->frames_cap : 1024;
 		struct frame_ref *v = realloc(p->frames, cap * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
 		p->frames = v;
+		p->frames_cap = cap;
 	}
 	p->frames[p->nframes++] = (struct frame_ref){ .id = sqlite3_column_int64(st, 0),
 		.bin = bin_index(p, sqlite3_column_int64(st, 1)),

@@ -315,11 +315,9 @@ static int cmp_data(const struct data_row *a, const struct data_row *b, enum sto
 	return c ? c : cmp_i64((int64_t)a->r.address, (int64_t)b->r.address);
 }
 
-static enum store_data_sort data_sort;
-
-static int cmp_data_q(const void *a, const void *b)
+static int cmp_data_q(const void *a, const void *b, void *sort)
 {
-	return cmp_data(a, b, data_sort);
+	return cmp_data(a, b, *(const enum store_data_sort *)sort);
 }
 
 static int data_query(struct fleet_src *x, const struct store_data_filter *f, struct tsv_buf *q)
@@ -408,9 +406,8 @@ static int src_data(void *ctx, struct store *s, const struct store_data_filter *
 		free(rows);
 		return bad_answer(s, x);
 	}
-	data_sort = f->sort;
 	if (n)
-		qsort(rows, n, sizeof(*rows), cmp_data_q);
+		qsort_r(rows, n, sizeof(*rows), cmp_data_q, (void *)&f->sort);
 	for (size_t i = 0; !r && i < n && (!f->limit || i < f->limit); i++)
 		r = cb(&rows[i].r, arg);
 	free(rows);

@@ -262,6 +262,15 @@ def interrupted_push(m, a, tmp, cl, A, B, G, bid, local_ab):
         l = must([m, 'query', rep, '--db', merged, '--format', 'json', *extra], 'query').stdout
         f = must([m, 'query', rep, '--from', url, '--format', 'json', *extra], 'query').stdout
         check(l == f, 'after the repush: query %s from the fleet equals merge of A, B, G' % rep)
+    # gen_store's buckets: one a minute from GEN_T0 (1700000000 s) for 30 minutes; its run
+    # starts at GEN_T0 (data rows are selected by their run's start).
+    for rep, window in (('contexts', ['--since', '1700000600', '--until', '1700001200']),
+                        ('data', ['--since', '1699999999', '--until', '1700000001'])):
+        l = must([m, 'query', rep, '--db', merged, *window, '--format', 'json', '--limit', '0'],
+                 'query').stdout
+        f = must([m, 'query', rep, '--from', url, *window, '--format', 'json', '--limit', '0'],
+                 'query').stdout
+        check(l == f and len(l) > 10, 'query %s --since --until from the fleet equals merge' % rep)
     f = must([m, 'query', 'contexts', '--from', url, '--host', 'host[AB]', '--format', 'json',
               '--limit', '0'], 'query --host').stdout.encode()
     check(f == local_ab['query contexts'], '--host host[AB] answers as merge of A and B')
