@@ -1,8 +1,9 @@
-/* Bump arena for the daemon's interned frames, stacks and strings: memory lives until
- * arena_free(). The fast path follows LLVM's BumpPtrAllocator after its 2026 changes:
- * sizes are rounded to ARENA_MIN_ALIGN so the pointer stays aligned without re-aligning,
- * `end_sentinel` is one past the slab end (0 for an empty arena) so a single unsigned
- * compare covers both "fits" and "no slab yet", and nothing is counted per allocation. */
+/* Bump arena (the daemon's interned frames, stacks and strings; store/query.c's frame
+ * cache): memory lives until arena_free(). The fast path follows LLVM's BumpPtrAllocator
+ * after its 2026 changes: sizes are rounded to ARENA_MIN_ALIGN so the pointer stays
+ * aligned without re-aligning, `end_sentinel` is one past the slab end (0 for an empty
+ * arena) so a single unsigned compare covers both "fits" and "no slab yet", and nothing
+ * is counted per allocation. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

@@ -4,7 +4,6 @@
 #include <string.h>
 #include "cli/cmds.h"
 #include "base/log.h"
-#include "reporter/export.h"
 
 static const struct {
 	const char *name;

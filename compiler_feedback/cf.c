@@ -6,6 +6,7 @@
 
 #include "compiler_feedback/cf.h"
 #include "symbolizer/guid.h"
+#include "base/array.h"
 
 static char *dup_or_null(const char *s, bool *oom)
 {
@@ -27,15 +28,8 @@ static int load_cb(const struct store_ctx_row *r, void *arg)
 
 	if (r->mib.alloc_count == 0)
 		return 0;
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		struct cf_ctx *v = realloc(c->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->v = v;
-		c->cap = cap;
-	}
+	if (ARRAY_GROW(c->v, c->cap, c->n, 64) < 0)
+		return -ENOMEM;
 	x = &c->v[c->n];
 	memset(x, 0, sizeof(*x));
 	x->id = r->context_id;
@@ -64,7 +58,9 @@ static int load_cb(const struct store_ctx_row *r, void *arg)
 				const struct store_line *sl = &sf->lines[j];
 
 				f->lines[j] = (struct cf_line){
-					.function = dup_or_null(sl->function, &oom),
+					/* One name per function in every output. */
+					.function = dup_or_null(export_line_function(sf, j),
+								&oom),
 					.mangled = dup_or_null(sl->mangled, &oom),
 					.file = dup_or_null(sl->file, &oom),
 					.line = sl->line, .column = sl->column,

@@ -16,6 +16,7 @@
 #include "reporter/classify.h"
 #include "store/mib.h"
 #include "symbolizer/elfsym.h"
+#include "base/log.h"
 
 struct buf {
 	uint8_t *p;
@@ -255,6 +256,33 @@ out:
 	return r;
 }
 
+/* The raw profile's header, its one segment, and the MIB section's count (the MIB
+ * records of mib_bytes and the stacks of stack_bytes follow it). */
+static void put_header(struct buf *hdr, const struct memprof_raw_seg *seg, size_t mib_bytes,
+		       size_t stack_bytes, uint64_t nstacks)
+{
+	uint64_t seg_off = MEMPROF_RAW_HEADER_SIZE;
+	uint64_t mib_off = seg_off + 8 + MEMPROF_RAW_SEGMENT_SIZE;
+	uint64_t stack_off = mib_off + 8 + mib_bytes;
+	uint64_t total = stack_off + 8 + stack_bytes;
+	uint8_t id[MEMPROF_RAW_BUILDID_MAX] = { 0 };
+
+	put64(hdr, MEMPROF_RAW_MAGIC_64);
+	put64(hdr, MEMPROF_RAW_VERSION);
+	put64(hdr, total);
+	put64(hdr, seg_off);
+	put64(hdr, mib_off);
+	put64(hdr, stack_off);
+	put64(hdr, 1);
+	put64(hdr, seg->start);
+	put64(hdr, seg->end);
+	put64(hdr, seg->base);
+	put64(hdr, seg->build_id_size);
+	memcpy(id, seg->build_id, seg->build_id_size);
+	put(hdr, id, sizeof(id));
+	put64(hdr, nstacks);
+}
+
 int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 {
 	const char *bin = o->binary && strchr(o->binary, '/') ? o->binary : o->path;
@@ -267,18 +295,16 @@ int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 	int r;
 
 	if (!bin || !*bin) {
-		fprintf(stderr, "memprofd: export memprof-raw: no path for the binary; pass "
-			"--binary PATH\n");
-		return -ENOENT;
+		return export_fail(o, "memprof-raw", -ENOENT, "no path for the binary; pass "
+				   "--binary PATH");
 	}
 	r = memprof_raw_check_binary(bin, o->build_id, &seg, err, sizeof(err));
-	if (r < 0) {
-		fprintf(stderr, "memprofd: export memprof-raw: %s\n", err);
-		return r;
-	}
+	if (r < 0)
+		return export_fail(o, "memprof-raw", r, "%s", err);
 	r = elfsym_open(&es, bin);
 	if (r < 0)
-		return r;
+		return export_fail(o, "memprof-raw", r, "%s: reading its symbols: %s", bin,
+				   strerror(-r));
 	r = cf_load_contexts(s, o, &c);
 	if (r < 0) {
 		elfsym_close(es);
@@ -326,32 +352,12 @@ int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 		goto out;
 	}
 	if (!nstacks) {
-		fprintf(stderr, "memprofd: export memprof-raw: no context of %s has a frame in "
-			"its executable segment\n", bin);
-		r = -ENODATA;
+		r = export_fail(o, "memprof-raw", -ENODATA, "no context of %s has a frame in "
+				"its executable segment", bin);
 		goto out;
 	}
 
-	uint64_t seg_off = MEMPROF_RAW_HEADER_SIZE;
-	uint64_t mib_off = seg_off + 8 + MEMPROF_RAW_SEGMENT_SIZE;
-	uint64_t stack_off = mib_off + 8 + mibs.n;
-	uint64_t total = stack_off + 8 + stacks.n;
-	uint8_t id[MEMPROF_RAW_BUILDID_MAX] = { 0 };
-
-	put64(&hdr, MEMPROF_RAW_MAGIC_64);
-	put64(&hdr, MEMPROF_RAW_VERSION);
-	put64(&hdr, total);
-	put64(&hdr, seg_off);
-	put64(&hdr, mib_off);
-	put64(&hdr, stack_off);
-	put64(&hdr, 1);
-	put64(&hdr, seg.start);
-	put64(&hdr, seg.end);
-	put64(&hdr, seg.base);
-	put64(&hdr, seg.build_id_size);
-	memcpy(id, seg.build_id, seg.build_id_size);
-	put(&hdr, id, sizeof(id));
-	put64(&hdr, nstacks);
+	put_header(&hdr, &seg, mibs.n, stacks.n, nstacks);
 	if (hdr.oom || mibs.oom || stacks.oom) {
 		r = -ENOMEM;
 		goto out;

@@ -12,6 +12,7 @@
 
 #include "compiler_feedback/cf.h"
 #include "compiler_feedback/memprof_raw.h"
+#include "base/array.h"
 
 #define YAML_MAX_FRAMES 4096       /* MemProf frames kept per context */
 
@@ -37,15 +38,8 @@ static struct rec *rec_get(struct recs *r, uint64_t guid)
 	for (size_t i = 0; i < r->n; i++)
 		if (r->v[i].guid == guid)
 			return &r->v[i];
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? 2 * r->cap : 32;
-		struct rec *v = realloc(r->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		r->v = v;
-		r->cap = cap;
-	}
+	if (ARRAY_GROW(r->v, r->cap, r->n, 32) < 0)
+		return NULL;
 	memset(&r->v[r->n], 0, sizeof(r->v[0]));
 	r->v[r->n].guid = guid;
 	return &r->v[r->n++];
@@ -104,6 +98,39 @@ static void print_frame(FILE *out, const struct cf_mpframe *f)
 	fprintf(out, "{ Function: 0x%" PRIx64 ", LineOffset: %" PRIu32 ", Column: %" PRIu32
 		", IsInlineFrame: %s }", f->guid, f->line_offset, f->column,
 		f->inlined ? "true" : "false");
+}
+
+/* One HeapProfileRecord: its allocation sites (call stack and MIB) and call sites. */
+static void print_rec(FILE *out, const struct rec *rc, const struct mpstack *stacks,
+		      const struct cf_ctxs *c, uint64_t ts_base)
+{
+	fprintf(out, "  - GUID: 0x%" PRIx64 "\n    AllocSites:%s\n", rc->guid,
+		rc->nalloc ? "" : " []");
+	for (size_t a = 0; a < rc->nalloc; a++) {
+		const struct mpstack *st = &stacks[rc->allocs[a]];
+		uint64_t v[MEMPROF_MIB_NFIELDS];
+
+		fprintf(out, "      - Callstack:\n");
+		for (unsigned k = 0; k < st->n; k++) {
+			fprintf(out, "          - ");
+			print_frame(out, &st->f[k]);
+			fprintf(out, "  # %s\n", st->f[k].name);
+		}
+		fprintf(out, "        MemInfoBlock:\n");
+		memprof_mib_fields(&c->v[rc->allocs[a]].mib,
+				   ts_base == UINT64_MAX ? 0 : ts_base, v);
+		for (int f = 0; f < MEMPROF_MIB_NFIELDS; f++)
+			fprintf(out, "          %s: %" PRIu64 "\n",
+				memprof_mib_fields_def[f].name, v[f]);
+	}
+	fprintf(out, "    CallSites:%s\n", rc->ncall ? "" : " []");
+	for (size_t k = 0; k < rc->ncall; k++) {
+		for (unsigned j = 0; j < rc->calls[k].n; j++) {
+			fputs(j ? "        - " : "      - - ", out);
+			print_frame(out, &rc->calls[k].f[j]);
+			fputc('\n', out);
+		}
+	}
 }
 
 int export_memprof_yaml(FILE *out, struct store *s, const struct export_opts *o)
@@ -167,37 +194,8 @@ int export_memprof_yaml(FILE *out, struct store *s, const struct export_opts *o)
 		"# build-id: %s\n# binary: %s\n# index with: llvm-profdata merge FILE -o "
 		"out.memprofdata\n---\nHeapProfileRecords:\n", o->build_id ? o->build_id : "",
 		o->path ? o->path : "");
-	for (size_t i = 0; i < recs.n; i++) {
-		const struct rec *rc = &recs.v[i];
-
-		fprintf(out, "  - GUID: 0x%" PRIx64 "\n    AllocSites:%s\n", rc->guid,
-			rc->nalloc ? "" : " []");
-		for (size_t a = 0; a < rc->nalloc; a++) {
-			const struct mpstack *st = &stacks[rc->allocs[a]];
-			uint64_t v[MEMPROF_MIB_NFIELDS];
-
-			fprintf(out, "      - Callstack:\n");
-			for (unsigned k = 0; k < st->n; k++) {
-				fprintf(out, "          - ");
-				print_frame(out, &st->f[k]);
-				fprintf(out, "  # %s\n", st->f[k].name);
-			}
-			fprintf(out, "        MemInfoBlock:\n");
-			memprof_mib_fields(&c.v[rc->allocs[a]].mib,
-					   ts_base == UINT64_MAX ? 0 : ts_base, v);
-			for (int f = 0; f < MEMPROF_MIB_NFIELDS; f++)
-				fprintf(out, "          %s: %" PRIu64 "\n",
-					memprof_mib_fields_def[f].name, v[f]);
-		}
-		fprintf(out, "    CallSites:%s\n", rc->ncall ? "" : " []");
-		for (size_t k = 0; k < rc->ncall; k++) {
-			for (unsigned j = 0; j < rc->calls[k].n; j++) {
-				fputs(j ? "        - " : "      - - ", out);
-				print_frame(out, &rc->calls[k].f[j]);
-				fputc('\n', out);
-			}
-		}
-	}
+	for (size_t i = 0; i < recs.n; i++)
+		print_rec(out, &recs.v[i], stacks, &c, ts_base);
 	fputs("...\n", out);
 	r = ferror(out) ? -EIO : 0;
 out:

@@ -2,6 +2,7 @@
  * writers. Pure: no store, no ELF; ldgen_export.c feeds it. Invariant after
  * ldgen_classify(): v[0..nhot) are the hot symbols hottest first, cold ones last. */
 #include "linker_script_gen/ldgen.h"
+#include "base/array.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -107,15 +108,8 @@ int ldgen_add(struct ldgen_set *s, const char *name, const char *section, uint64
 	}
 	if (s->n >= LDGEN_MAX_SYMBOLS)
 		return -E2BIG;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		struct ldgen_sym *v = realloc(s->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (ARRAY_GROW(s->v, s->cap, s->n, 256) < 0)
+		return -ENOMEM;
 	char *dup = strdup(name);
 
 	if (!dup)

@@ -2,6 +2,7 @@
  * -grecord-gcc-switches, clang's -grecord-command-line) but not -fdata-sections put each
  * kind of its data in one input section: its symbols of that kind move as one block. */
 #include "linker_script_gen/ldgen_dsec.h"
+#include "base/log.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -101,7 +102,7 @@ static void warn(const char *tool, char *notes, size_t cap, const char *line)
 {
 	size_t len = strlen(notes);
 
-	fprintf(stderr, "memprofd: export %s: warning: %s\n", tool, line);
+	log_error("export %s: warning: %s", tool, line);
 	if (len + strlen(line) + 11 < cap)
 		snprintf(notes + len, cap - len, "warning: %s\n", line);
 }

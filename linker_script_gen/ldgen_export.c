@@ -12,6 +12,7 @@
 #include "linker_script_gen/ldgen_dsec.h"
 #include "symbolizer/datasym.h"
 #include "symbolizer/elfsym.h"
+#include "base/log.h"
 
 #define LDGEN_NOTES_MAX 65536   /* header notes beyond this are cut */
 
@@ -66,13 +67,13 @@ static int run(FILE *out, struct store *s, const struct export_opts *o, const ch
 	    elf_build_id_of(o->path, bid, sizeof(bid)) >= 0 && strcmp(bid, o->build_id)) {
 		note(notes, "warning: %s now has build-id %s, not the recorded one: no cold "
 		     "symbols, the layout may be stale\n", o->path, bid);
-		fprintf(stderr, "memprofd: export %s: warning: %s was rebuilt (build-id %s, "
-			"recorded %s): cold symbols unknown\n", tool, o->path, bid, o->build_id);
+		log_error("export %s: warning: %s was rebuilt (build-id %s, "
+			"recorded %s): cold symbols unknown", tool, o->path, bid, o->build_id);
 	} else if (!o->path || !*o->path || (r = datasym_open(&ds, o->path)) < 0) {
 		note(notes, "warning: binary %s unreadable (%s): no never-sampled (cold) symbols\n",
 		     o->path ? o->path : "(no path)", strerror(r < 0 ? -r : ENOENT));
-		fprintf(stderr, "memprofd: export %s: warning: cannot read %s: cold symbols "
-			"unknown\n", tool, o->path ? o->path : "(no path)");
+		log_error("export %s: warning: cannot read %s: cold symbols "
+			"unknown", tool, o->path ? o->path : "(no path)");
 	} else {
 		struct datasym_hit h;
 

@@ -21,7 +21,7 @@ double classify_density(const struct mib *m);
 enum classify_class classify_mib(const struct mib *m);
 const char *classify_name(enum classify_class c);   /* "cold", "notcold", "hot" */
 
-/* A static data symbol, by daemon/attrib/attrib.h's attrib_classify_data() rule (default
+/* A static data symbol (MemProf's default
  * thresholds): density = est_accesses / size (0 counts as 1) / observed seconds (at least
  * 1 ms), store_data_density(); cold if never sampled or density < CLASSIFY_COLD_DENSITY
  * (no lifetime minimum: a symbol lives as long as its process), hot if density >

@@ -25,6 +25,7 @@
 
 #include "reporter/merge.h"
 #include "store/store.h"
+#include "base/log.h"
 
 static const char merge_usage[] =
 	"usage: memprofd merge -o OUT.db IN.db...\n"
@@ -111,6 +112,7 @@ struct src_schema {
 	bool access;            /* v4: runs.access_source/_reasons, data_access, access_classes */
 	bool mib_run;           /* v5: mib.run_id (before: the run of the row's process) */
 	bool mib_hist;          /* v6: mib.access_hist */
+	bool mib_v9;            /* v9: mib.alloc_samples, live_at_exit_* (issue 21) */
 	bool governor;          /* v7: governor, governor_sources */
 	bool daemon_targets;    /* v8: daemon_targets */
 };
@@ -146,6 +148,8 @@ static int src_schema_read(struct merger *m, struct src_schema *sch)
 		r = src_has(m, "mib", "run_id", &sch->mib_run);
 	if (!r)
 		r = src_has(m, "mib", "access_hist", &sch->mib_hist);
+	if (!r)
+		r = src_has(m, "mib", "alloc_samples", &sch->mib_v9);
 	if (!r)
 		r = src_has(m, "governor", NULL, &sch->governor);
 	if (!r)
@@ -193,18 +197,19 @@ static int copy_runs(struct merger *m, const struct src_schema *sch, const char 
  * migration derived it); second: its histogram (m.access_hist, NULL before schema 6). */
 static const char copy_mib_sql[] =
 	"INSERT INTO main.mib(context_id, process_id, run_id, bucket_start" STORE__MIB_FIELDS(COL)
-	", access_hist) SELECT mc.dst, mp.dst,"
+	STORE__MIB_V9_FIELDS(COL) ", access_hist) SELECT mc.dst, mp.dst,"
 	" coalesce((SELECT mr.dst FROM temp.map_run mr WHERE mr.src = %s), 0),"
-	" m.bucket_start" STORE__MIB_FIELDS(SRC_COL) ", %s"
+	" m.bucket_start" STORE__MIB_FIELDS(SRC_COL) "%s, %s"
 	" FROM src.mib m JOIN temp.map_ctx mc ON mc.src = m.context_id"
 	" JOIN temp.map_proc mp ON mp.src = m.process_id";
 
 static int copy_mibs(struct merger *m, const struct src_schema *sch, const char *in)
 {
-	char sql[sizeof(copy_mib_sql) + 128];
+	char sql[sizeof(copy_mib_sql) + 256];
 
 	snprintf(sql, sizeof(sql), copy_mib_sql, sch->mib_run ? "m.run_id" :
 		 "(SELECT p.run_id FROM src.processes p WHERE p.id = m.process_id)",
+		 sch->mib_v9 ? STORE__MIB_V9_FIELDS(SRC_COL) : ", 0, 0, 0, 0",
 		 sch->mib_hist ? "m.access_hist" : "NULL");
 	return exec(m, sql, in);
 }
@@ -598,13 +603,13 @@ int cmd_merge(int argc, char **argv)
 		}
 	}
 	if (!out || optind >= argc) {
-		fprintf(stderr, "memprofd: merge: give -o OUT.db and at least one input database\n");
+		log_error("merge: give -o OUT.db and at least one input database");
 		return 2;
 	}
 	int r = merge_dbs(out, (const char *const *)argv + optind, argc - optind, err, sizeof(err));
 
 	if (r) {
-		fprintf(stderr, "memprofd: merge: %s\n", err);
+		log_error("merge: %s", err);
 		return r == -EINVAL && strstr(err, "given twice") ? 2 : 1;
 	}
 	return 0;

@@ -10,18 +10,23 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fleet/src.h"
+#include "reporter/binsel.h"
 #include "reporter/classify.h"
+#include "reporter/ctx_table.h"
+#include "reporter/estimate.h"
+#include "reporter/export.h"
 #include "reporter/format.h"
 #include "reporter/status_governor.h"
 #include "reporter/query.h"
-
-#define _cleanup_(f) __attribute__((cleanup(f)))
-static inline void freep(void *p) { free(*(void **)p); }
-#define _cleanup_free_ _cleanup_(freep)
-static inline void store_closep(struct store **s) { store_close(*s); }
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/path.h"
+#include "base/log.h"
 
 #define NS_PER_MS UINT64_C(1000000)
 #define STACK_SEP " < "            /* between frames in the table, leaf first */
@@ -33,6 +38,7 @@ static inline void store_closep(struct store **s) { store_close(*s); }
 struct ctx_out {
 	FILE *out;
 	enum query_format fmt;
+	const struct query_view *view;
 	unsigned n;
 };
 
@@ -40,6 +46,41 @@ struct ctx_out {
 static void frame_addr(char *buf, size_t n, const struct store_frame *f)
 {
 	snprintf(buf, n, "0x%" PRIx64, f->offset);
+}
+
+static void json_bound(FILE *out, const char *key, const struct estimate *e, bool hi)
+{
+	if (e->kind == ESTIMATE_UNKNOWN || (hi && !e->hi_known))
+		fprintf(out, ", \"%s\": null", key);
+	else
+		fprintf(out, ", \"%s\": %" PRIu64, key, hi ? e->hi : e->lo);
+}
+
+/* Issue 21's additive fields: live at exit (DESIGN.md), the samples behind each
+ * estimate and its 95% Poisson interval (null: unknown, a store older than schema 9). */
+static void print_ctx_evidence_json(FILE *out, const struct mib *m)
+{
+	struct estimate cnt, bytes, acc;
+
+	estimate_mib(m, &cnt, &bytes, &acc);
+	fprintf(out, ", \"live_at_exit_count\": %" PRIu64 ", \"live_at_exit_bytes\": %" PRIu64
+		", \"live_at_exit_lifetime_ms\": %" PRIu64 ", \"freed_lifetime_ms\": %" PRIu64,
+		m->live_at_exit_count, m->live_at_exit_bytes,
+		m->live_at_exit_lifetime_ns / NS_PER_MS,
+		(m->total_lifetime_ns - (m->live_at_exit_lifetime_ns < m->total_lifetime_ns ?
+					 m->live_at_exit_lifetime_ns : m->total_lifetime_ns)) /
+		NS_PER_MS);
+	if (cnt.kind == ESTIMATE_UNKNOWN)
+		fputs(", \"alloc_samples\": null", out);
+	else
+		fprintf(out, ", \"alloc_samples\": %" PRIu64, m->alloc_samples);
+	json_bound(out, "alloc_count_lo", &cnt, false);
+	json_bound(out, "alloc_count_hi", &cnt, true);
+	json_bound(out, "total_size_lo", &bytes, false);
+	json_bound(out, "total_size_hi", &bytes, true);
+	json_bound(out, "est_accesses_lo", &acc, false);
+	json_bound(out, "est_accesses_hi", &acc, true);
+	fprintf(out, ", \"few_samples\": %s", estimate_weak(&cnt, &acc) ? "true" : "false");
 }
 
 static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
@@ -71,7 +112,8 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
 			const struct store_line *l = &f->lines[j];
 
 			fputs(first ? "{\"function\": " : ", {\"function\": ", out);
-			fmt_json_str(out, l->function ? l->function : f->function);
+			fmt_json_str(out, export_line_function(f, j) ? export_line_function(f, j) :
+				     f->function);
 			fputs(", \"file\": ", out);
 			fmt_json_str(out, l->file);
 			if (l->line)
@@ -92,11 +134,42 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
 		", \"total_lifetime_ms\": %" PRIu64 ", \"min_lifetime_ms\": %" PRIu64
 		", \"max_lifetime_ms\": %" PRIu64 ", \"access_samples\": %" PRIu64
 		", \"est_accesses\": %" PRIu64 ", \"lifetime_access_density\": %.9g"
-		", \"class\": \"%s\"}",
+		", \"class\": \"%s\"",
 		m->alloc_count, m->total_size, m->min_size, m->max_size,
 		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
 		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
 		classify_density(m), classify_name(classify_mib(m)));
+	print_ctx_evidence_json(out, m);
+	fputc('}', out);
+}
+
+static void csv_bound(FILE *out, const struct estimate *e, bool hi)
+{
+	if (e->kind == ESTIMATE_UNKNOWN || (hi && !e->hi_known))
+		fputc(',', out);   /* empty: unknown */
+	else
+		fprintf(out, ",%" PRIu64, hi ? e->hi : e->lo);
+}
+
+/* The JSON's additive fields, in CTX_CSV_EVIDENCE_HEADER's order. */
+#define CTX_CSV_EVIDENCE_HEADER ",live_at_exit_count,live_at_exit_bytes,alloc_samples," \
+	"alloc_count_lo,alloc_count_hi,total_size_lo,total_size_hi,est_accesses_lo," \
+	"est_accesses_hi,few_samples"
+static void print_ctx_evidence_csv(FILE *out, const struct mib *m)
+{
+	struct estimate cnt, bytes, acc;
+
+	estimate_mib(m, &cnt, &bytes, &acc);
+	fprintf(out, ",%" PRIu64 ",%" PRIu64 ",", m->live_at_exit_count, m->live_at_exit_bytes);
+	if (cnt.kind != ESTIMATE_UNKNOWN)
+		fprintf(out, "%" PRIu64, m->alloc_samples);
+	csv_bound(out, &cnt, false);
+	csv_bound(out, &cnt, true);
+	csv_bound(out, &bytes, false);
+	csv_bound(out, &bytes, true);
+	csv_bound(out, &acc, false);
+	csv_bound(out, &acc, true);
+	fprintf(out, ",%s", estimate_weak(&cnt, &acc) ? "true" : "false");
 }
 
 static void print_ctx_csv(FILE *out, const struct store_ctx_row *r)
@@ -121,113 +194,38 @@ static void print_ctx_csv(FILE *out, const struct store_ctx_row *r)
 	fputc(',', out);
 	fmt_csv_field(out, frames);
 	fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.9g,%s" EOL_CSV,
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.9g,%s",
 		m->alloc_count, m->total_size, m->min_size, m->max_size,
 		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
 		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
 		classify_density(m), classify_name(classify_mib(m)));
+	print_ctx_evidence_csv(out, m);
+	fputs(EOL_CSV, out);
 }
 
-/* Table layout: fixed columns, then the stack in what is left of FMT_TABLE_WIDTH. */
 #define W_BYTES FMT_BYTES_MAX
-#define W_ALLOCS FMT_COUNT_MAX
 #define W_LIFE FMT_DURATION_MAX
 #define W_ACCESSES 8
 #define W_DENSITY FMT_DENSITY_MAX
 #define W_CLASS 7
 #define W_BINARY 12
-#define W_CTX_FIXED (W_BYTES + W_ALLOCS + W_LIFE + W_ACCESSES + W_DENSITY + W_CLASS + W_BINARY + 7)
-#define W_STACK (FMT_TABLE_WIDTH - W_CTX_FIXED)
 
-_Static_assert(W_STACK >= 20, "the stack column needs room");
-
-static const char *base_name(const char *path)
+/* A table cell under the view, malloc'd: the whole text (control bytes as '?') when the
+ * view is unlimited, else at most width columns ending in "..." when cut. */
+static char *view_cell(const struct query_view *v, size_t width, const char *src)
 {
-	const char *slash = path ? strrchr(path, '/') : NULL;
+	size_t len = src ? strlen(src) : 0, w = !v->width && len > width ? len : width;
+	char *c = malloc(w + 1);
 
-	return slash ? slash + 1 : path;
+	if (c)
+		fmt_cell(c, w, src ? src : "");
+	return c;
 }
 
-/* "std::vector<...>::_M_realloc_insert" keeps both ends: "std::vect...realloc_insert". */
-static void elide_middle(char *s, size_t width)
+/* The last column's width: what the line has left after fixed columns, at least min. */
+static size_t rest_width(const struct query_view *v, size_t fixed, size_t min)
 {
-	size_t len = strlen(s), head = (width - 3) / 3, tail = width - 3 - head;
-
-	memmove(s + head + 3, s + len - tail, tail + 1);
-	memcpy(s + head, "...", 3);
-}
-
-/* Leaf-first "f < g < h", cut to W_STACK columns: names without return types and
- * parameters, template arguments collapsed where a name does not fit, a last name cut
- * with "...". */
-static void stack_cell(char *cell, const struct store_ctx_row *r)
-{
-	char buf[4 * W_STACK + 8];
-	size_t len = 0;
-
-	buf[0] = '\0';
-	for (unsigned i = 0; i < r->nframes && len <= W_STACK; i++) {
-		const struct store_frame *f = &r->frames[i];
-		/* The whole name: its parameter list is found from the end. */
-		size_t namesz = f->function ? strlen(f->function) + 1 : 0;
-		_cleanup_free_ char *name = malloc(namesz > 32 ? namesz : 32);
-
-		if (!name)
-			break;
-		if (f->function) {
-			size_t room = len + strlen(STACK_SEP) < W_STACK ?
-				      W_STACK - len - (i ? strlen(STACK_SEP) : 0) : 0;
-
-			/* Template arguments go first when the name does not fit. */
-			fmt_func_short(name, namesz, f->function);
-			if (strlen(name) > room)
-				fmt_func_compact(name, namesz, f->function);
-		} else {
-			frame_addr(name, 32, f);
-		}
-		/* A leaf too long alone is shown alone, both ends kept; later names are cut. */
-		if (i == 0 && strlen(name) > W_STACK) {
-			elide_middle(name, W_STACK);
-			snprintf(buf, sizeof(buf), "%s", name);
-			break;
-		}
-
-		int n = snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? STACK_SEP : "", name);
-
-		if (n < 0)
-			break;
-		len += (size_t)n;
-		if (len >= sizeof(buf)) {
-			len = sizeof(buf) - 1;
-			break;
-		}
-	}
-	fmt_cell(cell, W_STACK, r->nframes ? buf : "(no frames)");
-}
-
-static void print_ctx_table_header(FILE *out)
-{
-	fprintf(out, "%*s %*s %*s %*s %*s %-*s %-*s %s\n", W_BYTES, "BYTES", W_ALLOCS, "ALLOCS",
-		W_LIFE, "AVG LIFE", W_ACCESSES, "ACCESSES", W_DENSITY, "DENSITY",
-		W_CLASS, "CLASS", W_BINARY, "BINARY", "STACK (leaf first)");
-}
-
-static void print_ctx_table(FILE *out, const struct store_ctx_row *r)
-{
-	const struct mib *m = &r->mib;
-	char bytes[FMT_BUF], allocs[FMT_BUF], life[FMT_BUF], acc[FMT_BUF], dens[FMT_BUF];
-	char bin[W_BINARY + 1], stack[W_STACK + 1];
-	const char *b = base_name(r->binary);
-
-	fmt_cell(bin, W_BINARY, b && *b ? b : r->build_id && *r->build_id ? r->build_id : "?");
-	stack_cell(stack, r);
-	fprintf(out, "%*s %*s %*s %*s %*s %-*s %-*s %s\n",
-		W_BYTES, fmt_bytes(bytes, m->total_size),
-		W_ALLOCS, fmt_count(allocs, m->alloc_count),
-		W_LIFE, fmt_duration_ns(life, classify_avg_lifetime_ns(m)),
-		W_ACCESSES, fmt_count(acc, m->total_access_count),
-		W_DENSITY, fmt_density(dens, classify_density(m)),
-		W_CLASS, classify_name(classify_mib(m)), W_BINARY, bin, stack);
+	return v->width > fixed + min ? v->width - fixed : min;
 }
 
 static int ctx_cb(const struct store_ctx_row *r, void *arg)
@@ -243,7 +241,7 @@ static int ctx_cb(const struct store_ctx_row *r, void *arg)
 		print_ctx_csv(o->out, r);
 		break;
 	default:
-		print_ctx_table(o->out, r);
+		ctx_table_row(o->out, r, o->view);
 	}
 	o->n++;
 	return 0;
@@ -257,9 +255,9 @@ static bool class_accept(const struct mib *sums, void *arg)
 
 /* cls >= 0: only that class; the limit then counts the rows that pass. */
 static int print_contexts(FILE *out, struct store *s, const struct store_ctx_filter *f,
-			  enum query_format fmt, int cls)
+			  enum query_format fmt, int cls, const struct query_view *v)
 {
-	struct ctx_out o = { .out = out, .fmt = fmt };
+	struct ctx_out o = { .out = out, .fmt = fmt, .view = v };
 	struct store_ctx_filter g = { .sort = STORE_SORT_BYTES };
 	int r;
 
@@ -274,9 +272,10 @@ static int print_contexts(FILE *out, struct store *s, const struct store_ctx_fil
 	else if (fmt == QUERY_CSV)
 		fputs("build_id,binary,frames,alloc_count,total_size,min_size,max_size,"
 		      "total_lifetime_ms,min_lifetime_ms,max_lifetime_ms,access_samples,"
-		      "est_accesses,lifetime_access_density,class" EOL_CSV, out);
+		      "est_accesses,lifetime_access_density,class" CTX_CSV_EVIDENCE_HEADER EOL_CSV,
+		      out);
 	else
-		print_ctx_table_header(out);
+		ctx_table_header(out, v);
 	r = store_query_contexts(s, &g, ctx_cb, &o);
 	if (r < 0)
 		return r;
@@ -284,13 +283,15 @@ static int print_contexts(FILE *out, struct store *s, const struct store_ctx_fil
 		fputs(o.n ? "\n]\n" : "]\n", out);
 	else if (fmt == QUERY_TABLE && !o.n)
 		fputs("(no allocation contexts)\n", out);
+	else if (fmt == QUERY_TABLE)
+		ctx_table_legend(out, v);
 	return 0;
 }
 
 int query_print_contexts(FILE *out, struct store *s, const struct store_ctx_filter *f,
 			 enum query_format fmt)
 {
-	return print_contexts(out, s, f, fmt, -1);
+	return print_contexts(out, s, f, fmt, -1, &QUERY_VIEW_DEFAULT);
 }
 
 /* ---- data: static data symbols ---- */
@@ -300,14 +301,12 @@ struct data_out {
 	enum query_format fmt;
 	unsigned n;
 	int cls;            /* only symbols of this enum classify_class; -1 for all */
+	const struct query_view *view;
 	unsigned limit;     /* with cls: rows to print, 0 for all */
 };
 
 #define W_SECTION 8
 #define W_DATA_FIXED (W_ACCESSES * 2 + W_BYTES + W_DENSITY + W_CLASS + W_SECTION + W_BINARY + 7)
-#define W_SYMBOL (FMT_TABLE_WIDTH - W_DATA_FIXED)
-
-_Static_assert(W_SYMBOL >= 20, "the symbol column needs room");
 
 static enum classify_class data_class(const struct store_data_row *r)
 {
@@ -352,17 +351,23 @@ static void print_data_table_header(FILE *out)
 		W_SECTION, "SECTION", W_BINARY, "BINARY", "SYMBOL");
 }
 
-static void print_data_table(FILE *out, const struct store_data_row *r)
+static void print_data_table(FILE *out, const struct store_data_row *r,
+			     const struct query_view *v)
 {
 	char samples[FMT_BUF], acc[FMT_BUF], size[FMT_BUF], dens[FMT_BUF], addr[32];
-	char sect[W_SECTION + 1], bin[W_BINARY + 1], sym[W_SYMBOL + 1];
 	const char *b = base_name(r->binary);
 
 	/* An address no symbol covers is shown by its link-time address. */
 	snprintf(addr, sizeof(addr), "(0x%" PRIx64 ")", r->address);
-	fmt_cell(sect, W_SECTION, r->section && *r->section ? r->section : "-");
-	fmt_cell(bin, W_BINARY, b && *b ? b : r->build_id && *r->build_id ? r->build_id : "?");
-	fmt_cell(sym, W_SYMBOL, r->symbol && *r->symbol ? r->symbol : addr);
+	_cleanup_free_ char *sect = view_cell(v, W_SECTION, r->section && *r->section ?
+					      r->section : "-");
+	_cleanup_free_ char *bin = view_cell(v, W_BINARY, b && *b ? b : r->build_id &&
+					     *r->build_id ? r->build_id : "?");
+	_cleanup_free_ char *sym = view_cell(v, rest_width(v, W_DATA_FIXED, 20),
+					     r->symbol && *r->symbol ? r->symbol : addr);
+
+	if (!sect || !bin || !sym)
+		return;
 	fprintf(out, "%*s %*s %*s %*s %-*s %-*s %-*s %s\n",
 		W_ACCESSES, fmt_count(samples, r->access_samples),
 		W_ACCESSES, fmt_count(acc, r->est_accesses),
@@ -387,7 +392,7 @@ static int data_cb(const struct store_data_row *r, void *arg)
 		print_data_csv(o->out, r);
 		break;
 	default:
-		print_data_table(o->out, r);
+		print_data_table(o->out, r, o->view);
 	}
 	o->n++;
 	return o->cls >= 0 && o->limit && o->n >= o->limit ? 1 : 0;   /* 1: enough rows */
@@ -395,9 +400,10 @@ static int data_cb(const struct store_data_row *r, void *arg)
 
 /* cls >= 0: only that class; the limit then counts the rows that pass. */
 static int print_data(FILE *out, struct store *s, const struct store_data_filter *f,
-		      enum query_format fmt, int cls)
+		      enum query_format fmt, int cls, const struct query_view *v)
 {
-	struct data_out o = { .out = out, .fmt = fmt, .cls = cls, .limit = f ? f->limit : 0 };
+	struct data_out o = { .out = out, .fmt = fmt, .cls = cls, .limit = f ? f->limit : 0,
+			      .view = v };
 	struct store_data_filter all_rows = {0};
 	int r;
 
@@ -419,13 +425,18 @@ static int print_data(FILE *out, struct store *s, const struct store_data_filter
 		fputs(o.n ? "\n]\n" : "]\n", out);
 	else if (fmt == QUERY_TABLE && !o.n)
 		fputs("(no static data accesses)\n", out);
+	else if (fmt == QUERY_TABLE)
+		ctx_table_wrap(out, "SAMPLES: access samples that hit the symbol; ACCESSES: the "
+			       "loads and stores they stand for (estimated); SIZE: the symbol's; "
+			       "DENSITY: estimated accesses per byte per second of the runs that "
+			       "observed it (cold < 0.05, hot > 1000)", v->width);
 	return 0;
 }
 
 int query_print_data(FILE *out, struct store *s, const struct store_data_filter *f,
 		     enum query_format fmt)
 {
-	return print_data(out, s, f, fmt, -1);
+	return print_data(out, s, f, fmt, -1, &QUERY_VIEW_DEFAULT);
 }
 
 /* ---- binaries ---- */
@@ -436,6 +447,7 @@ struct list_out {
 	unsigned n;
 	int64_t now_ns;
 	struct store *s;    /* status: for each run's access classes */
+	const struct query_view *view;
 };
 
 #define W_BUILD_ID 16
@@ -445,7 +457,7 @@ static int binary_cb(const struct store_binary_row *r, void *arg)
 {
 	struct list_out *o = arg;
 	char bytes[FMT_BUF], allocs[FMT_BUF], nctx[FMT_BUF], nproc[FMT_BUF];
-	char id[W_BUILD_ID + 1], path[FMT_TABLE_WIDTH + 1];
+	char id[W_BUILD_ID + 1];
 
 	switch (o->fmt) {
 	case QUERY_JSON:
@@ -466,8 +478,11 @@ static int binary_cb(const struct store_binary_row *r, void *arg)
 		break;
 	default:
 		fmt_cell(id, W_BUILD_ID, r->build_id && *r->build_id ? r->build_id : "-");
-		fmt_cell(path, FMT_TABLE_WIDTH - (W_BYTES + W_NUM * 3 + W_BUILD_ID + 5),
-			 r->path && *r->path ? r->path : "?");
+		_cleanup_free_ char *path = view_cell(o->view, rest_width(o->view,
+			W_BYTES + W_NUM * 3 + W_BUILD_ID + 5, 20), r->path && *r->path ? r->path : "?");
+
+		if (!path)
+			return -ENOMEM;
 		fprintf(o->out, "%*s %*s %*s %*s %-*s %s\n",
 			W_BYTES, fmt_bytes(bytes, r->total_size),
 			W_NUM, fmt_count(allocs, r->alloc_count), W_NUM, fmt_count(nctx, r->contexts),
@@ -477,9 +492,10 @@ static int binary_cb(const struct store_binary_row *r, void *arg)
 	return 0;
 }
 
-int query_print_binaries(FILE *out, struct store *s, enum query_format fmt)
+static int print_binaries(FILE *out, struct store *s, enum query_format fmt,
+			  const struct query_view *v)
 {
-	struct list_out o = { .out = out, .fmt = fmt };
+	struct list_out o = { .out = out, .fmt = fmt, .view = v };
 	int r;
 
 	if (fmt == QUERY_JSON)
@@ -517,7 +533,7 @@ static int proc_cb(const struct store_proc_row *r, void *arg)
 {
 	struct list_out *o = arg;
 	char bytes[FMT_BUF], allocs[FMT_BUF], nctx[FMT_BUF];
-	char comm[W_COMM + 1], exe[FMT_TABLE_WIDTH + 1];
+	char comm[W_COMM + 1];
 
 	switch (o->fmt) {
 	case QUERY_JSON:
@@ -545,8 +561,11 @@ static int proc_cb(const struct store_proc_row *r, void *arg)
 		break;
 	default:
 		fmt_cell(comm, W_COMM, r->comm ? r->comm : "?");
-		fmt_cell(exe, FMT_TABLE_WIDTH - (W_PID * 3 + W_COMM + W_STATE + W_BYTES + W_NUM + 7),
-			 r->exe ? r->exe : "?");
+		_cleanup_free_ char *exe = view_cell(o->view, rest_width(o->view,
+			W_PID * 3 + W_COMM + W_STATE + W_BYTES + W_NUM + 7, 20), r->exe ? r->exe : "?");
+
+		if (!exe)
+			return -ENOMEM;
 		fprintf(o->out, "%*d %*d %-*s %-*s %*s %*s %*s %s\n",
 			W_PID, r->pid, W_PID, r->ppid, W_COMM, comm,
 			W_STATE, r->exit_ns ? "exited" : "running",
@@ -558,10 +577,10 @@ static int proc_cb(const struct store_proc_row *r, void *arg)
 	return 0;
 }
 
-int query_print_processes(FILE *out, struct store *s, const struct store_proc_filter *f,
-			  enum query_format fmt)
+static int print_processes(FILE *out, struct store *s, const struct store_proc_filter *f,
+			   enum query_format fmt, const struct query_view *v)
 {
-	struct list_out o = { .out = out, .fmt = fmt };
+	struct list_out o = { .out = out, .fmt = fmt, .view = v };
 	int r;
 
 	if (fmt == QUERY_JSON)
@@ -588,14 +607,6 @@ int query_print_processes(FILE *out, struct store *s, const struct store_proc_fi
 #define W_RUN_ID 5
 #define W_STARTED 20
 #define W_STATUS 14
-
-static int64_t now_realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static const char *iso_utc(char *buf, size_t n, int64_t ns)
 {
@@ -704,24 +715,26 @@ static void table_wrapped(FILE *out, const char *label, const char *const *items
 }
 
 static void print_run_access_table(FILE *out, const struct store_run_row *r,
-				   const struct run_classes *c)
+				   const struct run_classes *c, const struct query_view *v)
 {
-	char src[FMT_TABLE_WIDTH + 1], reason[FMT_TABLE_WIDTH + 1];
 	char items[MAX_CLASSES][FMT_TABLE_WIDTH + 1];
 	const char *ptrs[MAX_CLASSES];
 
 	if (!r->access_source && !r->access_reasons && !c->any)
 		return;
-	fmt_cell(src, FMT_TABLE_WIDTH - W_INDENT - 15, r->access_source ? r->access_source : "none");
-	fprintf(out, "%*saccess source: %s\n", W_INDENT, "", src);
+	_cleanup_free_ char *src = view_cell(v, rest_width(v, W_INDENT + 15, 20),
+					     r->access_source ? r->access_source : "none");
+
+	fprintf(out, "%*saccess source: %s\n", W_INDENT, "", src ? src : "?");
 	for (const char *p = r->access_reasons; p && *p;) {
 		size_t len = strcspn(p, "\n");
 
 		if (len) {
 			_cleanup_free_ char *line = strndup(p, len);
+			_cleanup_free_ char *reason = view_cell(v, rest_width(v, W_INDENT + 2, 20),
+								line ? line : "");
 
-			fmt_cell(reason, FMT_TABLE_WIDTH - W_INDENT - 2, line ? line : "");
-			fprintf(out, "%*s  %s\n", W_INDENT, "", reason);
+			fprintf(out, "%*s  %s\n", W_INDENT, "", reason ? reason : "?");
 		}
 		p += len + (p[len] == '\n');
 	}
@@ -747,8 +760,6 @@ static int run_cb(const struct store_run_row *r, void *arg)
 	uint64_t drops = st->drops_ringbuf + st->drops_live_full + st->drops_state_full +
 			 st->drops_stack;
 	char started[32], dur[FMT_BUF], events[FMT_BUF], ndrops[FMT_BUF], nunm[FMT_BUF];
-	char status[W_STATUS + 1];
-	char cmd[FMT_TABLE_WIDTH + 1];
 
 	switch (o->fmt) {
 	case QUERY_JSON:
@@ -812,17 +823,23 @@ static int run_cb(const struct store_run_row *r, void *arg)
 	default: {
 		int64_t end = st->ended_ns ? st->ended_ns : o->now_ns;
 
-		fmt_cell(status, W_STATUS, st->status ? st->status : "?");
-		fmt_cell(cmd, FMT_TABLE_WIDTH - (W_RUN_ID + W_STARTED + W_LIFE + W_STATUS +
-						 W_NUM * 3 + 7), r->run.command);
+		/* The status is never cut (it says why a run ended); the command takes the rest. */
+		const struct query_view whole = { 0 };
+		_cleanup_free_ char *status = view_cell(&whole, W_STATUS, st->status ? st->status : "?");
+		size_t wst = strlen(status ? status : "") > W_STATUS ? strlen(status) : W_STATUS;
+		_cleanup_free_ char *cmd = view_cell(o->view, rest_width(o->view, W_RUN_ID +
+			W_STARTED + W_LIFE + wst + W_NUM * 3 + 7, 10), r->run.command);
+
+		if (!status || !cmd)
+			return -ENOMEM;
 		fprintf(o->out, "%*" PRId64 " %-*s %*s %-*s %*s %*s %*s %s\n",
 			W_RUN_ID, r->id, W_STARTED, iso_utc(started, sizeof(started), r->run.started_ns),
 			W_LIFE, fmt_duration_ns(dur, end > r->run.started_ns ?
 						(uint64_t)(end - r->run.started_ns) : 0),
-			W_STATUS, status, W_NUM, fmt_count(events, st->events),
+			(int)wst, status, W_NUM, fmt_count(events, st->events),
 			W_NUM, fmt_count(ndrops, drops),
 			W_NUM, fmt_count(nunm, st->unmatched_frees), cmd);
-		print_run_access_table(o->out, r, &cls);
+		print_run_access_table(o->out, r, &cls, o->view);
 		if (o->s && (rc = status_governor_table(o->out, o->s, r->id, W_INDENT)) < 0)
 			return rc;
 	}
@@ -831,9 +848,11 @@ static int run_cb(const struct store_run_row *r, void *arg)
 	return 0;
 }
 
-int query_print_status(FILE *out, struct store *s, enum query_format fmt)
+static int print_status(FILE *out, struct store *s, enum query_format fmt,
+			const struct query_view *v)
 {
-	struct list_out o = { .out = out, .fmt = fmt, .now_ns = now_realtime_ns(), .s = s };
+	struct list_out o = { .out = out, .fmt = fmt, .now_ns = real_ns(), .s = s,
+			      .view = v };
 	int r;
 
 	if (fmt == QUERY_JSON)
@@ -858,7 +877,42 @@ int query_print_status(FILE *out, struct store *s, enum query_format fmt)
 	return 0;
 }
 
+int query_print_binaries(FILE *out, struct store *s, enum query_format fmt)
+{
+	return print_binaries(out, s, fmt, &QUERY_VIEW_DEFAULT);
+}
+
+int query_print_processes(FILE *out, struct store *s, const struct store_proc_filter *f,
+			  enum query_format fmt)
+{
+	return print_processes(out, s, f, fmt, &QUERY_VIEW_DEFAULT);
+}
+
+int query_print_status(FILE *out, struct store *s, enum query_format fmt)
+{
+	return print_status(out, s, fmt, &QUERY_VIEW_DEFAULT);
+}
+
 /* ---- options ---- */
+
+unsigned query_terminal_width(int fd)
+{
+	const char *env = getenv("COLUMNS");
+	struct winsize ws;
+	char *end;
+
+	if (env && *env) {
+		unsigned long v = strtoul(env, &end, 10);
+
+		if (!*end && v > 0 && v <= QUERY_MAX_WIDTH)
+			return (unsigned)v;
+	}
+	if (!isatty(fd))
+		return 0;   /* a pipe or a file: nothing is cut */
+	if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col)
+		return ws.ws_col;
+	return FMT_TABLE_WIDTH;
+}
 
 static bool parse_u64(const char *arg, uint64_t max, uint64_t *out)
 {
@@ -940,44 +994,47 @@ int query_parse_time(const char *arg, int64_t now_ns, int64_t *out)
 enum {
 	O_DB = 1 << 0, O_BINARY = 1 << 1, O_PID = 1 << 2, O_SINCE = 1 << 3, O_UNTIL = 1 << 4,
 	O_SORT = 1 << 5, O_LIMIT = 1 << 6, O_FORMAT = 1 << 7, O_CLASS = 1 << 8,
-	O_ALL = (1 << 9) - 1,
-	O_FROM = 1 << 9, O_HOST = 1 << 10,   /* the fleet's ClickHouse instead of --db */
+	O_STACKS = 1 << 9,
+	O_ALL = (1 << 10) - 1,
+	O_FROM = 1 << 10, O_HOST = 1 << 11,  /* the fleet's ClickHouse instead of --db */
 };
 
 struct query_opts {
 	const char *db;
 	const char *from, *host;   /* --from URL, --host GLOB */
-	char *binary_path;   /* --binary resolved by realpath(), owned */
+	const char *binary_arg;   /* --binary as given, resolved once the store is open */
+	struct binsel bin;        /* that resolution; ctx.binary points into it */
 	struct store_ctx_filter ctx;
 	enum query_format fmt;
 	int cls;             /* --class: an enum classify_class, -1 for all */
 	const char *sort;    /* --sort, checked once the report is known (keys differ) */
+	struct query_view view;  /* tables: the terminal's width, --stacks */
 	enum store_data_sort data_sort;
 	unsigned given;
 };
 
 static void query_opts_free(struct query_opts *o)
 {
-	free(o->binary_path);
+	binsel_free(&o->bin);
 }
 
 static int run_contexts(FILE *out, struct store *s, const struct query_opts *o)
 {
-	return print_contexts(out, s, &o->ctx, o->fmt, o->cls);
+	return print_contexts(out, s, &o->ctx, o->fmt, o->cls, &o->view);
 }
 
 static int run_data(FILE *out, struct store *s, const struct query_opts *o)
 {
 	struct store_data_filter f = { .binary = o->ctx.binary, .since_ns = o->ctx.since_ns,
-				       .until_ns = o->ctx.until_ns, .now_ns = now_realtime_ns(),
+				       .until_ns = o->ctx.until_ns, .now_ns = real_ns(),
 				       .sort = o->data_sort, .limit = o->ctx.limit };
 
-	return print_data(out, s, &f, o->fmt, o->cls);
+	return print_data(out, s, &f, o->fmt, o->cls, &o->view);
 }
 
 static int run_binaries(FILE *out, struct store *s, const struct query_opts *o)
 {
-	return query_print_binaries(out, s, o->fmt);
+	return print_binaries(out, s, o->fmt, &o->view);
 }
 
 static int run_processes(FILE *out, struct store *s, const struct query_opts *o)
@@ -985,21 +1042,21 @@ static int run_processes(FILE *out, struct store *s, const struct query_opts *o)
 	struct store_proc_filter f = { .binary = o->ctx.binary, .pid = o->ctx.pid,
 				       .limit = o->ctx.limit };
 
-	return query_print_processes(out, s, &f, o->fmt);
+	return print_processes(out, s, &f, o->fmt, &o->view);
 }
 
 static int run_status(FILE *out, struct store *s, const struct query_opts *o)
 {
-	return query_print_status(out, s, o->fmt);
+	return print_status(out, s, o->fmt, &o->view);
 }
 
 static const struct subcmd {
 	const char *name;
 	unsigned opts;      /* the options that apply */
-	int (*run)(FILE *out, struct store *s, const struct query_opts *o);  /* NULL: not yet */
+	int (*run)(FILE *out, struct store *s, const struct query_opts *o);
 } subcmds[] = {
 	{ "contexts", O_ALL | O_FROM | O_HOST, run_contexts },
-	{ "data", (O_ALL & ~O_PID) | O_FROM | O_HOST, run_data },
+	{ "data", (O_ALL & ~(O_PID | O_STACKS)) | O_FROM | O_HOST, run_data },
 	{ "binaries", O_DB | O_FORMAT | O_FROM | O_HOST, run_binaries },
 	{ "processes", O_DB | O_BINARY | O_PID | O_LIMIT | O_FORMAT, run_processes },
 	{ "status", O_DB | O_FORMAT, run_status },
@@ -1027,23 +1084,18 @@ static const char usage_text[] =
 	"  --since T            only time buckets (data: runs) starting at or after T\n"
 	"  --until T            only time buckets (data: runs) starting before T\n"
 	"  --sort KEY           largest first; contexts: bytes|count|lifetime|density|\n"
-	"                       accesses (default bytes); data: accesses|density|size\n"
+	"                       accesses|live (bytes still allocated at their process's\n"
+	"                       exit) (default bytes); data: accesses|density|size\n"
 	"                       (default accesses: access samples)\n"
 	"  --class C            only cold|notcold|hot contexts or symbols (contexts, data)\n"
 	"  --limit N            at most N rows; 0 for all (contexts, data, processes)\n"
 	"  --format FMT         table|json|csv (default table)\n"
+	"  --stacks             contexts table: one stack frame per line (default: the\n"
+	"                       whole stack, wrapped to the terminal's width)\n"
 	"  -h, --help           show this help\n"
 	"\n"
 	"T is seconds since the epoch (or N with a ns|us|ms|s suffix), a UTC date\n"
 	"YYYY-MM-DD[THH:MM[:SS]], or -N[s|m|h|d] for that long ago.\n";
-
-static int usage_error(const char *what, const char *fmt, const char *arg)
-{
-	fprintf(stderr, "memprofd: %s: ", what);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	return 2;
-}
 
 static int parse_option(int c, const char *arg, struct query_opts *o, const char *what)
 {
@@ -1062,10 +1114,7 @@ static int parse_option(int c, const char *arg, struct query_opts *o, const char
 	case O_BINARY:
 		if (!*arg)
 			return usage_error(what, "--binary: empty value%s", "");
-		/* A path names the binary as the daemon recorded it: absolute, links resolved. */
-		free(o->binary_path);
-		o->binary_path = strchr(arg, '/') ? realpath(arg, NULL) : NULL;
-		o->ctx.binary = o->binary_path ? o->binary_path : arg;
+		o->binary_arg = arg;   /* resolved against the store: binsel_resolve() */
 		return 0;
 	case O_PID:
 		if (!parse_u64(arg, INT32_MAX, &v) || v == 0)
@@ -1079,7 +1128,7 @@ static int parse_option(int c, const char *arg, struct query_opts *o, const char
 		return 0;
 	case O_SINCE:
 	case O_UNTIL:
-		r = query_parse_time(arg, now_realtime_ns(), c == O_SINCE ? &o->ctx.since_ns :
+		r = query_parse_time(arg, real_ns(), c == O_SINCE ? &o->ctx.since_ns :
 				     &o->ctx.until_ns);
 		if (r < 0)
 			return usage_error(what, c == O_SINCE ? "--since: invalid time '%s'" :
@@ -1101,6 +1150,9 @@ static int parse_option(int c, const char *arg, struct query_opts *o, const char
 				return 0;
 			}
 		return usage_error(what, "--class: unknown class '%s' (cold|notcold|hot)", arg);
+	case O_STACKS:
+		o->view.one_per_line = true;
+		return 0;
 	case O_FORMAT:
 		for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
 			if (!strcmp(arg, formats[i])) {
@@ -1118,7 +1170,7 @@ static int parse_sort(const char *arg, bool data, struct query_opts *o, const ch
 	static const char *const sorts[] = {
 		[STORE_SORT_BYTES] = "bytes", [STORE_SORT_COUNT] = "count",
 		[STORE_SORT_LIFETIME] = "lifetime", [STORE_SORT_DENSITY] = "density",
-		[STORE_SORT_ACCESSES] = "accesses",
+		[STORE_SORT_ACCESSES] = "accesses", [STORE_SORT_LIVE] = "live",
 	};
 	static const char *const data_sorts[] = {
 		[STORE_DATA_SORT_ACCESSES] = "accesses", [STORE_DATA_SORT_DENSITY] = "density",
@@ -1139,7 +1191,7 @@ static int parse_sort(const char *arg, bool data, struct query_opts *o, const ch
 			return 0;
 		}
 	return usage_error(what, "--sort: unknown key '%s' "
-			   "(bytes|count|lifetime|density|accesses)", arg);
+			   "(bytes|count|lifetime|density|accesses|live)", arg);
 }
 
 static const char *option_name(int c)
@@ -1153,6 +1205,7 @@ static const char *option_name(int c)
 	case O_SORT: return "--sort";
 	case O_LIMIT: return "--limit";
 	case O_CLASS: return "--class";
+	case O_STACKS: return "--stacks";
 	case O_FROM: return "--from";
 	case O_HOST: return "--host";
 	default: return "--format";
@@ -1171,6 +1224,7 @@ int cmd_query(int argc, char **argv)
 		{ "limit", required_argument, NULL, O_LIMIT },
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "class", required_argument, NULL, O_CLASS },
+		{ "stacks", no_argument, NULL, O_STACKS },
 		{ "from", required_argument, NULL, O_FROM },
 		{ "host", required_argument, NULL, O_HOST },
 		{ "help", no_argument, NULL, 'h' },
@@ -1189,7 +1243,7 @@ int cmd_query(int argc, char **argv)
 			break;
 		if (argv[i][0] == '-') {
 			bool has_arg = argv[i][1] == '-' && !strchr(argv[i], '=') &&
-				       strcmp(argv[i], "--help");
+				       strcmp(argv[i], "--help") && strcmp(argv[i], "--stacks");
 			i += has_arg;
 			continue;
 		}
@@ -1249,10 +1303,6 @@ int cmd_query(int argc, char **argv)
 		return usage_error(what, "--host applies only with --from%s", "");
 	if (o.ctx.since_ns && o.ctx.until_ns && o.ctx.since_ns >= o.ctx.until_ns)
 		return usage_error(what, "--since must be before --until%s", "");
-	if (!sub->run) {
-		fprintf(stderr, "memprofd: %s: not implemented yet\n", what);
-		return 1;
-	}
 
 	char err[512];
 	_cleanup_(store_closep) struct store *s = NULL;
@@ -1262,17 +1312,26 @@ int cmd_query(int argc, char **argv)
 	r = o.from ? fleet_open_store(&s, &fo, err, sizeof(err)) :
 		store_open(&s, o.db, STORE_RDONLY, err, sizeof(err));
 	if (r < 0) {
-		fprintf(stderr, "memprofd: %s: %s\n", what, err);
+		log_error("%s: %s", what, err);
 		return 1;
 	}
+	if (o.binary_arg) {
+		r = binsel_resolve(s, o.binary_arg, o.db, &o.bin, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "memprofd: %s: %s\n", what, err);
+			return 1;
+		}
+		o.ctx.binary = *o.bin.build_id ? o.bin.build_id : o.bin.path;
+	}
+	o.view.width = query_terminal_width(STDOUT_FILENO);
 	r = sub->run(stdout, s, &o);
 	if (r < 0) {
 		fflush(stdout);
-		fprintf(stderr, "memprofd: %s: %s\n", what, store_errmsg(s));
+		log_error("%s: %s", what, store_errmsg(s));
 		return 1;
 	}
 	if (fflush(stdout) == EOF || ferror(stdout)) {
-		fprintf(stderr, "memprofd: %s: writing the report: %s\n", what, strerror(errno));
+		log_error("%s: writing the report: %s", what, strerror(errno));
 		return 1;
 	}
 	return 0;

@@ -1,5 +1,5 @@
 /* `memprofd export`: people-facing exports of one binary's allocation contexts (pprof,
- * folded stacks, an HTML report). cmd_export() is the subcommand (argv[0] "export",
+ * folded stacks, an HTML report). cli/cmd_export.c is the subcommand (argv[0] "export",
  * argv[1] the format); export_*() write one export to any FILE (tests capture them with
  * open_memstream) and return 0 or -errno, with store_errmsg() or errno saying why. */
 #pragma once
@@ -26,9 +26,14 @@ struct export_opts {
 	const char *format;       /* --format (hints: text|json); NULL = the default */
 	double hot_share;         /* ld-script/symbol-order: --hot-share, 0 = default */
 	uint64_t cold_min_samples;/* ld-script/symbol-order: --cold-min-samples, 0 = default */
+	char *err;                /* NULL, or errsz bytes where a format that knows why it */
+	size_t errsz;             /* failed says so in one line; the caller prints it once */
 };
 
-int cmd_export(int argc, char **argv);
+/* Says why an export failed: into o->err when the caller gave one, else on stderr as
+ * "memprofd: export FORMAT: why". Returns r. */
+int export_fail(const struct export_opts *o, const char *format, int r, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 int export_pprof(FILE *out, struct store *s, const struct export_opts *o);
 int export_folded(FILE *out, struct store *s, const struct export_opts *o);
@@ -44,6 +49,10 @@ struct export_line {
 	int64_t line, column;     /* 0 when unknown */
 	int64_t start_line;       /* the function's declaration line, 0 when unknown */
 };
+/* The one name of line i of f in every output: the frame's own function (the ELF symbol,
+ * public names preferred: "_IO_file_doallocate", not DWARF's asm label
+ * "__GI__IO_file_doallocate") for the real function, the DWARF name for inlined ones. */
+const char *export_line_function(const struct store_frame *f, unsigned i);
 /* Fills up to max lines for f and returns how many (0 when nothing is known about it). */
 unsigned export_frame_lines(const struct store_frame *f, struct export_line *lines,
 			    unsigned max);

@@ -1,10 +1,11 @@
-/* Output primitives for `memprofd query`: JSON strings that are valid JSON whatever the
- * bytes (invalid UTF-8 becomes U+FFFD), RFC 4180 CSV fields, human units of bounded
- * width, and terminal-safe table cells (printable ASCII only, so width = bytes). */
+/* Output primitives for `memprofd query`: JSON strings and CSV fields (base/escape.h),
+ * human units of bounded width, and terminal-safe table cells (printable ASCII only, so
+ * width = bytes). */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "base/escape.h"
 
 #define FMT_TABLE_WIDTH 100   /* table output never exceeds this many columns */
 #define FMT_BYTES_MAX 9       /* longest fmt_bytes() result: "999.9 KiB" */
@@ -12,9 +13,6 @@
 #define FMT_COUNT_MAX 6       /* longest fmt_count() result: "999.9k" */
 #define FMT_DENSITY_MAX 8     /* longest fmt_density() result: "1.23e+04" */
 #define FMT_BUF 32            /* a buffer big enough for any of the above */
-
-void fmt_json_str(FILE *out, const char *s);    /* "..." escaped, or null for NULL */
-void fmt_csv_field(FILE *out, const char *s);   /* quoted only when needed; NULL is empty */
 
 /* Human units, written into buf (FMT_BUF bytes) and returned. */
 const char *fmt_bytes(char *buf, uint64_t bytes);         /* 512 B, 7.0 MiB */

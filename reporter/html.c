@@ -1,10 +1,12 @@
 /* `memprofd export html`: one self-contained HTML report (no network at view time: the
- * styles, the data and the small vanilla-JS viewer are all inline). The summary, the
- * top-contexts table and the hot and cold data symbols are rendered here, so they read
- * without JavaScript; the script sorts the tables (also from a #sort=TABLE:COLUMN[:asc]
- * view link) and draws the flame graph and the heap map (bytes allocated by class per
- * time bucket) from the JSON data block. Every byte from the store is escaped for
- * its context: HTML text, attributes, or JSON inside <script>. */
+ * styles, the data and the vanilla-JS viewer, reporter/html_viewer.js, are all inline).
+ * The summary, the top-contexts table (whole stacks with file:line, inline chains in the
+ * tooltips, estimates with their samples and intervals), the objects live at exit and
+ * the hot and cold data symbols are rendered here, so they read without JavaScript; the
+ * script sorts the tables, draws the heap over time (bytes by class and for the top
+ * contexts per time bucket, on a real time axis) and the flame graph (top-down or
+ * bottom-up, zoom, search) from the JSON data block. Every byte from the store is
+ * escaped for its context: HTML text, attributes, or JSON inside <script>. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -12,15 +14,22 @@
 #include <time.h>
 
 #include "reporter/classify.h"
+#include "reporter/estimate.h"
 #include "reporter/export.h"
 #include "reporter/format.h"
 #include "reporter/progress.h"
 #include "reporter/strtab.h"
+#include "base/array.h"
 
 #define HTML_TOP_CONTEXTS 200     /* rows of the top-contexts table */
 #define HTML_FLAME_CONTEXTS 20000 /* contexts drawn in the flame graph; the rest as one */
 #define HTML_NAME_MAX 512         /* longest frame name shown */
 #define HTML_DATA_SYMBOLS 100     /* rows of each hot/cold data symbol table */
+#define HTML_CHART_CONTEXTS 5     /* top contexts drawn as lines in the heap chart */
+#define HTML_BUCKET_S 60          /* the store's time bucket (daemon/attrib's AGG_BUCKET_SECONDS) */
+#define HTML_CLASSES 4            /* classes the report keeps apart (classify_name's) */
+
+#include "reporter/html_viewer.h" /* html_script[]: reporter/html_viewer.js, generated */
 
 /* ---- escaping ---- */
 
@@ -82,7 +91,13 @@ struct html {
 	size_t nclasses, classes_cap;
 	unsigned n;                    /* contexts seen */
 	struct mib total;
-	uint64_t class_bytes[3], class_ctx[3], other[3];
+	uint64_t class_bytes[HTML_CLASSES], class_ctx[HTML_CLASSES], other[3];
+	int64_t top_ids[HTML_CHART_CONTEXTS];
+	char *top_names[HTML_CHART_CONTEXTS];
+	FILE *leaks;                   /* memstream: the live-at-exit table's rows */
+	char *leaks_buf;
+	size_t leaks_len;
+	unsigned nleaks;
 	int err;
 };
 
@@ -119,30 +134,113 @@ static void frame_names(struct html *h, const struct store_ctx_row *r, bool root
 	}
 }
 
-static void table_row(struct html *h, const struct store_ctx_row *r)
+/* A context's stack for people, leaf first: "fn file:line", inlined callees marked, one
+ * entry per source line; sep between entries (HTML). */
+static void frame_where(FILE *out, const struct store_ctx_row *r, const char *sep)
+{
+	bool first = true;
+
+	for (unsigned i = 0; i < r->nframes; i++) {
+		struct export_line lines[EXPORT_MAX_INLINE];
+		const struct store_frame *f = &r->frames[i];
+		unsigned n = export_frame_lines(f, lines, EXPORT_MAX_INLINE);
+
+		for (unsigned k = 0; k < (n ? n : 1); k++) {
+			char name[HTML_NAME_MAX], where[HTML_NAME_MAX];
+			const struct export_line *l = n ? &lines[k] : NULL;
+
+			export_frame_name(name, sizeof(name), f, l);
+			where[0] = '\0';
+			if (l && l->file && l->line)
+				snprintf(where, sizeof(where), " %s:%" PRId64, l->file, l->line);
+			fputs(first ? "" : sep, out);
+			first = false;
+			html_text(out, name);
+			if (where[0]) {
+				fputs("<span class=\"where\">", out);
+				html_text(out, where);
+				fputs("</span>", out);
+			}
+			if (l && k + 1 < n)
+				fputs(" <span class=\"inl\">[inlined]</span>", out);
+		}
+	}
+	if (first)
+		fputs("(no frames)", out);
+}
+
+/* The same as plain text for a title attribute: one entry a line. */
+static void frame_where_title(FILE *out, const struct store_ctx_row *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	if (!m)
+		return;
+	frame_where(m, r, "\n");
+	fclose(m);
+	/* Strip the spans: the title is text. */
+	for (char *p = buf; p && *p; p++) {
+		if (*p == '<') {
+			while (*p && *p != '>')
+				p++;
+			if (!*p)
+				break;
+			continue;
+		}
+		fputs(*p == '\n' ? "&#10;" : *p == '"' ? "&quot;" : (char[]){ *p, 0 }, out);
+	}
+	free(buf);
+}
+
+/* An estimate's cell: the value, "±N%" of its 95% interval, data-v for sorting. */
+static void est_cells(FILE *out, const struct estimate *e, const char *shown)
+{
+	double pct = estimate_rel_pct(e);
+
+	fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td><td class=\"pm\" data-v=\"%.3f\">", e->value,
+		shown, pct < 0 ? 0 : pct);
+	if (e->kind == ESTIMATE_UNKNOWN)
+		fputs("?", out);
+	else if (pct >= 0)
+		fprintf(out, "\u00b1%.0f%%", pct);
+	fputs("</td>", out);
+}
+
+static void table_row(struct html *h, FILE *out, const struct store_ctx_row *r, unsigned rank)
 {
 	const struct mib *m = &r->mib;
-	FILE *out = h->rows;
-	char b1[FMT_BUF], b2[FMT_BUF], b3[FMT_BUF], b4[FMT_BUF], b5[FMT_BUF];
-	uint64_t life = classify_avg_lifetime_ns(m);
+	char b1[FMT_BUF], b2[FMT_BUF], b3[FMT_BUF], b4[FMT_BUF], b5[FMT_BUF], b6[FMT_BUF];
+	uint64_t freed = m->alloc_count - (m->live_at_exit_count < m->alloc_count ?
+					   m->live_at_exit_count : m->alloc_count);
+	uint64_t life = freed ? (m->total_lifetime_ns - (m->live_at_exit_lifetime_ns <
+			m->total_lifetime_ns ? m->live_at_exit_lifetime_ns : m->total_lifetime_ns)) /
+			freed : 0;
 	double dens = classify_density(m);
 	const char *cls = classify_name(classify_mib(m));
+	struct estimate cnt, byt, acc;
 
-	fprintf(out, "<tr class=\"%s\"><td data-v=\"%u\">%u</td>", cls, h->n + 1, h->n + 1);
-	fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", m->total_size, fmt_bytes(b1, m->total_size));
-	fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", m->alloc_count,
-		fmt_count(b2, m->alloc_count));
-	fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", life, fmt_duration_ns(b3, life));
-	fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", m->total_access_count,
-		fmt_count(b4, m->total_access_count));
+	(void)h;
+	estimate_mib(m, &cnt, &byt, &acc);
+	fprintf(out, "<tr class=\"%s\"><td data-v=\"%u\">%u</td>", cls, rank, rank);
+	est_cells(out, &byt, fmt_bytes(b1, m->total_size));
+	est_cells(out, &cnt, fmt_count(b2, m->alloc_count));
+	if (cnt.kind == ESTIMATE_UNKNOWN)
+		fputs("<td data-v=\"0\">?</td>", out);
+	else
+		fprintf(out, "<td data-v=\"%" PRIu64 "\">%" PRIu64 "%s</td>", m->alloc_samples,
+			m->alloc_samples, estimate_weak(&cnt, &acc) ? " <span class=\"few\">few</span>" : "");
+	fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", life,
+		freed ? fmt_duration_ns(b3, life) : "at exit");
+	fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", m->live_at_exit_bytes,
+		m->live_at_exit_bytes ? fmt_bytes(b6, m->live_at_exit_bytes) : "-");
+	est_cells(out, &acc, fmt_count(b4, m->total_access_count));
 	fprintf(out, "<td data-v=\"%.9g\">%s</td>", dens, fmt_density(b5, dens));
 	fprintf(out, "<td class=\"cls\">%s</td><td class=\"stack\" title=\"", cls);
-	frame_names(h, r, false, out, "&#10;", false);
+	frame_where_title(out, r);
 	fputs("\">", out);
-	if (r->nframes)
-		frame_names(h, r, false, out, " &lt; ", false);
-	else
-		fputs("(no frames)", out);
+	frame_where(out, r, " <span class=\"sep\">&lt;</span> ");
 	fputs("</td></tr>\n", out);
 }
 
@@ -154,20 +252,34 @@ static int ctx_cb(const struct store_ctx_row *r, void *arg)
 
 	progress_step(&h->pr);
 	mib_combine(&h->total, m);
-	h->class_bytes[c] += m->total_size;
-	h->class_ctx[c]++;
-	if (h->nclasses == h->classes_cap) {
-		size_t cap = h->classes_cap ? h->classes_cap * 2 : 1024;
-		struct ctx_class *v = realloc(h->classes, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		h->classes = v;
-		h->classes_cap = cap;
+	if ((unsigned)c < HTML_CLASSES) {
+		h->class_bytes[c] += m->total_size;
+		h->class_ctx[c]++;
 	}
+	if (ARRAY_GROW(h->classes, h->classes_cap, h->nclasses, 1024) < 0)
+		return -ENOMEM;
 	h->classes[h->nclasses++] = (struct ctx_class){ .id = r->context_id, .cls = c };
 	if (h->n < HTML_TOP_CONTEXTS)
-		table_row(h, r);
+		table_row(h, h->rows, r, h->n + 1);
+	if (h->n < HTML_CHART_CONTEXTS) {
+		/* The chart's legend: the allocation site, "fn file:line". */
+		struct export_line lines[EXPORT_MAX_INLINE];
+		unsigned n = r->nframes ? export_frame_lines(&r->frames[0], lines,
+							      EXPORT_MAX_INLINE) : 0;
+		char name[HTML_NAME_MAX];
+
+		if (r->nframes)
+			export_frame_name(name, sizeof(name), &r->frames[0], n ? &lines[0] : NULL);
+		else
+			snprintf(name, sizeof(name), "(no frames)");
+		if (n && lines[0].file && lines[0].line &&
+		    asprintf(&h->top_names[h->n], "%s %s:%" PRId64, name, lines[0].file,
+			     lines[0].line) < 0)
+			h->top_names[h->n] = NULL;
+		else if (!h->top_names[h->n])
+			h->top_names[h->n] = strdup(name);
+		h->top_ids[h->n] = r->context_id;
+	}
 	if (h->n < HTML_FLAME_CONTEXTS) {
 		fprintf(h->stacks, "%s[[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "],[", h->n ? ",\n" : "",
 			m->total_size, m->alloc_count, m->total_access_count);
@@ -194,7 +306,11 @@ struct bucket_out {
 	FILE *out;
 	bool any;
 	int64_t cur, first, last;
-	uint64_t bytes[3];
+	uint64_t bytes[HTML_CLASSES];
+	FILE *top[HTML_CHART_CONTEXTS];  /* memstreams: each top context's [t, bytes] points */
+	char *top_buf[HTML_CHART_CONTEXTS];
+	size_t top_len[HTML_CHART_CONTEXTS];
+	bool top_any[HTML_CHART_CONTEXTS];
 };
 
 static void bucket_flush(struct bucket_out *b)
@@ -220,7 +336,14 @@ static int bucket_cb(const struct store_bucket_row *r, void *arg)
 		b->cur = b->last = r->bucket_start;
 	}
 	c = bsearch(&key, b->h->classes, b->h->nclasses, sizeof(key), cmp_class);
-	b->bytes[c ? c->cls : CLASSIFY_NOTCOLD] += r->total_size;
+	if ((unsigned)(c ? c->cls : CLASSIFY_NOTCOLD) < HTML_CLASSES)
+		b->bytes[c ? c->cls : CLASSIFY_NOTCOLD] += r->total_size;
+	for (unsigned i = 0; i < HTML_CHART_CONTEXTS && i < b->h->n; i++)
+		if (b->top[i] && b->h->top_ids[i] == r->context_id) {
+			fprintf(b->top[i], "%s[%" PRId64 ",%" PRIu64 "]", b->top_any[i] ? "," : "",
+				r->bucket_start, r->total_size);
+			b->top_any[i] = true;
+		}
 	return 0;
 }
 
@@ -285,91 +408,29 @@ static void data_table(FILE *out, const struct data_out *d, int i, const char *w
 
 static const char html_style[] =
 	"body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}"
-	"h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}"
-	"table{border-collapse:collapse}td,th{padding:3px 8px;text-align:right;"
-	"border-bottom:1px solid #eee;white-space:nowrap}th{background:#f4f4f4;cursor:pointer;"
-	"user-select:none}th.asc:after{content:' \\25b2'}th.desc:after{content:' \\25bc'}"
-	"td.stack{text-align:left;font-family:monospace;max-width:640px;overflow:hidden;"
-	"text-overflow:ellipsis}td.cls{text-align:left}tr.hot td.cls{color:#c0392b}"
+	"h1{font-size:20px;overflow-wrap:anywhere}h2{font-size:16px;margin-top:28px;"
+	"border-bottom:1px solid #ddd}p.note{color:#555;max-width:70em}"
+	".scroll{overflow-x:auto}table{border-collapse:collapse}"
+	"td,th{padding:3px 8px;text-align:right;border-bottom:1px solid #eee;white-space:nowrap;"
+	"vertical-align:top}th{background:#f4f4f4;cursor:pointer;user-select:none}"
+	"th.asc:after{content:' \\25b2'}th.desc:after{content:' \\25bc'}"
+	"td.stack{text-align:left;font-family:monospace;white-space:normal;min-width:24em;"
+	"overflow-wrap:anywhere}td.stack .where{color:#777}td.stack .inl{color:#a0a}"
+	"td.stack .sep{color:#bbb}td.pm{color:#777;font-size:12px}.few{color:#b9770e;"
+	"font-size:11px}td.cls{text-align:left}tr.hot td.cls{color:#c0392b}"
 	"tr.cold td.cls{color:#2471a3}table.kv td:first-child{text-align:left;color:#666}"
-	"table.kv td{text-align:left}th.l,td.sym,td.sect{text-align:left}"
+	"table.kv td{text-align:left;white-space:normal;overflow-wrap:anywhere}"
+	"th.l,td.sym,td.sect{text-align:left}td.sym{white-space:normal;overflow-wrap:anywhere}"
 	".empty{color:#888;font-style:italic}"
 	"#flame-graph{position:relative;width:100%;overflow:hidden;font:11px monospace}"
 	"#flame-graph .fr{position:absolute;height:17px;box-sizing:border-box;border:1px solid"
 	" #fff;overflow:hidden;white-space:nowrap;padding:0 2px;cursor:pointer}"
-	"#heap-map svg text{font:11px sans-serif}";
-
-/* The viewer: sortable table, flame graph (icicle, root on top, click to zoom), heap map. */
-static const char html_script[] =
-	"(function(){'use strict';\n"
-	"var D=JSON.parse(document.getElementById('mpd-data').textContent);\n"
-	"function fmtB(v){var u=['B','KiB','MiB','GiB','TiB'],i=0;while(v>=1024&&i<4){v/=1024;i++}"
-	"return (i?v.toFixed(1):v)+' '+u[i]}\n"
-	"function fmtN(v){return v>=1e6?(v/1e6).toFixed(1)+'M':v>=1e4?(v/1e3).toFixed(1)+'k':''+v}\n"
-	/* sortable tables */
-	"document.querySelectorAll('table.sortable').forEach(function(t){\n"
-	" t.querySelectorAll('th').forEach(function(th,col){th.addEventListener('click',function(){\n"
-	"  var desc=!th.classList.contains('desc');t.querySelectorAll('th').forEach(function(x){"
-	"x.classList.remove('asc','desc')});th.classList.add(desc?'desc':'asc');\n"
-	"  var tb=t.tBodies[0],rows=Array.prototype.slice.call(tb.rows);\n"
-	"  rows.sort(function(a,b){var x=a.cells[col],y=b.cells[col];var p=x.dataset.v,q=y.dataset.v;\n"
-	"   var c=(p!==undefined&&q!==undefined)?(parseFloat(p)-parseFloat(q)):"
-	"x.textContent.localeCompare(y.textContent);return desc?-c:c});\n"
-	"  rows.forEach(function(r){tb.appendChild(r)})})})});\n"
-	/* #sort=TABLE:COLUMN[:asc|desc] opens the page sorted (a link to a view) */
-	"var sm=/^#sort=([\\w-]+):(\\d+)(?::(asc|desc))?$/.exec(location.hash);\n"
-	"if(sm){var st=document.getElementById(sm[1]),sh=st&&st.tHead.rows[0].cells[+sm[2]];"
-	"if(sh){if(sm[3]==='asc')sh.classList.add('desc');sh.click()}}\n"
-	/* flame graph */
-	"var W={bytes:0,objects:1,accesses:2},fg=document.getElementById('flame-graph'),"
-	"sel=document.getElementById('flame-weight');\n"
-	"function tree(){var root={n:'all',v:[0,0,0],c:{}};\n"
-	" D.stacks.forEach(function(s){var node=root;add(node,s[0]);s[1].forEach(function(i){"
-	"var k=D.names[i];node=node.c[k]||(node.c[k]={n:k,v:[0,0,0],c:{}});add(node,s[0])})});\n"
-	" if(D.other[0]||D.other[1]||D.other[2]){var o=root.c['(other contexts)']={n:'(other contexts)',"
-	"v:D.other.slice(),c:{}};add(root,D.other)}\n"
-	" return root}\n"
-	"function add(n,v){for(var i=0;i<3;i++)n.v[i]+=v[i]}\n"
-	"var ROOT=tree(),zoom=ROOT;\n"
-	"function color(s){var h=0;for(var i=0;i<s.length;i++)h=(h*31+s.charCodeAt(i))>>>0;"
-	"return 'hsl('+(10+h%45)+','+(60+h%30)+'%,'+(55+h%15)+'%)'}\n"
-	"function draw(){var w=W[sel.value]||0,width=fg.clientWidth||1200,tot=zoom.v[w],maxd=0;"
-	"fg.textContent='';\n"
-	" if(!tot){fg.innerHTML='<p class=\"empty\">Nothing to draw for this weight.</p>';"
-	"fg.style.height='';return}\n"
-	" function place(n,x,d){var px=n.v[w]/tot*width;if(px<0.5)return;if(d>maxd)maxd=d;\n"
-	"  var e=document.createElement('div');e.className='fr';e.style.left=x+'px';"
-	"e.style.width=px+'px';e.style.top=(d*17)+'px';e.style.background=color(n.n);\n"
-	"  var val=w===0?fmtB(n.v[0]):fmtN(n.v[w]);e.title=n.n+' \\u2014 '+val+' ('+"
-	"(100*n.v[w]/tot).toFixed(1)+'%)';e.textContent=px>30?n.n:'';\n"
-	"  e.addEventListener('click',function(){zoom=(n===zoom)?ROOT:n;draw()});fg.appendChild(e);\n"
-	"  var kids=Object.keys(n.c).map(function(k){return n.c[k]}).sort(function(a,b){"
-	"return b.v[w]-a.v[w]}),cx=x;\n"
-	"  kids.forEach(function(k){place(k,cx,d+1);cx+=k.v[w]/tot*width})}\n"
-	" place(zoom,0,0);fg.style.height=((maxd+1)*17)+'px'}\n"
-	"sel.value=D.weight;sel.addEventListener('change',draw);draw();\n"
-	/* heap map */
-	"var hm=document.getElementById('heap-map');\n"
-	"if(!D.buckets.length){hm.innerHTML='<p class=\"empty\">No time buckets recorded.</p>'}else{\n"
-	" var NS='http://www.w3.org/2000/svg',cls=['hot','notcold','cold'],hue=[5,40,210],"
-	"cw=Math.max(4,Math.min(40,Math.floor(1000/D.buckets.length))),ch=26,lw=70;\n"
-	" var max=1;D.buckets.forEach(function(b){for(var i=1;i<4;i++)if(b[i]>max)max=b[i]});\n"
-	" var svg=document.createElementNS(NS,'svg');svg.setAttribute('width',lw+cw*D.buckets.length+10);"
-	"svg.setAttribute('height',ch*3+24);\n"
-	" cls.forEach(function(c,r){var t=document.createElementNS(NS,'text');t.setAttribute('x',0);"
-	"t.setAttribute('y',r*ch+17);t.textContent=c;svg.appendChild(t);\n"
-	"  D.buckets.forEach(function(b,i){var v=b[r+1],e=document.createElementNS(NS,'rect');"
-	"e.setAttribute('x',lw+i*cw);e.setAttribute('y',r*ch);e.setAttribute('width',cw-1);"
-	"e.setAttribute('height',ch-2);e.setAttribute('class','cell '+c);\n"
-	"   e.setAttribute('fill',v?'hsl('+hue[r]+',70%,'+(92-60*Math.sqrt(v/max)).toFixed(0)+'%)':'#f4f4f4');\n"
-	"   var ti=document.createElementNS(NS,'title');ti.textContent=new Date(b[0]/1e6).toISOString()+"
-	"' '+c+': '+fmtB(v);e.appendChild(ti);svg.appendChild(e)})});\n"
-	" var t0=document.createElementNS(NS,'text');t0.setAttribute('x',lw);t0.setAttribute('y',ch*3+16);"
-	"t0.textContent=new Date(D.buckets[0][0]/1e6).toISOString()+'  \\u2192  '+"
-	"new Date(D.buckets[D.buckets.length-1][0]/1e6).toISOString();svg.appendChild(t0);\n"
-	" hm.appendChild(svg)}\n"
-	"document.body.setAttribute('data-ready','1');\n"
-	"})();\n";
+	"#flame-graph .fr.dim{opacity:.35}.controls{margin:6px 0;display:flex;flex-wrap:wrap;"
+	"gap:12px;align-items:center}#flame-found{color:#555}"
+	"#heap-chart{width:100%}#heap-chart svg text{font:11px sans-serif;fill:#333}"
+	"#heap-chart .grid{stroke:#eee}#heap-chart .axis{stroke:#999}"
+	"#heap-legend .key{display:inline-block;border-left:12px solid;padding:0 10px 0 4px;"
+	"margin:2px 8px 2px 0;font-size:12px;overflow-wrap:anywhere}";
 
 static void iso_utc(char *buf, size_t n, int64_t ns)
 {
@@ -422,6 +483,112 @@ static void summary(FILE *out, const struct html *h, const struct bucket_out *b)
 	fputs("</table></section>\n", out);
 }
 
+/* Live at exit, by bytes (schema >= 9): rows while any byte was. */
+static int leak_cb(const struct store_ctx_row *r, void *arg)
+{
+	struct html *h = arg;
+
+	if (!r->mib.live_at_exit_bytes || h->nleaks >= HTML_TOP_CONTEXTS)
+		return 1;
+	table_row(h, h->leaks, r, ++h->nleaks);
+	return 0;
+}
+
+static const char ctx_head[] =
+	"<div class=\"scroll\"><table id=\"%s\" class=\"sortable\"><thead><tr><th>#</th>"
+	"<th>bytes</th><th title=\"half-width of the 95%% Poisson interval\">&#177;</th>"
+	"<th>objects</th><th>&#177;</th><th title=\"objects observed behind the estimate\">"
+	"samples</th><th title=\"of the objects freed\">avg lifetime</th>"
+	"<th title=\"bytes still allocated when their process exited\">at exit</th>"
+	"<th>accesses</th><th>&#177;</th><th title=\"estimated accesses per byte per second "
+	"of average lifetime\">density</th><th class=\"l\">class</th>"
+	"<th class=\"l\">stack (leaf first, file:line)</th></tr></thead>\n<tbody>\n";
+
+static void page_sections(FILE *out, const struct html *h, const struct data_out *d)
+{
+	fprintf(out, "<section id=\"contexts\"><h2>Top allocation contexts (%u of %u, by "
+		"bytes)</h2>\n<p class=\"note\">Sampled estimates carry the samples behind them "
+		"and the half-width of their 95%% Poisson interval (&#177;); \"few\" marks fewer "
+		"than %d samples. Hover a stack for its frames one a line.</p>\n",
+		h->n < HTML_TOP_CONTEXTS ? h->n : HTML_TOP_CONTEXTS, h->n, ESTIMATE_FEW_SAMPLES);
+	if (h->n) {
+		fprintf(out, ctx_head, "ctx-table");
+		fwrite(h->rows_buf, 1, h->rows_len, out);
+		fputs("</tbody></table></div>\n", out);
+	} else {
+		fputs("<p class=\"empty\">No allocation contexts recorded.</p>\n", out);
+	}
+	fprintf(out, "</section>\n<section id=\"leaks\"><h2>Live at exit (%u contexts)</h2>\n"
+		"<p class=\"note\">Objects still allocated when their process exited: leaks, or "
+		"memory freed by the exit itself. Their lifetimes are kept apart: avg lifetime "
+		"is of the freed objects only.</p>\n", h->nleaks);
+	if (h->nleaks) {
+		fprintf(out, ctx_head, "leak-table");
+		fwrite(h->leaks_buf, 1, h->leaks_len, out);
+		fputs("</tbody></table></div>\n", out);
+	} else {
+		fputs("<p class=\"empty\">No object was live at exit (or the store predates "
+		      "schema 9).</p>\n", out);
+	}
+	fputs("</section>\n<section id=\"heap\"><h2>Heap over time</h2>\n<p class=\"note\">Bytes "
+	      "of the objects that ended (were freed, or their process exited) in each time "
+	      "bucket, by class, and the top contexts as lines.</p>\n<div id=\"heap-legend\">"
+	      "</div><div id=\"heap-chart\"></div>\n</section>\n", out);
+	fputs("<section id=\"flame\"><h2>Flame graph</h2>\n<div class=\"controls\"><label>"
+	      "view <select id=\"flame-mode\"><option value=\"top-down\">top-down (callers "
+	      "first)</option><option value=\"bottom-up\">bottom-up (allocation sites first)"
+	      "</option></select></label><label>weight <select id=\"flame-weight\"><option>"
+	      "bytes</option><option>objects</option><option>accesses</option></select>"
+	      "</label><label>search <input id=\"flame-search\" type=\"search\" "
+	      "placeholder=\"function\"></label><button id=\"flame-reset\">reset</button>"
+	      "<span id=\"flame-found\"></span></div>\n<p class=\"note\">Click a frame to zoom, "
+	      "again to zoom out.</p>\n<div id=\"flame-graph\"></div>\n</section>\n", out);
+	fputs("<section id=\"data\"><h2>Hot and cold data symbols</h2>\n", out);
+	if (d->total) {
+		data_table(out, d, 0, "hot");
+		data_table(out, d, 1, "cold");
+	} else {
+		fputs("<p class=\"empty\">No static data accesses recorded.</p>\n", out);
+	}
+	fputs("</section>\n", out);
+}
+
+static void page_data(FILE *out, const struct html *h, const struct bucket_out *b,
+		      const char *tl_buf, size_t tl_len)
+{
+	static const enum classify_class order[] = { CLASSIFY_HOT, CLASSIFY_NOTCOLD,
+						     CLASSIFY_COLD };
+
+	fputs("<script type=\"application/json\" id=\"mpd-data\">{\"weight\": ", out);
+	json_in_script(out, export_weight_name(h->o->weight));
+	fprintf(out, ",\n\"bucket_s\": %d,\n\"classes\": [", HTML_BUCKET_S);
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		fputs(i ? "," : "", out);
+		json_in_script(out, classify_name(order[i]));
+	}
+	fputs("],\n\"names\": [", out);
+	for (size_t i = 0; i < h->names.n; i++) {
+		if (i)
+			fputs(",\n", out);
+		json_in_script(out, strtab_key(&h->names, i));
+	}
+	fputs("],\n\"stacks\": [", out);
+	fwrite(h->stacks_buf, 1, h->stacks_len, out);
+	fprintf(out, "],\n\"other\": [%" PRIu64 ",%" PRIu64 ",%" PRIu64 "],\n\"buckets\": [",
+		h->other[0], h->other[1], h->other[2]);
+	fwrite(tl_buf, 1, tl_len, out);
+	fputs("],\n\"top\": [", out);
+	for (unsigned i = 0; i < HTML_CHART_CONTEXTS && i < h->n; i++) {
+		fputs(i ? ",\n{\"name\": " : "{\"name\": ", out);
+		json_in_script(out, h->top_names[i] ? h->top_names[i] : "?");
+		fputs(", \"series\": [", out);
+		if (b->top_buf[i])
+			fwrite(b->top_buf[i], 1, b->top_len[i], out);
+		fputs("]}", out);
+	}
+	fputs("]}</script>\n", out);
+}
+
 int export_html(FILE *out, struct store *s, const struct export_opts *o)
 {
 	struct store_ctx_filter f = { .binary = o->binary, .sort = STORE_SORT_BYTES };
@@ -434,18 +601,29 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 	int r = 0;
 
 	h.rows = open_memstream(&h.rows_buf, &h.rows_len);
+	h.leaks = open_memstream(&h.leaks_buf, &h.leaks_len);
 	for (int i = 0; i < 2; i++)
 		if (!(d.rows[i] = open_memstream(&d.buf[i], &d.len[i])))
 			r = -ENOMEM;
+	for (int i = 0; i < HTML_CHART_CONTEXTS; i++)
+		if (!(b.top[i] = open_memstream(&b.top_buf[i], &b.top_len[i])))
+			r = -ENOMEM;
 	h.stacks = open_memstream(&h.stacks_buf, &h.stacks_len);
 	tl = open_memstream(&tl_buf, &tl_len);
-	if (!h.rows || !h.stacks || !tl)
+	if (!h.rows || !h.leaks || !h.stacks || !tl)
 		r = -ENOMEM;
 	if (r == 0) {
 		progress_start(&h.pr, "export html", o->contexts, EXPORT_PROGRESS_MIN_CONTEXTS,
 			       o->progress);
 		r = store_query_contexts(s, &f, ctx_cb, &h);
 		progress_end(&h.pr);
+	}
+	if (r == 0 && store_schema_version(s) >= 9) {
+		struct store_ctx_filter lf = f;
+
+		lf.sort = STORE_SORT_LIVE;
+		r = store_query_contexts(s, &lf, leak_cb, &h);
+		r = r > 0 ? 0 : r;   /* 1: the rest lived not at all */
 	}
 	if (r == 0) {
 		qsort(h.classes, h.nclasses, sizeof(*h.classes), cmp_class);
@@ -462,8 +640,13 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 	for (int i = 0; i < 2; i++)
 		if (d.rows[i])
 			fclose(d.rows[i]);
+	for (int i = 0; i < HTML_CHART_CONTEXTS; i++)
+		if (b.top[i])
+			fclose(b.top[i]);
 	if (h.rows)
 		fclose(h.rows);
+	if (h.leaks)
+		fclose(h.leaks);
 	if (h.stacks)
 		fclose(h.stacks);
 	if (tl)
@@ -472,6 +655,7 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 		const char *name = o->path && *o->path ? o->path : o->build_id ? o->build_id : "?";
 
 		fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+		      "<meta name=\"viewport\" content=\"width=device-width\">\n"
 		      "<meta name=\"generator\" content=\"memprofd export html\">\n<title>memprofd: ",
 		      out);
 		html_text(out, name);
@@ -480,53 +664,22 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 		html_text(out, name);
 		fputs("</h1>\n", out);
 		summary(out, &h, &b);
-		fprintf(out, "<section id=\"contexts\"><h2>Top allocation contexts (%u of %u, by "
-			"bytes)</h2>\n", h.n < HTML_TOP_CONTEXTS ? h.n : HTML_TOP_CONTEXTS, h.n);
-		if (h.n) {
-			fputs("<table id=\"ctx-table\" class=\"sortable\"><thead><tr><th>#</th>"
-			      "<th>bytes</th><th>allocs</th><th>avg lifetime</th><th>accesses</th>"
-			      "<th>density</th><th class=\"l\">class</th>"
-			      "<th class=\"l\">stack (leaf first)</th></tr></thead>\n<tbody>\n", out);
-			fwrite(h.rows_buf, 1, h.rows_len, out);
-			fputs("</tbody></table>\n", out);
-		} else {
-			fputs("<p class=\"empty\">No allocation contexts recorded.</p>\n", out);
-		}
-		fputs("</section>\n<section id=\"data\"><h2>Hot and cold data symbols</h2>\n", out);
-		if (d.total) {
-			data_table(out, &d, 0, "hot");
-			data_table(out, &d, 1, "cold");
-		} else {
-			fputs("<p class=\"empty\">No static data accesses recorded.</p>\n", out);
-		}
-		fputs("</section>\n<section id=\"flame\"><h2>Flame graph</h2>\n"
-		      "<label>weight <select id=\"flame-weight\"><option>bytes</option>"
-		      "<option>objects</option><option>accesses</option></select></label> "
-		      "(click a frame to zoom, again to reset)\n<div id=\"flame-graph\"></div>\n"
-		      "</section>\n<section id=\"heap\"><h2>Heap map: bytes allocated by class "
-		      "per time bucket</h2>\n<div id=\"heap-map\"></div>\n</section>\n"
-		      "<script type=\"application/json\" id=\"mpd-data\">{\"weight\": ", out);
-		json_in_script(out, export_weight_name(o->weight));
-		fputs(",\n\"names\": [", out);
-		for (size_t i = 0; i < h.names.n; i++) {
-			if (i)
-				fputs(",\n", out);
-			json_in_script(out, strtab_key(&h.names, i));
-		}
-		fputs("],\n\"stacks\": [", out);
-		fwrite(h.stacks_buf, 1, h.stacks_len, out);
-		fprintf(out, "],\n\"other\": [%" PRIu64 ",%" PRIu64 ",%" PRIu64 "],\n\"buckets\": [",
-			h.other[0], h.other[1], h.other[2]);
-		fwrite(tl_buf, 1, tl_len, out);
-		fprintf(out, "]}</script>\n<script>%s</script>\n</body></html>\n", html_script);
+		page_sections(out, &h, &d);
+		page_data(out, &h, &b, tl_buf, tl_len);
+		fprintf(out, "<script>%s</script>\n</body></html>\n", html_script);
 		if (ferror(out))
 			r = -EIO;
 	}
 	free(h.rows_buf);
+	free(h.leaks_buf);
 	free(h.stacks_buf);
 	free(tl_buf);
 	free(d.buf[0]);
 	free(d.buf[1]);
+	for (int i = 0; i < HTML_CHART_CONTEXTS; i++) {
+		free(b.top_buf[i]);
+		free(h.top_names[i]);
+	}
 	free(h.classes);
 	strtab_free(&h.names);
 	return r;

@@ -16,6 +16,7 @@
 #include "reporter/progress.h"
 #include "reporter/strtab.h"
 #include "reporter/profile.pb-c.h"
+#include "base/array.h"
 
 #define PPROF_GZ_CHUNK 65536   /* bytes of compressed output written at a time */
 #define PPROF_NVALUES 4
@@ -38,16 +39,9 @@ static int vec_push(struct vec *v, void *p)
 {
 	if (!p)
 		return -ENOMEM;
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 256;
-		void **nv = realloc(v->v, cap * sizeof(*nv));
-
-		if (!nv) {
-			free(p);
-			return -ENOMEM;
-		}
-		v->v = nv;
-		v->cap = cap;
+	if (ARRAY_GROW(v->v, v->cap, v->n, 256) < 0) {
+		free(p);
+		return -ENOMEM;
 	}
 	v->v[v->n++] = p;
 	return 0;

@@ -6,12 +6,21 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "store/store.h"
+#include "reporter/format.h"
+#include "reporter/ctx_table.h"
 
 #define QUERY_DEFAULT_DB "./memprofd.db"
 
 enum query_format { QUERY_TABLE, QUERY_JSON, QUERY_CSV };
 
+/* The view query_print_*() lay tables out in: FMT_TABLE_WIDTH columns, stacks wrapped. */
+#define QUERY_VIEW_DEFAULT ((const struct query_view){ .width = FMT_TABLE_WIDTH })
+
 int cmd_query(int argc, char **argv);
+/* Columns for tables on fd: $COLUMNS when set (1..QUERY_MAX_WIDTH), else the terminal's
+ * (TIOCGWINSZ), else 0 (not a terminal: unlimited, nothing cut). */
+#define QUERY_MAX_WIDTH 10000
+unsigned query_terminal_width(int fd);
 
 /* The DESIGN.md contract for JSON: one array, one object per context, leaf frame first. */
 int query_print_contexts(FILE *out, struct store *s, const struct store_ctx_filter *f,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "reporter/strtab.h"
+#include "base/hash.h"
 
 #define STRTAB_MIN_CAP 64
 
@@ -12,16 +13,6 @@ struct strtab_slot {
 	uint64_t hash;
 	size_t idx_plus1;         /* 0: empty */
 };
-
-static uint64_t fnv1a(const void *key, size_t len)
-{
-	const unsigned char *p = key;
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
 
 static int grow(struct strtab *t)
 {

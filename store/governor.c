@@ -8,15 +8,8 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
-
-#define _cleanup_(f) __attribute__((cleanup(f)))
-
-static inline void stmt_resetp(sqlite3_stmt **st)
-{
-	if (*st)
-		sqlite3_reset(*st);
-}
-#define _cleanup_reset_ _cleanup_(stmt_resetp)
+#include "base/cleanup.h"
+#include "store/stmt.h"
 
 static const char put_sql[] =
 	"INSERT OR REPLACE INTO governor(run_id, at_ns, budget, cpu, min_scale, ticks, lowered,"

@@ -26,8 +26,15 @@ void mib_from_object(struct mib *m, uint64_t size, uint64_t alloc_ts_ns, uint64_
 		.alloc_cpu = alloc_cpu, .dealloc_cpu = dealloc_cpu,
 		.num_migrated_cpu = alloc_cpu != dealloc_cpu,
 		.total_access_count = access_count, .min_access_count = access_count,
-		.max_access_count = access_count,
+		.max_access_count = access_count, .alloc_samples = 1,
 	};
+}
+
+void mib_mark_live_at_exit(struct mib *m)
+{
+	m->live_at_exit_count = m->alloc_count;
+	m->live_at_exit_bytes = m->total_size;
+	m->live_at_exit_lifetime_ns = m->total_lifetime_ns;
 }
 
 static void combine_counts(struct mib *a, const struct mib *b)
@@ -43,6 +50,10 @@ static void combine_counts(struct mib *a, const struct mib *b)
 	a->total_access_count += b->total_access_count;
 	a->min_access_count = MIN(a->min_access_count, b->min_access_count);
 	a->max_access_count = MAX(a->max_access_count, b->max_access_count);
+	a->alloc_samples += b->alloc_samples;
+	a->live_at_exit_count += b->live_at_exit_count;
+	a->live_at_exit_bytes += b->live_at_exit_bytes;
+	a->live_at_exit_lifetime_ns += b->live_at_exit_lifetime_ns;
 }
 
 static void take_last(struct mib *a, const struct mib *b)

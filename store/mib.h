@@ -19,11 +19,22 @@ struct mib {
 	/* Access fields: zero until an access source attributes samples. */
 	uint64_t access_samples;                   /* raw samples that hit this context */
 	uint64_t total_access_count, min_access_count, max_access_count; /* estimated */
+	/* Evidence and leaks (schema >= 9; 0 in rows of older stores: unknown). Not MemProf
+	 * fields: its writers ignore them. */
+	uint64_t alloc_samples;                    /* objects observed (exact: all; sampled:
+						    * the samples alloc_count rests on) */
+	uint64_t live_at_exit_count;               /* objects of alloc_count never freed... */
+	uint64_t live_at_exit_bytes;               /* ...before their process ended, and */
+	uint64_t live_at_exit_lifetime_ns;         /* ...their share of total_lifetime_ns */
 };
 
 /* One object's MIB, as MemProf builds it at deallocation (or at process exit). */
 void mib_from_object(struct mib *m, uint64_t size, uint64_t alloc_ts_ns, uint64_t dealloc_ts_ns,
 		     uint32_t alloc_cpu, uint32_t dealloc_cpu, uint64_t access_count);
+
+/* Marks every object of m as still allocated when its process ended (issue 21): the
+ * live_at_exit fields take m's count, bytes and lifetimes. */
+void mib_mark_live_at_exit(struct mib *m);
 
 /* Fold the single object `obj` (deallocated after everything already in `into`) into
  * `into`, exactly as MemInfoBlock::Merge: NumLifetimeOverlaps counts objects allocated

@@ -13,15 +13,9 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
-
-#define _cleanup_(f) __attribute__((cleanup(f)))
-
-static inline void stmt_resetp(sqlite3_stmt **st)
-{
-	if (*st)
-		sqlite3_reset(*st);
-}
-#define _cleanup_reset_ _cleanup_(stmt_resetp)
+#include "base/cleanup.h"
+#include "store/stmt.h"
+#include "base/arena.h"
 
 double store_lifetime_access_density(const struct mib *m)
 {
@@ -66,6 +60,7 @@ static const char *const group_key[] = {
 	[STORE_SORT_LIFETIME] = "sum(m.total_lifetime_ns)",
 	[STORE_SORT_DENSITY] = DENSITY_SQL,
 	[STORE_SORT_ACCESSES] = "sum(m.total_access_count)",
+	[STORE_SORT_LIVE] = "sum(m.live_at_exit_bytes)",
 };
 
 static void bind_filter(sqlite3_stmt *st, const struct store_ctx_filter *f)
@@ -84,7 +79,6 @@ static void bind_filter(sqlite3_stmt *st, const struct store_ctx_filter *f)
  * yet are read by one statement (json_each over their ids) and kept, strings in an
  * arena, until the query ends or FCACHE_MAX_FRAMES are cached (then it starts over). */
 #define FCACHE_MAX_FRAMES 262144
-#define ARENA_CHUNK 65536
 #define FCACHE_ID_TEXT 24          /* "-9223372036854775808," */
 
 /* ?1: JSON array of distinct frame ids. CROSS JOIN keeps json_each the outer loop, so a
@@ -98,42 +92,18 @@ static const char frames_lines_sql[] = FRAMES_SELECT ", l.function, l.mangled, l
 	" l.col, l.decl_line, l.inlined, l.depth" FRAMES_FROM
 	" LEFT JOIN frame_lines l ON l.frame_id = f.id";
 
-struct arena_chunk {
-	struct arena_chunk *next;
-	size_t used, cap;
-	_Alignas(16) char data[];
-};
-
 struct fcache {
 	struct store_frame *frames;    /* lines and strings point into the arena */
 	int64_t *ids;
 	size_t n, cap;
 	uint32_t *slots;               /* open addressing by id: index + 1, 0 empty */
 	size_t nslots;
-	struct arena_chunk *arena;
+	struct arena arena;
 	struct store_frame *row;       /* the current context's frames, copied */
 	unsigned row_cap;
 	char *json;                    /* the ids to read, as a JSON array */
 	size_t json_cap;
 };
-
-static void *arena_alloc(struct fcache *c, size_t n)
-{
-	struct arena_chunk *k = c->arena;
-
-	n = (n + 15) & ~(size_t)15;
-	if (!k || k->cap - k->used < n) {
-		size_t cap = n > ARENA_CHUNK ? n : ARENA_CHUNK;
-
-		k = malloc(sizeof(*k) + cap);
-		if (!k)
-			return NULL;
-		*k = (struct arena_chunk){ .next = c->arena, .cap = cap };
-		c->arena = k;
-	}
-	k->used += n;
-	return k->data + k->used - n;
-}
 
 /* A copy of column i's text in the arena, NULL for NULL; *oom on failure. */
 static const char *arena_text(struct fcache *c, sqlite3_stmt *st, int i, bool *oom)
@@ -145,7 +115,7 @@ static const char *arena_text(struct fcache *c, sqlite3_stmt *st, int i, bool *o
 		return NULL;
 	size_t n = (size_t)sqlite3_column_bytes(st, i) + 1;
 
-	d = arena_alloc(c, n);
+	d = arena_alloc_checked(&c->arena, n);
 	if (!d) {
 		*oom = true;
 		return NULL;
@@ -156,11 +126,7 @@ static const char *arena_text(struct fcache *c, sqlite3_stmt *st, int i, bool *o
 
 static void fcache_clear(struct fcache *c)
 {
-	for (struct arena_chunk *k = c->arena, *next; k; k = next) {
-		next = k->next;
-		free(k);
-	}
-	c->arena = NULL;
+	arena_free(&c->arena);
 	c->n = 0;
 	if (c->slots)
 		memset(c->slots, 0, c->nslots * sizeof(*c->slots));
@@ -265,7 +231,8 @@ static int fcache_read(struct store *s, struct fcache *c)
 
 		if (have && (rc != SQLITE_ROW || id != cur_id)) {   /* the previous frame is whole */
 			if (cur.nlines) {
-				struct store_line *l = arena_alloc(c, cur.nlines * sizeof(*l));
+				struct store_line *l = arena_alloc_checked(&c->arena,
+									   cur.nlines * sizeof(*l));
 
 				if (!l)
 					return store__error(s, -ENOMEM, "out of memory");
@@ -387,6 +354,9 @@ static const char ctx_names_sql[] = "SELECT b.build_id, b.path, s.frames FROM co
 #define MIB_COL(f, agg) ", m." #f
 static const char ctx_rows_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
 	" FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
+/* The same with the schema >= 9 fields. */
+static const char ctx_rows_v9_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
+	STORE__MIB_V9_FIELDS(MIB_COL) " FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
 /* The context's AccessHistogram over the same rows (schema >= 6). */
 static const char ctx_hist_sql[] =
 	"SELECT mib_hist_merge(m.access_hist) FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
@@ -424,7 +394,8 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 		    int64_t ctx)
 {
 	struct store_ctx_row row = { .context_id = ctx };
-	sqlite3_stmt *st = store__stmt(s, ctx_rows_sql);
+	bool v9 = store_schema_version(s) >= 9;
+	sqlite3_stmt *st = store__stmt(s, v9 ? ctx_rows_v9_sql : ctx_rows_sql);
 	int rc;
 
 	if (!st)
@@ -435,11 +406,14 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 		bind_filter(st, f);
 		sqlite3_bind_int64(st, 6, ctx);
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			struct mib m;
+			struct mib m = { 0 };
 			int col = 1;
 
 #define READ_COL(f, agg) m.f = col_u64(st, col++);
 			STORE__MIB_FIELDS(READ_COL)
+			if (v9) {
+				STORE__MIB_V9_FIELDS(READ_COL)
+			}
 #undef READ_COL
 			mib_combine(&row.mib, &m);
 		}
@@ -808,6 +782,14 @@ static int query_contexts(struct store *s, const struct store_ctx_filter *f,
 		g.since_ns = g.until_ns = 0;
 		f = &g;
 	}
+	if (f->sort == STORE_SORT_LIVE) {
+		/* Not in ctx_totals: the matching rows are grouped. */
+		if (store_schema_version(s) < 9)
+			return store__error(s, -EINVAL, "this store (schema %d) does not count "
+					    "objects live at exit; record with this memprofd",
+					    store_schema_version(s));
+		return query_contexts_grouped(s, f, false, e);
+	}
 	bool rows = f->pid || f->since_ns || f->until_ns, totals = store_schema_version(s) >= 2;
 	bool walkable = totals && rows && f->sort != STORE_SORT_DENSITY && f->limit &&
 			f->limit <= WALK_MAX_LIMIT;
@@ -1041,7 +1023,7 @@ int store_query_runs(struct store *s, store_run_cb cb, void *arg)
 
 double store_data_density(uint64_t est_accesses, uint64_t size, uint64_t observed_ns)
 {
-	/* attrib_density()'s arithmetic; DATA_DENSITY_SQL below is the same in SQL. */
+	/* DATA_DENSITY_SQL below is the same arithmetic in SQL. */
 	double secs = observed_ns < 1000000 ? 1e-3 : (double)observed_ns / 1e9;
 
 	return (double)est_accesses / (double)(size ? size : 1) / secs;

@@ -238,6 +238,14 @@ static const char *const migrations[] = {
 	"  unsampled INTEGER NOT NULL,"          /* selected, without the sampler */
 	"  skipped INTEGER NOT NULL,"            /* selected, over max_processes (cumulative) */
 	"  unsampled_list TEXT);",               /* 'PID EXE' a line, newest first, a few */
+	/* issue 21: 8 -> 9: each MIB row's evidence and leaks (store/mib.h): the objects
+	 * observed behind alloc_count, and those still allocated when their process ended,
+	 * with their bytes and lifetimes (so freed objects' lifetimes can be told apart).
+	 * 0 in older rows: unknown. */
+	"ALTER TABLE mib ADD COLUMN alloc_samples INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE mib ADD COLUMN live_at_exit_count INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE mib ADD COLUMN live_at_exit_bytes INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE mib ADD COLUMN live_at_exit_lifetime_ns INTEGER NOT NULL DEFAULT 0;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

@@ -13,22 +13,13 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "base/cleanup.h"
+#include "store/stmt.h"
+#include "base/hash.h"
 
 #define STMT_CACHE_MAX 32        /* distinct read statements a store may cache */
 #define IDMAP_INITIAL_BUCKETS 256 /* grows by doubling at load factor 1 */
 #define KEY_INLINE 512           /* natural keys up to this long are built on the stack */
-
-#define _cleanup_(f) __attribute__((cleanup(f)))
-
-static inline void freep(void *p) { free(*(void **)p); }
-#define _cleanup_free_ _cleanup_(freep)
-
-static inline void stmt_resetp(sqlite3_stmt **st)
-{
-	if (*st)
-		sqlite3_reset(*st);
-}
-#define _cleanup_reset_ _cleanup_(stmt_resetp)
 
 /* ---- intern caches: natural key bytes -> rowid ---- */
 
@@ -49,11 +40,8 @@ struct idmap {
 
 static uint64_t hash_bytes(const void *key, size_t n)
 {
-	const unsigned char *p = key;
-	uint64_t h = 0xcbf29ce484222325ull;      /* FNV-1a, then a final avalanche */
+	uint64_t h = fnv1a(key, n);      /* FNV-1a, then a final avalanche */
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;
 	h ^= h >> 33;
@@ -184,11 +172,11 @@ static const char *const write_sql[ST__COUNT] = {
 	/* DO UPDATE rewrites every mib column. alloc_count is named twice: SQLite keeps
 	 * the rightmost assignment, and it spares a no-op write of a key column. */
 	[ST_MIB_PUT] = "INSERT INTO mib(context_id, process_id, run_id, bucket_start"
-		STORE__MIB_FIELDS(MIB_COL) ", access_hist) VALUES (?, ?, ?, ?"
-		STORE__MIB_FIELDS(MIB_QMARK) ", ?) "
+		STORE__MIB_FIELDS(MIB_COL) STORE__MIB_V9_FIELDS(MIB_COL) ", access_hist) VALUES"
+		" (?, ?, ?, ?" STORE__MIB_FIELDS(MIB_QMARK) STORE__MIB_V9_FIELDS(MIB_QMARK) ", ?) "
 		"ON CONFLICT(context_id, process_id, run_id, bucket_start) DO UPDATE SET "
 		"alloc_count = excluded.alloc_count" STORE__MIB_FIELDS(MIB_SET)
-		", access_hist = excluded.access_hist",
+		STORE__MIB_V9_FIELDS(MIB_SET) ", access_hist = excluded.access_hist",
 	[ST_RUN_INS] = "INSERT INTO runs(command, alloc_mode, access_mode, settings, started_ns) "
 		"VALUES (?1, ?2, ?3, ?4, ?5)",
 	/* Lines are facts of (binary, offset): the first writer's stay. */
@@ -338,8 +326,6 @@ void store_close(struct store *s)
 		idmap_free(store_maps(s, i));
 	free(s);
 }
-
-static inline void store_closep(struct store **s) { store_close(*s); }
 
 /* ---- SQL aggregate mib_hist_merge(blob): MIB histograms combined by mib_hist_merge()
  * (NULLs skipped; NULL when nothing is left), for GROUP BYs over mib rows. */
@@ -894,6 +880,7 @@ int store_put_mib_hist(struct store *s, const struct store_proc *p, uint64_t sta
 	sqlite3_bind_int64(st, col++, bucket_start);
 #define MIB_BIND(f, agg) sqlite3_bind_int64(st, col++, (int64_t)m->f);
 	STORE__MIB_FIELDS(MIB_BIND)
+	STORE__MIB_V9_FIELDS(MIB_BIND)
 #undef MIB_BIND
 	if (!h || !h->len) {
 		sqlite3_bind_null(st, col);   /* hot statements keep their last bindings */

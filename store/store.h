@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 9
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -22,6 +22,8 @@ struct store;
  * and err (if non-NULL) holds a one-line reason, e.g. "file is not a database". */
 int store_open(struct store **out, const char *path, unsigned flags, char *err, size_t errsz);
 void store_close(struct store *s);
+/* For _cleanup_(store_closep) (base/cleanup.h). */
+static inline void store_closep(struct store **s) { store_close(*s); }
 const char *store_errmsg(const struct store *s);
 int store_schema_version(struct store *s);     /* PRAGMA user_version of the open DB */
 /* Bounds the connection's page cache (SQLite's default is 2 MiB); it fills as pages are
@@ -125,7 +127,8 @@ int store_forget_process(struct store *s, int32_t pid, uint64_t start_ns);
 /* ---- read side ---- */
 
 enum store_sort { STORE_SORT_BYTES, STORE_SORT_COUNT, STORE_SORT_LIFETIME,
-		  STORE_SORT_DENSITY, STORE_SORT_ACCESSES };
+		  STORE_SORT_DENSITY, STORE_SORT_ACCESSES,
+		  STORE_SORT_LIVE /* bytes live at exit (schema >= 9; ranked by grouping rows) */ };
 
 /* How store_query_contexts() finds the top contexts; the result is the same whichever.
  * AUTO picks; the others are for tests and bench/query_bench, and fall back to GROUP
@@ -266,6 +269,11 @@ const char *store__migration_sql(int from);
 	X(num_same_alloc_cpu, SUM) X(num_same_dealloc_cpu, SUM) \
 	X(access_samples, SUM) X(total_access_count, SUM) \
 	X(min_access_count, MIN) X(max_access_count, MAX)
+/* The struct mib fields of schema >= 9 (issue 21: evidence and live at exit), all SUM;
+ * apart so that readers of older stores keep selecting only what those have. */
+#define STORE__MIB_V9_FIELDS(X) \
+	X(alloc_samples, SUM) X(live_at_exit_count, SUM) X(live_at_exit_bytes, SUM) \
+	X(live_at_exit_lifetime_ns, SUM)
 
 /* ---- data-access sampling (schema >= 4) ----
  * Per run, absolute values: the recorder keeps running totals and rewrites them at every
@@ -320,7 +328,7 @@ typedef int (*store_data_cb)(const struct store_data_row *row, void *arg);
  * cb returns non-zero (and returns that value). An older schema has none (returns 0). */
 int store_query_data(struct store *s, const struct store_data_filter *f, store_data_cb cb,
 		     void *arg);
-/* Estimated accesses per byte per second observed, as attrib_density(): size 0 counts
+/* Estimated accesses per byte per second observed (the seed's unit): size 0 counts
  * as 1 byte and observed time at least 1 ms; store_query_data() sorts by it. */
 double store_data_density(uint64_t est_accesses, uint64_t size, uint64_t observed_ns);
 

@@ -3,6 +3,9 @@
  * open datasym: two arrays (plain, TLS) sorted by (start, rank), names copied, nothing
  * refers to the file. */
 #include "symbolizer/datasym.h"
+#include "base/cleanup.h"
+#include "symbolizer/elf_cleanup.h"
+#include "base/array.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,11 +43,7 @@ static const char *const section_names[] = {
 	".data", ".rodata", ".bss", ".data.rel.ro", ".tdata", ".tbss",
 };
 
-static void closep(int *fd) { if (*fd >= 0) close(*fd); }
-static void elf_endp(Elf **e) { if (*e) elf_end(*e); }
 static void datasym_closep(struct datasym **d) { datasym_close(*d); }
-#define _cleanup_close_ __attribute__((cleanup(closep)))
-#define _cleanup_elf_ __attribute__((cleanup(elf_endp)))
 #define _cleanup_datasym_ __attribute__((cleanup(datasym_closep)))
 
 /* Index of the allowed section that name is ("X" or "X.<suffix>"), or -1. The longest
@@ -159,15 +158,8 @@ static int load_table(struct datasym *ds, Elf *elf, Elf_Scn *scn, uint64_t fsize
 		}
 		if (ds->nplain + ds->ntls >= DATASYM_MAX_SYMBOLS)
 			return -E2BIG;
-		if (*n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 64;
-			struct dsym *p = realloc(*v, nc * sizeof(*p));
-
-			if (!p)
-				return -ENOMEM;
-			*v = p;
-			*cap = nc;
-		}
+		if (ARRAY_GROW(*v, *cap, *n, 64) < 0)
+			return -ENOMEM;
 		struct dsym *e = &(*v)[*n];
 		*e = (struct dsym){
 			.start = s.st_value, .size = s.st_size, .sec = (uint8_t)cls,

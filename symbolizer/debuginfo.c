@@ -18,16 +18,11 @@
 #include <elfutils/debuginfod.h>
 
 #include "symbolizer/elfsym.h"
+#include "base/cleanup.h"
+#include "symbolizer/elf_cleanup.h"
 
 #define CRC_CHUNK 65536
 #define HEX_MAX (2 * ELFSYM_BUILD_ID_MAX + 1)
-
-static void closep(int *fd) { if (*fd >= 0) close(*fd); }
-static void elf_endp(Elf **e) { if (*e) elf_end(*e); }
-static void freep(void *p) { free(*(void **)p); }
-#define _cleanup_close_ __attribute__((cleanup(closep)))
-#define _cleanup_elf_ __attribute__((cleanup(elf_endp)))
-#define _cleanup_free_ __attribute__((cleanup(freep)))
 
 static int open_regular(const char *path, int *fd, uint64_t *size)
 {

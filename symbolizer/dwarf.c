@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "symbolizer/elfsym.h"
+#include "base/cleanup.h"
+#include "base/array.h"
 
 /* Ranges before the nearest one a lookup also tries (overlapping CU ranges). */
 #define DWSYM_LOOKUP_BACKTRACK 16u
@@ -54,10 +56,8 @@ struct dwsym {
 	size_t bytes;
 };
 
-static void closep(int *fd) { if (*fd >= 0) close(*fd); }
 static void dwsym_closep(struct dwsym **d) { dwsym_close(*d); }
 static void scopes_freep(Dwarf_Die **s) { free(*s); }
-#define _cleanup_close_ __attribute__((cleanup(closep)))
 #define _cleanup_dwsym_ __attribute__((cleanup(dwsym_closep)))
 #define _cleanup_scopes_ __attribute__((cleanup(scopes_freep)))
 
@@ -403,15 +403,8 @@ static struct cu_funcs *cu_funcs_of(struct dwsym *d, Dwarf_Die *cudie)
 			d->lastcuf = i;
 			return &d->cuf[i];
 		}
-	if (d->ncuf == d->capcuf) {
-		size_t nc = d->capcuf ? d->capcuf * 2 : 16;
-		struct cu_funcs *v = realloc(d->cuf, nc * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		d->cuf = v;
-		d->capcuf = nc;
-	}
+	if (ARRAY_GROW(d->cuf, d->capcuf, d->ncuf, 16) < 0)
+		return NULL;
 	cf = &d->cuf[d->ncuf];
 	*cf = (struct cu_funcs){ .cu_off = off };
 	if (collect_fns(cf, cudie, 0) < 0) {

@@ -4,6 +4,8 @@
  * concurrent truncation cannot SIGBUS us). Invariant of an open elfsym: symbols are
  * stored by FILE OFFSET, names are version-stripped copies, nothing refers to the file. */
 #include "symbolizer/elfsym.h"
+#include "base/cleanup.h"
+#include "symbolizer/elf_cleanup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,13 +58,7 @@ struct elfsym {
 	int build_id_err;       /* 0, or why there is none (-ENOENT, -EINVAL) */
 };
 
-static void freep(void *p) { free(*(void **)p); }
-static void closep(int *fd) { if (*fd >= 0) close(*fd); }
-static void elf_endp(Elf **e) { if (*e) elf_end(*e); }
 static void elfsym_closep(struct elfsym **e) { elfsym_close(*e); }
-#define _cleanup_free_ __attribute__((cleanup(freep)))
-#define _cleanup_close_ __attribute__((cleanup(closep)))
-#define _cleanup_elf_ __attribute__((cleanup(elf_endp)))
 #define _cleanup_elfsym_ __attribute__((cleanup(elfsym_closep)))
 
 /* off + size lies within [0, fsize] without overflow. */
@@ -284,6 +280,70 @@ static unsigned bind_class(unsigned bind)
 	}
 }
 
+/* Whether s is a function this file defines. */
+static bool is_defined_func(const GElf_Sym *s)
+{
+	unsigned type = GELF_ST_TYPE(s->st_info);
+
+	return (type == STT_FUNC || type == STT_GNU_IFUNC) && s->st_shndx != SHN_UNDEF;
+}
+
+/* A symbol table being loaded: its string table's size, versions and the budgets. */
+struct symtab_load {
+	size_t strsz;                /* bytes of the string table (e->names holds one more) */
+	const uint16_t *versym;      /* .gnu.version of a .dynsym, else NULL */
+	GElf_Half machine;
+	size_t nfunc;                /* room in e->syms */
+	uint64_t scanned;            /* name bytes scanned so far (ELFSYM_MAX_NAME_BYTES) */
+};
+
+/* Adds defined function i (s) to e->syms, unless its name is empty, too long or outside
+ * every PT_LOAD. 0, or -EINVAL / -E2BIG for a table that breaks the bounds. */
+static int add_func_sym(struct elfsym *e, struct symtab_load *t, size_t i, const GElf_Sym *s)
+{
+	const struct load *l;
+	const char *name, *nul, *at;
+	size_t room, lim;
+	bool hidden;
+	uint64_t v;
+
+	if (s->st_name >= t->strsz)
+		return -EINVAL;
+	/* Bounded scan: at most ELFSYM_NAME_MAX + 1 bytes, all counted in the budget. */
+	name = e->names + s->st_name;
+	room = t->strsz + 1 - s->st_name;   /* includes our terminator */
+	lim = room < ELFSYM_NAME_MAX + 1 ? room : ELFSYM_NAME_MAX + 1;
+	nul = memchr(name, '\0', lim);
+	t->scanned += nul ? (uint64_t)(nul - name) + 1 : lim;
+	if (t->scanned > ELFSYM_MAX_NAME_BYTES)
+		return -E2BIG;
+	if (!nul)
+		return 0;   /* longer than ELFSYM_NAME_MAX */
+	/* Versions: "name@V" (hidden) / "name@@V" (default) in .symtab, the versym
+	 * hidden bit in .dynsym. Decided on the unmodified table; cut afterwards. */
+	at = memchr(name, '@', (size_t)(nul - name));
+	hidden = at && at[1] != '@';
+	if (t->versym && (t->versym[i] & VERSYM_HIDDEN))
+		hidden = true;
+	if ((at ? at : nul) == name || e->nsyms == t->nfunc)
+		return 0;
+	v = s->st_value;
+	if (t->machine == EM_ARM)
+		v &= ~(uint64_t)1;   /* Thumb bit */
+	l = load_of_vaddr(e, v);
+	if (!l)
+		return 0;
+	e->syms[e->nsyms++] = (struct fsym){
+		.off = v - l->vaddr + l->off,
+		.size = s->st_size,
+		.seg_end = l->off + l->filesz,
+		.name = s->st_name,
+		.len = (uint32_t)((at ? at : nul) - name),
+		.rank = (uint8_t)(2 * bind_class(GELF_ST_BIND(s->st_info)) + hidden),
+	};
+	return 0;
+}
+
 /* Loads the function symbols of SHT_SYMTAB/SHT_DYNSYM section scn (index idx). */
 static int load_symtab(struct elfsym *e, Elf *elf, Elf_Scn *scn, size_t idx, uint64_t fsize)
 {
@@ -292,14 +352,13 @@ static int load_symtab(struct elfsym *e, Elf *elf, Elf_Scn *scn, size_t idx, uin
 	Elf_Scn *strscn;
 	Elf_Data *d, *sd;
 	size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
-	const uint16_t *versym = NULL;
-	uint64_t count, scanned = 0;
-	size_t nfunc = 0;
-	bool dyn;
+	struct symtab_load t = { 0 };
+	uint64_t count;
+	GElf_Sym s;
+	int r;
 
 	if (!gelf_getehdr(elf, &eh) || !gelf_getshdr(scn, &sh) || entsize == 0)
 		return -EINVAL;
-	dyn = sh.sh_type == SHT_DYNSYM;
 	if ((sh.sh_flags & SHF_COMPRESSED) || !in_file(sh.sh_offset, sh.sh_size, fsize) ||
 	    sh.sh_entsize != entsize || sh.sh_size % entsize)
 		return -EINVAL;
@@ -319,24 +378,20 @@ static int load_symtab(struct elfsym *e, Elf *elf, Elf_Scn *scn, size_t idx, uin
 		return -EINVAL;
 	if (!sd || (sd->d_size && !sd->d_buf) || sd->d_size > ELFSYM_MAX_STRTAB)
 		return -EINVAL;
-	if (dyn)
-		versym = find_versym(elf, idx, (size_t)count, fsize);
+	t = (struct symtab_load){ .strsz = sd->d_size, .machine = eh.e_machine };
+	if (sh.sh_type == SHT_DYNSYM)
+		t.versym = find_versym(elf, idx, (size_t)count, fsize);
 
 	/* Size the array by the functions actually defined, not by the table. */
 	for (size_t i = 1; i < count; i++) {
-		GElf_Sym s;
-		unsigned type;
-
 		if (!gelf_getsym(d, (int)i, &s))
 			return -EINVAL;
-		type = GELF_ST_TYPE(s.st_info);
-		if ((type == STT_FUNC || type == STT_GNU_IFUNC) && s.st_shndx != SHN_UNDEF)
-			nfunc++;
+		t.nfunc += is_defined_func(&s);
 	}
-	if (nfunc == 0)
+	if (t.nfunc == 0)
 		return 0;
 	e->names = malloc(sd->d_size + 1);
-	e->syms = malloc(nfunc * sizeof(*e->syms));
+	e->syms = malloc(t.nfunc * sizeof(*e->syms));
 	if (!e->names || !e->syms)
 		return -ENOMEM;
 	if (sd->d_size)
@@ -344,53 +399,13 @@ static int load_symtab(struct elfsym *e, Elf *elf, Elf_Scn *scn, size_t idx, uin
 	e->names[sd->d_size] = '\0';
 
 	for (size_t i = 1; i < count; i++) {
-		GElf_Sym s;
-		const struct load *l;
-		const char *name, *nul, *at;
-		size_t room, lim;
-		unsigned type;
-		bool hidden;
-		uint64_t v;
-
 		if (!gelf_getsym(d, (int)i, &s))
 			return -EINVAL;
-		type = GELF_ST_TYPE(s.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF)
+		if (!is_defined_func(&s))
 			continue;
-		if (s.st_name >= sd->d_size)
-			return -EINVAL;
-		/* Bounded scan: at most ELFSYM_NAME_MAX + 1 bytes, all counted in the budget. */
-		name = e->names + s.st_name;
-		room = sd->d_size + 1 - s.st_name;   /* includes our terminator */
-		lim = room < ELFSYM_NAME_MAX + 1 ? room : ELFSYM_NAME_MAX + 1;
-		nul = memchr(name, '\0', lim);
-		scanned += nul ? (uint64_t)(nul - name) + 1 : lim;
-		if (scanned > ELFSYM_MAX_NAME_BYTES)
-			return -E2BIG;
-		if (!nul)
-			continue;   /* longer than ELFSYM_NAME_MAX */
-		/* Versions: "name@V" (hidden) / "name@@V" (default) in .symtab, the versym
-		 * hidden bit in .dynsym. Decided on the unmodified table; cut afterwards. */
-		at = memchr(name, '@', (size_t)(nul - name));
-		hidden = at && at[1] != '@';
-		if (versym && (versym[i] & VERSYM_HIDDEN))
-			hidden = true;
-		if ((at ? at : nul) == name || e->nsyms == nfunc)
-			continue;
-		v = s.st_value;
-		if (eh.e_machine == EM_ARM)
-			v &= ~(uint64_t)1;   /* Thumb bit */
-		l = load_of_vaddr(e, v);
-		if (!l)
-			continue;
-		e->syms[e->nsyms++] = (struct fsym){
-			.off = v - l->vaddr + l->off,
-			.size = s.st_size,
-			.seg_end = l->off + l->filesz,
-			.name = s.st_name,
-			.len = (uint32_t)((at ? at : nul) - name),
-			.rank = (uint8_t)(2 * bind_class(GELF_ST_BIND(s.st_info)) + hidden),
-		};
+		r = add_func_sym(e, &t, i, &s);
+		if (r < 0)
+			return r;
 	}
 	/* Cutting at each name's first '@' is consistent for names sharing a tail. */
 	for (uint32_t i = 0; i < e->nsyms; i++)

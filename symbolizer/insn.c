@@ -10,6 +10,7 @@
 #include <string.h>
 #include <capstone/capstone.h>
 #include "symbolizer/insn.h"
+#include "base/hash.h"
 
 enum { R_NONE = 0, R_RIP = 0xfe, R_VEC = 0xfd, R_BAD = 0xff };
 enum { SEG_NONE = 0, SEG_FS, SEG_GS };
@@ -67,13 +68,7 @@ static uint8_t reg_slot(unsigned r, uint8_t *w)
 
 static uint64_t hash_bid(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h | 1;   /* 0 marks an uncached decode */
+	return fnv1a(s, strlen(s)) | 1;   /* 0 marks an uncached decode */
 }
 
 /* Every key bit reaches the low bits (murmur3's finalizer): PREV_KEY is bit 63, and a

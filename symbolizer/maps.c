@@ -4,6 +4,7 @@
  * Invariant of a parsed struct maps: sorted by start, non-overlapping, every path
  * non-NULL and NUL-terminated. */
 #include "symbolizer/maps.h"
+#include "base/cleanup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,11 +19,6 @@
 #define MAPS_READ_MAX ((size_t)64 << 20)
 
 static const char deleted_suffix[] = " (deleted)";
-
-static void freep(void *p) { free(*(void **)p); }
-static void closep(int *fd) { if (*fd >= 0) close(*fd); }
-#define _cleanup_free_ __attribute__((cleanup(freep)))
-#define _cleanup_close_ __attribute__((cleanup(closep)))
 
 static int hexval(char c)
 {

@@ -4,7 +4,7 @@
 # Prints one closing line "N passed, N failed, N skipped" over both builds.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash deploy/bootstrap.sh || exit 1
+bash deploy/bootstrap.sh test || exit 1   # the demo's packages and the tests'
 pass=0 fail=0 skip=0 rc=0
 for variant in plain asan; do
   dir=build-test-$variant

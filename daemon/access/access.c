@@ -13,7 +13,8 @@
 #include "alloc.skel.h"
 #include "daemon/attrib/addrspace.h"
 #include "base/log.h"
-#include "daemon/record/recorder.h"
+#include "daemon/access/access.h"
+#include "daemon/alloc/alloc_sampled.h"
 #include "daemon/access/src_soft.h"
 #include "daemon/access/src_spe.h"
 
@@ -56,6 +57,8 @@ static void op_object(void *arg, const struct attrib_object *o)
 	mib_from_object(&m, o->size, o->alloc_ns, o->free_ns, o->alloc_cpu, o->free_cpu,
 			o->est_accesses);
 	m.access_samples = o->samples;
+	if (p->exit_mono_ns && o->free_ns >= p->exit_mono_ns)
+		mib_mark_live_at_exit(&m);   /* reaped at its process's exit */
 	recorder_add_mib_hist(r, p, o->ctx, o->free_ns, &m, o->hist, o->hist_len);
 }
 

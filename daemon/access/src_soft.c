@@ -19,6 +19,7 @@
 #include "symbolizer/maps.h"
 #include "bpf/soft.h"
 #include "soft.skel.h"
+#include "base/clock.h"
 
 #define BID_HEX (ELFSYM_BUILD_ID_MAX * 2 + 1)
 
@@ -55,14 +56,6 @@ struct src_soft {
 	uint64_t watermark;
 	struct src_soft_stats st;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static bool proc_eq(const void *val, const void *key)
 {
@@ -133,7 +126,7 @@ static struct sproc *sproc_get(struct src_soft *s, uint32_t tgid, uint64_t start
 static int sproc_load(struct sproc *p)
 {
 	sproc_drop(p);
-	p->loaded_at = now_ns();
+	p->loaded_at = mono_ns();
 	int r = maps_read_pid(&p->maps, (pid_t)p->tgid);
 	if (r < 0)
 		return r;
@@ -150,7 +143,7 @@ static const struct map_entry *find_map(struct sproc *p, uint64_t ip)
 {
 	const struct map_entry *e = p->loaded ? maps_find(&p->maps, ip) : NULL;
 
-	if (!e && (!p->loaded || now_ns() - p->loaded_at > SOFT_MAPS_RELOAD_NS)) {
+	if (!e && (!p->loaded || mono_ns() - p->loaded_at > SOFT_MAPS_RELOAD_NS)) {
 		if (sproc_load(p) == 0)
 			e = maps_find(&p->maps, ip);
 	}
@@ -455,7 +448,7 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 		snprintf(err, errsz, "soft source: ring buffer: %s", strerror(-r));
 		goto fail;
 	}
-	s->watermark = now_ns() - SOFT_WATERMARK_SLACK_NS;
+	s->watermark = mono_ns() - SOFT_WATERMARK_SLACK_NS;
 	*out = s;
 	return 0;
 fail:
@@ -551,7 +544,7 @@ int src_soft_poll(struct src_soft *s, int timeout_ms)
 		return r;
 	/* soft.bpf.c wakes the reader only past a quarter full: consume whatever is there
 	 * whether or not the poll was woken. */
-	t0 = now_ns();
+	t0 = mono_ns();
 	r = ring_buffer__consume(s->rb);
 	if (r < 0)
 		return r;

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "daemon/attrib/attrib.h"
+#include "daemon/access/access_sample.h"
 #include "daemon/access/src_pmu.h"
 #include "symbolizer/insn.h"
 #include "bpf/soft.h"

@@ -15,6 +15,8 @@
 #include "daemon/perf/perf_clock.h"
 #include "daemon/perf/perf_sample.h"
 #include "daemon/access/src_spe.h"
+#include "base/clock.h"
+#include "base/array.h"
 
 struct task { uint32_t pid, tid; };
 
@@ -60,14 +62,6 @@ struct src_spe {
 	struct src_spe_stats st;
 	struct spe_cpu *cur;         /* the ring being drained */
 };
-
-static uint64_t mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- tid -> tgid ------------------------------------------------------------------ */
 
@@ -132,13 +126,8 @@ static void tl_add(struct src_spe *s, struct spe_cpu *c, const struct switch_ev 
 			memmove(c->tl, c->tl + drop, (c->ntl - drop) * sizeof(*c->tl));
 			c->ntl -= drop;
 			s->st.switch_overflow += drop;
-		} else {
-			size_t cap = c->captl ? c->captl * 2 : 64;
-			struct switch_ev *n = realloc(c->tl, cap * sizeof(*n));
-			if (!n)
-				return;
-			c->tl = n;
-			c->captl = cap;
+		} else if (ARRAY_GROW(c->tl, c->captl, c->ntl, 64) < 0) {
+			return;
 		}
 	}
 	c->tl[c->ntl++] = *e;
@@ -457,7 +446,7 @@ int src_spe_open(struct src_spe **out, const struct src_spe_opts *o, src_spe_cb 
 			 strerror(-r));
 		goto fail;
 	}
-	s->clock_at = mono_now();
+	s->clock_at = mono_ns();
 	ncpu = libbpf_num_possible_cpus();
 	if (ncpu <= 0) {
 		r = ncpu < 0 ? ncpu : -ENODEV;
@@ -499,7 +488,7 @@ int src_spe_open(struct src_spe **out, const struct src_spe_opts *o, src_spe_cb 
 		goto fail;
 	}
 	/* The event was opened disabled: the driver needs the AUX buffer before it starts. */
-	s->flush_at = mono_now();
+	s->flush_at = mono_ns();
 	for (size_t i = 0; i < s->ncpus; i++)
 		if (ioctl(s->cpus[i].fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
 			r = -errno;
@@ -530,7 +519,7 @@ static void flush(struct src_spe *s)
 
 static int poll_common(struct src_spe *s, bool force, bool final)
 {
-	uint64_t t0 = mono_now();
+	uint64_t t0 = mono_ns();
 	bool flushed = false;
 	int64_t off;
 	int n;

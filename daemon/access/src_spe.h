@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "daemon/attrib/attrib.h"
+#include "daemon/access/access_sample.h"
 #include "daemon/perf/perf_aux.h"
 #include "daemon/access/spe_decode.h"
 #include "daemon/access/src_pmu.h"

@@ -13,11 +13,12 @@
 #include "alloc.skel.h"
 #include "base/log.h"
 #include "daemon/alloc/events.h"
-#include "daemon/record/recorder.h"
+#include "daemon/alloc/alloc_exact.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/probesite.h"
 #include "daemon/attrib/attrib.h"
 #include "daemon/alloc/uprobe_multi.h"
+#include "base/array.h"
 
 /* Which program a function gets, and its attach cookie: an enum alloc_kind for
  * alloc_entry (plus alloc_ret), an enum free_kind for free_entry. */
@@ -57,15 +58,9 @@ static int multi_attach(struct recorder *r, struct bpf_program *prog, const char
 	fd = uprobe_multi_link(bpf_program__fd(prog), path, offs, cookies, n, ret);
 	if (fd < 0)
 		return fd;
-	if (r->nfds == r->fds_cap) {
-		size_t cap = r->fds_cap ? r->fds_cap * 2 : 16;
-		int *v = realloc(r->fds, cap * sizeof(*v));
-		if (!v) {
-			close(fd);
-			return -ENOMEM;
-		}
-		r->fds = v;
-		r->fds_cap = cap;
+	if (ARRAY_GROW(r->fds, r->fds_cap, r->nfds, 16) < 0) {
+		close(fd);
+		return -ENOMEM;
 	}
 	r->fds[r->nfds++] = fd;
 	return 0;
@@ -238,6 +233,8 @@ static void add_object(struct recorder *r, struct proc *p, uint64_t key, uint64_
 				       dead_ns, acpu, dcpu) == 0)
 		return;
 	mib_from_object(&m, size, alloc_ns, dead_ns, acpu, dcpu, 0);
+	if (p->exit_mono_ns && dead_ns >= p->exit_mono_ns)
+		mib_mark_live_at_exit(&m);   /* reaped at its process's exit */
 	recorder_add_mib(r, p, s, dead_ns, &m);
 }
 

@@ -45,8 +45,10 @@
 #include "base/log.h"
 #include "daemon/alloc/events.h"
 #include "daemon/attrib/attrib.h"
-#include "daemon/record/recorder.h"
+#include "daemon/alloc/alloc_sampled.h"
+#include "symbolizer/rootfs.h"
 #include "sampler/sampler.h"
+#include "base/clock.h"
 
 extern char **environ;
 
@@ -54,6 +56,7 @@ struct carry {
 	const struct istack *stack;
 	double wsum;              /* sum of the weights of this context's samples */
 	uint64_t emitted;         /* objects already given to aggregates */
+	uint64_t pending;         /* samples whose weight waits for the next emitted one */
 };
 
 #define SAMPLED_WATERMARK_SLACK_NS 2000000ULL  /* records may trail the ring's order by this much */
@@ -70,14 +73,6 @@ struct sampled {
 	uint64_t watermark;       /* every record made before this has been consumed */
 	uint64_t records;         /* sampled allocations and frees read (EV_SALLOC, EV_SFREE) */
 };
-
-static uint64_t mono_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
 
 static int on_event(void *ctx, void *data, size_t len);
 
@@ -239,8 +234,16 @@ int sampled_attach_pid(struct sampled *s, int pid)
 		p[strcspn(p, "\n")] = '\0';
 		if (!is_sampler_name(p))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, p);
+		/* Resolved inside the target's root: its links never reach our files. */
+		int fd = rootfs_open(pid, p);
+		if (fd < 0) {
+			fclose(f);
+			return log_error_errno(fd, "record: --pid %d: %s inside its root: %s", pid, p,
+					       strerror(-fd));
+		}
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		err = sampled_attach_binary(s, path, pid);
+		close(fd);
 		if (err < 0) {
 			fclose(f);
 			return err;
@@ -345,8 +348,10 @@ static bool carry_eq(const void *val, const void *key)
 }
 
 /* How many whole objects this sample adds to its context: the running sum of weights,
- * floored, minus what was already given (so the count stays within 1 of the estimate). */
-static uint64_t carry_take(struct sampled *s, const struct istack *st, double w)
+ * floored, minus what was already given (so the count stays within 1 of the estimate).
+ * *samples: how many samples those objects rest on (this one and those carried). */
+static uint64_t carry_take(struct sampled *s, const struct istack *st, double w,
+			   uint64_t *samples)
 {
 	uint64_t h = st->hash ? st->hash : 1;
 	struct carry *c = hmap_find(&s->carries, h, carry_eq, st);
@@ -355,6 +360,7 @@ static uint64_t carry_take(struct sampled *s, const struct istack *st, double w)
 		c = calloc(1, sizeof(*c));
 		if (!c || hmap_insert(&s->carries, h, c)) {
 			free(c);
+			*samples = 1;
 			return (uint64_t)llround(w);
 		}
 		c->stack = st;
@@ -363,6 +369,10 @@ static uint64_t carry_take(struct sampled *s, const struct istack *st, double w)
 	uint64_t total = (uint64_t)floor(c->wsum + 1e-9);
 	uint64_t take = total > c->emitted ? total - c->emitted : 0;
 	c->emitted += take;
+	c->pending++;
+	*samples = take ? c->pending : 0;
+	if (take)
+		c->pending = 0;
 	return take;
 }
 
@@ -391,7 +401,8 @@ static void add_sample(struct sampled *s, struct proc *p, struct istack *st, uin
 		w = 1;      /* a probability is at most 1 */
 	s->samples++;
 	s->est_objects += w;
-	uint64_t c = carry_take(s, st, w);
+	uint64_t nsamples;
+	uint64_t c = carry_take(s, st, w, &nsamples);
 	if (c == 0)
 		return;     /* its weight is carried to the context's next sample */
 	mib_from_object(&m, size, alloc_ns, dead_ns, acpu, dcpu, est_accesses);
@@ -400,6 +411,9 @@ static void add_sample(struct sampled *s, struct proc *p, struct istack *st, uin
 	m.total_lifetime_ns *= c;
 	m.total_access_count = est_accesses > UINT64_MAX / c ? UINT64_MAX : c * est_accesses;
 	m.access_samples = access_samples;
+	m.alloc_samples = nsamples;
+	if (p->exit_mono_ns && dead_ns >= p->exit_mono_ns)
+		mib_mark_live_at_exit(&m);   /* reaped at its process's exit: c objects */
 	int64_t bucket = agg_bucket_of((int64_t)dead_ns + r->mono_to_real_ns);
 	struct agg *a = agg_find(&r->aggs, st, p, bucket);
 	struct mib before = a ? a->mib : (struct mib){ 0 };
@@ -505,7 +519,7 @@ int sampled_poll(struct sampled *s, int timeout_ms)
 	if (n == -EINTR)
 		n = 0;
 	if (n >= 0) {
-		uint64_t t0 = mono_now();
+		uint64_t t0 = mono_ns();
 		int c = ring_buffer__consume(s->rb);
 		n = c < 0 ? c : n + c;
 		/* A drain that began at t0 consumed every record submitted before t0. */

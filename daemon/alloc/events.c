@@ -13,7 +13,9 @@
 #include <time.h>
 #include "base/log.h"
 #include "daemon/alloc/events.h"
+#include "daemon/access/access.h"
 #include "symbolizer/elfsym.h"
+#include "base/array.h"
 
 /* An IP the kernel could not turn into (build-id, offset): try the process's maps. */
 static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
@@ -180,6 +182,7 @@ bool events_common(struct recorder *r, const void *data, size_t len, events_reap
 		const struct ev_exit *e = data;
 		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
 			return true;
+		p->exit_mono_ns = e->ts_ns ? e->ts_ns : 1;   /* objects reaped now: live at exit */
 		reap(r, h->tgid, h->start_ns, e->ts_ns, e->cpu);
 		access_exit(r, h->tgid, h->start_ns, e->ts_ns);
 		p->exited = true;
@@ -202,15 +205,9 @@ int events_live_keys(int fd, uint32_t tgid, struct live_key **out, size_t *nout)
 		k = next;
 		if (tgid && next.tgid != tgid)
 			continue;
-		if (n == cap) {
-			size_t c = cap ? cap * 2 : 1024;
-			struct live_key *v = realloc(keys, c * sizeof(*v));
-			if (!v) {
-				free(keys);
-				return -ENOMEM;
-			}
-			keys = v;
-			cap = c;
+		if (ARRAY_GROW(keys, cap, n, 1024) < 0) {
+			free(keys);
+			return -ENOMEM;
 		}
 		keys[n++] = next;
 	}
@@ -244,15 +241,9 @@ int events_recorder_init(struct recorder *r)
 
 int events_link_push(struct bpf_link ***v, size_t *n, size_t *cap, struct bpf_link *l)
 {
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 64;
-		struct bpf_link **nv = realloc(*v, c * sizeof(*nv));
-		if (!nv) {
-			bpf_link__destroy(l);
-			return -ENOMEM;
-		}
-		*v = nv;
-		*cap = c;
+	if (ARRAY_GROW(*v, *cap, *n, 64) < 0) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
 	}
 	(*v)[(*n)++] = l;
 	return 0;

@@ -5,17 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "daemon/alloc/intern.h"
+#include "base/hash.h"
 
 uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
 {
-	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	return hash_u64(h);
+	return hash_u64(fnv1a_from(FNV1A_OFFSET ^ seed, p, n));
 }
 
 static uint64_t fix_hash(uint64_t h)

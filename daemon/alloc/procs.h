@@ -18,6 +18,8 @@ struct proc {
 	const char *comm;          /* interned */
 	bool exited;
 	int64_t exit_ns;           /* CLOCK_REALTIME */
+	uint64_t exit_mono_ns;     /* its exit event's time, set before its objects are reaped:
+				    * an object dead at or after it was live at exit */
 	bool exit_written;
 	struct hmap stacks;        /* BPF stack key -> struct istack * */
 	struct maps maps;          /* /proc/PID/maps, loaded on demand */

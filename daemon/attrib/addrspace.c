@@ -9,6 +9,7 @@
 #include "daemon/attrib/addrspace.h"
 #include "symbolizer/datasym.h"
 #include "symbolizer/maps.h"
+#include "base/clock.h"
 
 struct file_ent {
 	uint64_t dev, inode;
@@ -27,14 +28,6 @@ struct addrspace {
 	struct hmap retries;      /* hash(proc) -> struct retry_ent * */
 	uint64_t file_lookups, file_hits, maps_reads;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 int addrspace_open(struct addrspace **out, struct proctab *t)
 {

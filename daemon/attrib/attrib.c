@@ -15,8 +15,8 @@
 #include "daemon/attrib/attrib.h"
 #include "daemon/alloc/intern.h"
 #include "daemon/attrib/itree.h"
-#include "reporter/classify.h"
 #include "symbolizer/insn.h"
+#include "base/array.h"
 
 #define LIVE UINT64_MAX
 #define PAGE_SHIFT 12
@@ -286,15 +286,9 @@ static struct aobj *new_obj(struct attrib *a, struct aproc *p, uint64_t addr, ui
 		*err = -ENOSPC;
 		return NULL;
 	}
-	if (a->nobjs + 1 > a->dead_cap) {
-		size_t nc = a->dead_cap ? a->dead_cap * 2 : 256;
-		struct aobj **nv = realloc(a->dead, nc * sizeof(*nv));
-		if (!nv) {
-			*err = -ENOMEM;
-			return NULL;
-		}
-		a->dead = nv;
-		a->dead_cap = nc;
+	if (ARRAY_GROW(a->dead, a->dead_cap, a->nobjs, 256) < 0) {
+		*err = -ENOMEM;
+		return NULL;
 	}
 	if (!a->free_objs) {
 		struct aslab *sl = malloc(sizeof(*sl));
@@ -534,14 +528,8 @@ static void add_data(struct attrib *a, const struct attrib_datasym *ds,
 			a->c.data_overflow++;
 			return;
 		}
-		if (a->ndata == a->data_cap) {
-			size_t nc = a->data_cap ? a->data_cap * 2 : 64;
-			struct attrib_data_entry *nv = realloc(a->data, nc * sizeof(*nv));
-			if (!nv)
-				return;
-			a->data = nv;
-			a->data_cap = nc;
-		}
+		if (ARRAY_GROW(a->data, a->data_cap, a->ndata, 64) < 0)
+			return;
 		if (hmap_insert(&a->data_idx, h, (void *)(uintptr_t)(a->ndata + 1)))
 			return;
 		idx = ++a->ndata;
@@ -625,14 +613,8 @@ int attrib_sample(struct attrib *a, const struct access_sample *s)
 	if (a->alloc_wm_on && s->time_ns >= a->alloc_wm) {
 		/* An alloc or free before it may not have come yet: wait for them. */
 		if (a->ndefer < ATTRIB_DEFER_MAX) {
-			if (a->ndefer == a->defer_cap) {
-				size_t nc = a->defer_cap ? a->defer_cap * 2 : 256;
-				struct access_sample *nv = realloc(a->defer, nc * sizeof(*nv));
-				if (!nv)
-					goto now;
-				a->defer = nv;
-				a->defer_cap = nc;
-			}
+			if (ARRAY_GROW(a->defer, a->defer_cap, a->ndefer, 256) < 0)
+				goto now;
 			a->defer[a->ndefer++] = *s;
 			a->c.deferred = a->ndefer;
 			return -1;
@@ -860,59 +842,4 @@ uint32_t attrib_lifetime_access_density_x100(uint64_t accesses, uint64_t size, u
 	uint64_t ms = lifetime_ns / 1000000;
 
 	return sat32((uint64_t)attrib_access_density_x100(accesses, size) * 1000 / (ms ? ms : 1));
-}
-
-double attrib_density(uint64_t accesses, uint64_t size, uint64_t lifetime_ns)
-{
-	double s = lifetime_ns < 1000000 ? 1e-3 : (double)lifetime_ns / 1e9;
-
-	return size ? (double)accesses / (double)size / s : 0.0;
-}
-
-void attrib_thresholds_default(struct attrib_thresholds *t)
-{
-	t->cold_density = CLASSIFY_COLD_DENSITY;
-	t->cold_min_lifetime_ns = CLASSIFY_COLD_MIN_AVG_LIFETIME_NS;
-	t->hot_density = CLASSIFY_HOT_DENSITY;
-}
-
-enum attrib_hotness attrib_classify_context(const struct attrib_thresholds *t,
-					    uint64_t total_lifetime_density_x100,
-					    uint64_t alloc_count, uint64_t total_lifetime_ns)
-{
-	double d, life;
-
-	if (!alloc_count)
-		return ATTRIB_NOTCOLD;
-	d = (double)total_lifetime_density_x100 / (double)alloc_count / 100.0;
-	life = (double)total_lifetime_ns / (double)alloc_count;
-	if (d < t->cold_density && life >= (double)t->cold_min_lifetime_ns)
-		return ATTRIB_COLD;
-	if (d > t->hot_density)
-		return ATTRIB_HOT;
-	return ATTRIB_NOTCOLD;
-}
-
-enum attrib_hotness attrib_classify_data(const struct attrib_thresholds *t, uint64_t est_accesses,
-					 uint64_t size, uint64_t observed_ns)
-{
-	double d;
-
-	if (!est_accesses)
-		return ATTRIB_COLD;
-	d = attrib_density(est_accesses, size ? size : 1, observed_ns);
-	if (d < t->cold_density)
-		return ATTRIB_COLD;
-	if (d > t->hot_density)
-		return ATTRIB_HOT;
-	return ATTRIB_NOTCOLD;
-}
-
-const char *attrib_hotness_name(enum attrib_hotness h)
-{
-	switch (h) {
-	case ATTRIB_COLD: return "cold";
-	case ATTRIB_HOT: return "hot";
-	default: return "notcold";
-	}
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "symbolizer/maps.h"
+#include "daemon/access/access_sample.h"
 
 #define ATTRIB_GRANULE 64                 /* bytes per AccessHistogram entry */
 #define ATTRIB_HIST_MAX_BYTES (64 << 10)  /* objects larger than this get no histogram */
@@ -27,19 +28,6 @@
                                            * beyond it they are attributed at once */
 #define ATTRIB_WEIGHT_ONE (1ull << 16)    /* weight_q16 of an object that stands for itself */
 
-/* One access as a source delivers it (src_soft, or a PMU source). */
-struct access_sample {
-	uint32_t tgid, tid, cpu;
-	uint64_t start_ns;        /* process start (task->start_time), with tgid the identity */
-	uint64_t time_ns;         /* CLOCK_MONOTONIC, same clock as the allocation events */
-	uint64_t addr;
-	uint32_t size;            /* bytes accessed (0 unknown) */
-	uint8_t rw;               /* 1 read, 2 write, 3 both */
-	uint8_t flags;            /* INSN_F_* of symbolizer/insn.h (TLS, STACK, ...) */
-	uint64_t weight;          /* estimated accesses this sample stands for */
-	uint64_t sp;              /* user stack pointer at the sample, 0 unknown */
-	uint64_t fs_base;         /* 0 unknown */
-};
 
 enum attrib_class {
 	ATTRIB_HEAP = 0,          /* inside a tracked allocation live at that time */
@@ -189,30 +177,10 @@ const struct attrib_counts *attrib_counts(const struct attrib *a);
 /* Static-data table, unordered; the pointer is valid until the next attrib call. */
 const struct attrib_data_entry *attrib_data(const struct attrib *a, size_t *n);
 
-/* ---- Density arithmetic and classes (MemProf's definitions, seed mempgo-llvm-memprof). */
+/* ---- Density arithmetic (MemProf's definitions, seed mempgo-llvm-memprof). */
 
 /* MemProf's per-object fixed-point densities (MemInfoBlock's constructor): access density
  * = accesses * 100 / size; lifetime access density = that * 1000 / lifetime_ms (min 1 ms).
  * Both saturate at UINT32_MAX like the uint32 MIB fields. */
 uint32_t attrib_access_density_x100(uint64_t accesses, uint64_t size);
 uint32_t attrib_lifetime_access_density_x100(uint64_t accesses, uint64_t size, uint64_t lifetime_ns);
-/* Accesses per byte per lifetime second (the seed's unit), lifetime at least 1 ms. */
-double attrib_density(uint64_t accesses, uint64_t size, uint64_t lifetime_ns);
-
-enum attrib_hotness { ATTRIB_NOTCOLD = 0, ATTRIB_COLD, ATTRIB_HOT };
-struct attrib_thresholds {
-	double cold_density;           /* default CLASSIFY_COLD_DENSITY (0.05) */
-	uint64_t cold_min_lifetime_ns; /* default CLASSIFY_COLD_MIN_AVG_LIFETIME_NS (200 s) */
-	double hot_density;            /* default CLASSIFY_HOT_DENSITY (1000) */
-};
-void attrib_thresholds_default(struct attrib_thresholds *t);
-/* A context from its MIB sums, exactly as LLVM's getAllocType: average lifetime access
- * density = TotalLifetimeAccessDensity / AllocCount / 100, average lifetime = total / count. */
-enum attrib_hotness attrib_classify_context(const struct attrib_thresholds *t,
-					    uint64_t total_lifetime_density_x100,
-					    uint64_t alloc_count, uint64_t total_lifetime_ns);
-/* A data symbol: density over the time it was observed (its process's run); cold also
- * when it was never sampled. */
-enum attrib_hotness attrib_classify_data(const struct attrib_thresholds *t, uint64_t est_accesses,
-					 uint64_t size, uint64_t observed_ns);
-const char *attrib_hotness_name(enum attrib_hotness h);  /* "notcold", "cold", "hot" */

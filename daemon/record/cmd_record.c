@@ -19,12 +19,17 @@
 #include <time.h>
 #include <unistd.h>
 #include "daemon/record/child.h"
-#include "cli/cmds.h"
+#include "daemon/record/cmd_record.h"
 #include "base/log.h"
 #include "daemon/record/recorder.h"
+#include "daemon/access/access.h"
+#include "daemon/alloc/alloc_exact.h"
+#include "daemon/alloc/alloc_sampled.h"
 #include "store/store.h"
 #include "symbolizer/maps.h"
+#include "symbolizer/rootfs.h"
 #include "symbolizer/symcache.h"
+#include "base/clock.h"
 
 extern char **environ;
 
@@ -43,7 +48,8 @@ static const char record_usage[] =
 	"Profiles the allocations of CMD (started so that none is missed) or of the running\n"
 	"process PID, per allocation context, into the SQLite store (default ./memprofd.db).\n"
 	"  --alloc sampled  (default) libmemprofd_sampler in the process, USDT probes on\n"
-	"                   sampled allocations only (estimated counts; about 1% overhead)\n"
+	"                   sampled allocations only (estimated counts; 1.061x on\n"
+	"                   bench/kvcache with soft access sampling: README, Performance)\n"
 	"  --alloc exact    uprobes on every allocator call (exact counts; high overhead)\n"
 	"  --access SRC     data-access sampling (default auto): auto tries pebs, ibs, spe,\n"
 	"                   soft in that order and says which it uses; soft works without a\n"
@@ -52,22 +58,6 @@ static const char record_usage[] =
 	"  --freq HZ        samples per second per CPU of the soft source (default 100)\n"
 	"  --period N       events per sample of the PMU sources\n"
 	"  --duration SEC   stop after SEC seconds (default: when the process ends)\n";
-
-static int64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static int64_t real_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
 
 /* Names the capability that is missing, or returns 0 when BPF and perf may be used. */
 static const char *missing_capability(void)
@@ -124,7 +114,7 @@ static int attach_libs_standard(struct recorder *r)
 	char path[PATH_MAX];
 	int total = 0;
 
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
 		if (find_lib(libs[i], path, sizeof(path)) < 0)
 			continue;
 		int n = exact_attach_binary(r, path);
@@ -152,8 +142,17 @@ static int attach_libs_of_pid(struct recorder *r, pid_t pid)
 		base++;
 		if (strncmp(base, "libc.so", 7) && strncmp(base, "libstdc++.so", 12))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, p);
+		/* Resolved inside the target's root: its links never reach our files. */
+		int fd = rootfs_open(pid, p);
+		if (fd < 0) {
+			log_error_errno(fd, "record: --pid %d: %s inside its root: %s", pid, p,
+					strerror(-fd));
+			maps_free(&m);   /* p points into m */
+			return fd;
+		}
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		int n = exact_attach_binary(r, path);
+		close(fd);
 		if (n < 0) {
 			maps_free(&m);
 			return n;
@@ -177,7 +176,39 @@ static char *join_argv(char **argv)
 	return s;
 }
 
-int cmd_record(int argc, char **argv)
+/* What the command line asked for, validated. */
+struct record_opts {
+	const char *db, *alloc, *access_mode;
+	bool access_given, sampled;
+	unsigned long long duration, pid, freq, period;
+	char **cmd;                      /* the command to start, or NULL with pid */
+	char exe[PATH_MAX];              /* cmd[0] resolved */
+	char sampler_path[PATH_MAX];     /* --alloc sampled with a command: the library to inject */
+};
+
+/* One recording, from the first probe to the summary line. */
+struct record {
+	const struct record_opts *o;
+	struct recorder r;
+	struct sampled *smp;
+	struct child ch;
+	char *cmdline;
+	sigset_t orig;                   /* our signal mask before SIGINT/SIGTERM were blocked */
+	int sfd;                         /* signalfd of SIGINT/SIGTERM, or -1 */
+	const char *status;              /* the run's final status */
+	char status_buf[128];
+};
+
+/* Returned by the argument checks when recording may go on (anything else is an exit code). */
+#define RECORD_GO (-1)
+#define RECORD_MAX_DURATION_S (365ULL * 86400)
+/* A final flush that fails (e.g. a reader holding a lock) is retried this often... */
+#define RECORD_FINAL_FLUSH_RETRIES 20
+/* ... this many microseconds apart. */
+#define RECORD_FINAL_FLUSH_RETRY_US 100000
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static int parse_options(int argc, char **argv, struct record_opts *o)
 {
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, 'd' }, { "alloc", required_argument, NULL, 'a' },
@@ -186,34 +217,32 @@ int cmd_record(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *db = "./memprofd.db", *alloc = "sampled", *access_mode = "auto";
-	bool access_given = false;
-	unsigned long long duration = 0, pid = 0, v, freq = 0, period = 0;
-	int c, err;
+	unsigned long long v;
+	int c;
 
 	optind = 1;
 	opterr = 0;   /* one-line errors of our own, not getopt's */
 	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd': db = optarg; break;
-		case 'a': alloc = optarg; break;
-		case 'A': access_mode = optarg; access_given = true; break;
+		case 'd': o->db = optarg; break;
+		case 'a': o->alloc = optarg; break;
+		case 'A': o->access_mode = optarg; o->access_given = true; break;
 		case 'f': case 'P':
 			if (parse_uint(optarg, UINT32_MAX, &v) || v == 0) {
 				log_error("record: --%s: expected a positive integer, got '%s'",
 					  c == 'f' ? "freq" : "period", optarg);
 				return 2;
 			}
-			*(c == 'f' ? &freq : &period) = v;
+			*(c == 'f' ? &o->freq : &o->period) = v;
 			break;
 		case 'D':
-			if (parse_uint(optarg, 365ULL * 86400, &duration) || duration == 0) {
+			if (parse_uint(optarg, RECORD_MAX_DURATION_S, &o->duration) || o->duration == 0) {
 				log_error("record: --duration: expected seconds > 0, got '%s'", optarg);
 				return 2;
 			}
 			break;
 		case 'p':
-			if (parse_uint(optarg, INT32_MAX, &pid) || pid == 0) {
+			if (parse_uint(optarg, INT32_MAX, &o->pid) || o->pid == 0) {
 				log_error("record: --pid: expected a process id, got '%s'", optarg);
 				return 2;
 			}
@@ -227,315 +256,433 @@ int cmd_record(int argc, char **argv)
 			return 2;
 		}
 	}
-	char **cmd = argv + optind;
-	if ((pid != 0) == (*cmd != NULL)) {
+	o->cmd = argv + optind;
+	return RECORD_GO;
+}
+
+/* The options' combinations and names. */
+static int check_options(struct record_opts *o)
+{
+	static const char *const sources[] = { "auto", "pebs", "ibs", "spe", "soft", "off" };
+	bool known = false;
+
+	if ((o->pid != 0) == (*o->cmd != NULL)) {
 		log_error("record: give exactly one of --pid PID or -- CMD [ARG...]");
 		return 2;
 	}
-	if (strcmp(alloc, "exact") && strcmp(alloc, "sampled") && strcmp(alloc, "off")) {
-		log_error("record: --alloc: expected exact, sampled or off, got '%s'", alloc);
+	if (strcmp(o->alloc, "exact") && strcmp(o->alloc, "sampled") && strcmp(o->alloc, "off")) {
+		log_error("record: --alloc: expected exact, sampled or off, got '%s'", o->alloc);
 		return 2;
 	}
-	if (!strcmp(alloc, "off")) {
+	if (!strcmp(o->alloc, "off")) {
 		log_error("record: --alloc off: not available in this build yet; use --alloc sampled or exact");
 		return 1;
 	}
-	bool sampled = !strcmp(alloc, "sampled");
-	static const char *const sources[] = { "auto", "pebs", "ibs", "spe", "soft", "off" };
-	bool known = false;
-	for (size_t i = 0; i < 6; i++)
-		known |= strcmp(access_mode, sources[i]) == 0;
+	o->sampled = !strcmp(o->alloc, "sampled");
+	for (size_t i = 0; i < ARRAY_LEN(sources); i++)
+		known |= strcmp(o->access_mode, sources[i]) == 0;
 	if (!known) {
-		log_error("record: --access: expected auto, pebs, ibs, spe, soft or off, got '%s'", access_mode);
+		log_error("record: --access: expected auto, pebs, ibs, spe, soft or off, got '%s'", o->access_mode);
 		return 2;
 	}
+	return RECORD_GO;
+}
 
-	char exe[PATH_MAX];
-	if (*cmd) {
-		err = child_find_command(cmd[0], exe, sizeof(exe));
+/* What can fail cheaply before BPF is loaded: the command or process, the capabilities,
+ * the sampler library. */
+static int check_environment(struct record_opts *o)
+{
+	const char *cap;
+	int err;
+
+	if (*o->cmd) {
+		err = child_find_command(o->cmd[0], o->exe, sizeof(o->exe));
 		if (err) {
-			log_error("record: %s: %s", cmd[0], err == -ENOENT ? "command not found" : strerror(-err));
+			log_error("record: %s: %s", o->cmd[0], err == -ENOENT ? "command not found" : strerror(-err));
 			return 1;
 		}
-	} else if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
-		log_error("record: --pid %llu: no such process", pid);
+	} else if (kill((pid_t)o->pid, 0) < 0 && errno == ESRCH) {
+		log_error("record: --pid %llu: no such process", o->pid);
 		return 1;
 	}
-	const char *cap = missing_capability();
+	cap = missing_capability();
 	if (cap) {
 		log_error("record: missing capability %s (BPF tracing needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN; run as root)", cap);
 		return 1;
 	}
-
-	char sampler_path[PATH_MAX] = "";
-	if (sampled && *cmd && sampled_find_library(sampler_path, sizeof(sampler_path)) < 0) {
+	if (o->sampled && *o->cmd && sampled_find_library(o->sampler_path, sizeof(o->sampler_path)) < 0) {
 		log_error("record: --alloc sampled: libmemprofd_sampler.so not found (set MEMPROFD_SAMPLER=PATH, or use --alloc exact)");
 		return 1;
 	}
+	return RECORD_GO;
+}
 
-	char errbuf[512];
-	struct recorder r = { 0 };
-	struct sampled *smp = NULL;
-	err = store_open(&r.store, db, STORE_RDWR, errbuf, sizeof(errbuf));
+/* The run's command column for a process recorded by pid. */
+static char *pid_cmdline(unsigned long long pid)
+{
+	char *s;
+
+	return asprintf(&s, "pid %llu", pid) < 0 ? NULL : s;
+}
+
+static int access_open(struct record *rec)
+{
+	const struct record_opts *o = rec->o;
+
+	return access_setup(&rec->r, o->access_mode, o->access_given, o->freq, o->period);
+}
+
+/* Starts the command (stopped before its first instruction, with envp as its environment
+ * when given), makes it a target of the allocation mode in use, then lets it run. */
+static int spawn_traced(struct record *rec, char **envp)
+{
+	const struct record_opts *o = rec->o;
+	char **saved = environ;
+	int err;
+
+	if (envp)
+		environ = envp;   /* child_spawn's execv passes environ */
+	err = child_spawn(&rec->ch, o->exe, o->cmd, &rec->orig);
+	environ = saved;
 	if (err) {
-		log_error("record: %s", errbuf);   /* names the file */
-		return 1;
+		log_error("record: starting %s: %s", o->cmd[0], strerror(-err));
+		return err;
 	}
+	err = rec->smp ? sampled_add_target(rec->smp, rec->ch.pid) :
+			 exact_add_target(&rec->r, rec->ch.pid);
+	if (err < 0)
+		return err;
+	err = child_release(&rec->ch);
+	if (err) {
+		log_error("record: cannot run %s: %s", o->cmd[0], strerror(-err));
+		waitpid(rec->ch.pid, NULL, 0);
+		rec->ch.pid = 0;
+		return err;
+	}
+	rec->cmdline = join_argv(o->cmd);
+	return 0;
+}
 
-	/* Frames get their DWARF lines (separate debug files, debuginfod when
-	 * DEBUGINFOD_URLS is set); without it they keep their ELF symbols only. */
-	struct symcache_opts so = { .debug = { .debuginfod = true } };
-	if (symcache_new(&r.symcache, &so) < 0)
-		r.symcache = NULL;
+/* --alloc sampled, a command: the injected library's probes, for every process that maps
+ * it, and the executable's own in case it links the sampler statically. */
+static int start_sampled_command(struct record *rec)
+{
+	const struct record_opts *o = rec->o;
+	char **envp = NULL;
+	int n, err;
 
-	/* SIGINT/SIGTERM stop the recording; the child gets our original mask back. */
-	sigset_t mask, orig;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigprocmask(SIG_BLOCK, &mask, &orig);
-	int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	n = sampled_attach_binary(rec->smp, o->sampler_path, -1);
+	if (n == 0)
+		log_error("record: %s: no memprofd USDT probes in it (not a memprofd sampler?)", o->sampler_path);
+	if (n <= 0)
+		return n ? n : -ENOENT;
+	err = sampled_attach_binary(rec->smp, o->exe, -1);
+	if (err >= 0)
+		err = access_open(rec);
+	if (err < 0)
+		return err;
+	if (sampled_setup_child_env(&envp, o->sampler_path) < 0) {
+		log_error("record: out of memory");
+		return -ENOMEM;
+	}
+	err = spawn_traced(rec, envp);
+	sampled_free_env(envp);
+	return err;
+}
 
-	int rc = 1;
-	struct child ch = { .pid = 0, .go_fd = -1, .err_fd = -1 };
-	char *cmdline = NULL;
-	const char *status = "ok";
-	char status_buf[128];
+/* --alloc sampled, --pid: the sampler the process already has. */
+static int start_sampled_pid(struct record *rec)
+{
+	const struct record_opts *o = rec->o;
+	char sampler_path[PATH_MAX] = "";
+	int n, err;
 
-	if (sampled) {
-		int n;
-		err = sampled_open(&smp, &r);
-		r.sampled = smp;
+	n = sampled_attach_pid(rec->smp, (int)o->pid);
+	if (n < 0)
+		return n;
+	if (n == 0) {
+		sampled_find_library(sampler_path, sizeof(sampler_path));
+		sampled_report_missing((int)o->pid, sampler_path);
+		return -ENOENT;
+	}
+	err = access_open(rec);
+	if (err >= 0)
+		err = sampled_add_target(rec->smp, (uint32_t)o->pid);
+	if (err < 0)
+		return err;
+	rec->cmdline = pid_cmdline(o->pid);
+	return 0;
+}
+
+/* --alloc exact, a command. An executable that links an allocator statically gets probes
+ * of its own; a script or a stripped one fails here harmlessly and allocates through libc. */
+static int start_exact_command(struct record *rec)
+{
+	int err;
+
+	exact_attach_binary(&rec->r, rec->o->exe);
+	err = access_open(rec);
+	if (err >= 0)
+		err = attach_libs_standard(&rec->r);
+	if (err < 0)
+		return err;
+	return spawn_traced(rec, NULL);
+}
+
+/* --alloc exact, --pid: its executable and the libraries it really maps. */
+static int start_exact_pid(struct record *rec)
+{
+	unsigned long long pid = rec->o->pid;
+	char link[64], path[PATH_MAX];
+	ssize_t n;
+	int err;
+
+	snprintf(link, sizeof(link), "/proc/%llu/exe", pid);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n > 0) {
+		path[n] = '\0';
+		exact_attach_binary(&rec->r, link);
+	}
+	err = attach_libs_of_pid(&rec->r, (pid_t)pid);
+	if (err >= 0)
+		err = access_open(rec);
+	if (err >= 0)
+		err = exact_add_target(&rec->r, (uint32_t)pid);
+	if (err < 0)
+		return err;
+	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+		log_error("record: --pid %llu: process exited before it could be traced", pid);
+		return -ESRCH;
+	}
+	rec->cmdline = pid_cmdline(pid);
+	return 0;
+}
+
+/* Loads the allocation mode's BPF, the access source, and starts or joins the target. */
+static int start_tracing(struct record *rec)
+{
+	const struct record_opts *o = rec->o;
+	int err;
+
+	if (o->sampled) {
+		err = sampled_open(&rec->smp, &rec->r);
+		rec->r.sampled = rec->smp;
 		if (err < 0)
-			goto out;
-		if (*cmd) {
-			/* The injected library, for every process that maps it; and the
-			 * executable itself in case it links the sampler statically. */
-			n = sampled_attach_binary(smp, sampler_path, -1);
-			if (n == 0)
-				log_error("record: %s: no memprofd USDT probes in it (not a memprofd sampler?)", sampler_path);
-			if (n <= 0)
-				goto out;
-			if (sampled_attach_binary(smp, exe, -1) < 0)
-				goto out;
-			if (access_setup(&r, access_mode, access_given, freq, period) < 0)
-				goto out;
-			char **envp = NULL, **saved = environ;
-			if (sampled_setup_child_env(&envp, sampler_path) < 0) {
-				log_error("record: out of memory");
-				goto out;
-			}
-			environ = envp;   /* child_spawn's execv passes environ */
-			err = child_spawn(&ch, exe, cmd, &orig);
-			environ = saved;
-			sampled_free_env(envp);
-			if (err) {
-				log_error("record: starting %s: %s", cmd[0], strerror(-err));
-				goto out;
-			}
-			if (sampled_add_target(smp, ch.pid) < 0)
-				goto out;
-			err = child_release(&ch);
-			if (err) {
-				log_error("record: cannot run %s: %s", cmd[0], strerror(-err));
-				waitpid(ch.pid, NULL, 0);
-				ch.pid = 0;
-				goto out;
-			}
-			cmdline = join_argv(cmd);
-		} else {
-			n = sampled_attach_pid(smp, (int)pid);
-			if (n < 0)
-				goto out;
-			if (n == 0) {
-				sampled_find_library(sampler_path, sizeof(sampler_path));
-				sampled_report_missing((int)pid, sampler_path);
-				goto out;
-			}
-			if (access_setup(&r, access_mode, access_given, freq, period) < 0)
-				goto out;
-			if (sampled_add_target(smp, (uint32_t)pid) < 0)
-				goto out;
-			cmdline = malloc(32);
-			if (cmdline)
-				snprintf(cmdline, 32, "pid %llu", pid);
-		}
-	} else if (exact_open(&r) < 0) {
-		goto out;
-	} else if (*cmd) {
-		/* An executable that links an allocator statically gets probes of its own; a
-		 * script or a stripped one fails here harmlessly and allocates through libc. */
-		exact_attach_binary(&r, exe);
-		if (access_setup(&r, access_mode, access_given, freq, period) < 0)
-			goto out;
-		if (attach_libs_standard(&r) < 0)
-			goto out;
-		err = child_spawn(&ch, exe, cmd, &orig);
-		if (err) {
-			log_error("record: starting %s: %s", cmd[0], strerror(-err));
-			goto out;
-		}
-		if (exact_add_target(&r, ch.pid) < 0)
-			goto out;
-		err = child_release(&ch);
-		if (err) {
-			log_error("record: cannot run %s: %s", cmd[0], strerror(-err));
-			waitpid(ch.pid, NULL, 0);
-			ch.pid = 0;
-			goto out;
-		}
-		cmdline = join_argv(cmd);
-	} else {
-		char link[64], path[PATH_MAX];
-		snprintf(link, sizeof(link), "/proc/%llu/exe", pid);
-		ssize_t n = readlink(link, path, sizeof(path) - 1);
-		if (n > 0) {
-			path[n] = '\0';
-			snprintf(link, sizeof(link), "/proc/%llu/exe", pid);
-			exact_attach_binary(&r, link);
-		}
-		if (attach_libs_of_pid(&r, (pid_t)pid) < 0)
-			goto out;
-		if (access_setup(&r, access_mode, access_given, freq, period) < 0)
-			goto out;
-		if (exact_add_target(&r, (uint32_t)pid) < 0)
-			goto out;
-		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
-			log_error("record: --pid %llu: process exited before it could be traced", pid);
-			goto out;
-		}
-		cmdline = malloc(32);
-		if (cmdline)
-			snprintf(cmdline, 32, "pid %llu", pid);
+			return err;
+		return *o->cmd ? start_sampled_command(rec) : start_sampled_pid(rec);
 	}
+	err = exact_open(&rec->r);
+	if (err < 0)
+		return err;
+	return *o->cmd ? start_exact_command(rec) : start_exact_pid(rec);
+}
 
+/* The run's row in the store, with the settings it records under. */
+static int begin_run(struct record *rec)
+{
+	const struct record_opts *o = rec->o;
 	char settings[256];
+	int err;
+
 	snprintf(settings, sizeof(settings),
 		 "{\"flush_ms\":%d,\"bucket_s\":%d,\"max_frames\":%d,\"duration_s\":%llu}",
-		 RECORD_FLUSH_MS, AGG_BUCKET_SECONDS, ALLOC_MAX_FRAMES, duration);
-	struct store_run run = { .command = cmdline ? cmdline : "", .alloc_mode = alloc,
-				 .access_mode = r.attrib ? access_mode : "off", .settings = settings,
+		 RECORD_FLUSH_MS, AGG_BUCKET_SECONDS, ALLOC_MAX_FRAMES, o->duration);
+	struct store_run run = { .command = rec->cmdline ? rec->cmdline : "", .alloc_mode = o->alloc,
+				 .access_mode = rec->r.attrib ? o->access_mode : "off", .settings = settings,
 				 .started_ns = real_ns() };
-	err = store_begin(r.store);
+	err = store_begin(rec->r.store);
 	if (!err)
-		err = store_run_begin(r.store, &run, &r.run_id);
+		err = store_run_begin(rec->r.store, &run, &rec->r.run_id);
 	if (!err)
-		err = store_commit(r.store);
+		err = store_commit(rec->r.store);
 	if (err) {
-		store_rollback(r.store);
-		log_error("record: %s: %s", db, store_errmsg(r.store));
-		goto out;
+		store_rollback(rec->r.store);
+		log_error("record: %s: %s", o->db, store_errmsg(rec->r.store));
 	}
+	return err;
+}
 
+/* Whether recording should stop now: a signal, the child or process ended, the duration
+ * reached (elapsed_ns since the start). Sets rec->status when it should. */
+static bool should_stop(struct record *rec, int64_t elapsed_ns)
+{
+	struct signalfd_siginfo si;
+	bool stop = false;
+
+	if (rec->sfd >= 0 && read(rec->sfd, &si, sizeof(si)) == sizeof(si)) {
+		snprintf(rec->status_buf, sizeof(rec->status_buf), "stopped by %s", strsignal(si.ssi_signo));
+		rec->status = rec->status_buf;
+		stop = true;
+	}
+	if (rec->ch.pid > 0) {
+		int ws;
+		if (waitpid(rec->ch.pid, &ws, WNOHANG) == rec->ch.pid) {
+			if (WIFEXITED(ws))
+				snprintf(rec->status_buf, sizeof(rec->status_buf), "ok: child exited %d", WEXITSTATUS(ws));
+			else
+				snprintf(rec->status_buf, sizeof(rec->status_buf), "ok: child killed by signal %d", WTERMSIG(ws));
+			rec->status = rec->status_buf;
+			rec->ch.pid = 0;
+			stop = true;
+		}
+	} else if (rec->o->pid && kill((pid_t)rec->o->pid, 0) < 0 && errno == ESRCH) {
+		rec->status = "ok: process exited";
+		stop = true;
+	}
+	if (rec->o->duration && elapsed_ns >= (int64_t)rec->o->duration * 1000000000LL) {
+		rec->status = "ok: duration reached";
+		stop = true;
+	}
+	return stop;
+}
+
+/* Polls the rings until should_stop(), flushing every RECORD_FLUSH_MS. */
+static void record_loop(struct record *rec)
+{
 	int64_t start = mono_ns(), last_flush = start;
 	bool stop = false;
+
 	while (!stop) {
-		if ((smp ? sampled_poll(smp, RECORD_POLL_MS) : exact_poll(&r, RECORD_POLL_MS)) < 0) {
-			status = "error: ring buffer";
+		if ((rec->smp ? sampled_poll(rec->smp, RECORD_POLL_MS) :
+				exact_poll(&rec->r, RECORD_POLL_MS)) < 0) {
+			rec->status = "error: ring buffer";
 			break;
 		}
-		if (access_poll(&r) < 0) {
-			status = "error: access samples";
+		if (access_poll(&rec->r) < 0) {
+			rec->status = "error: access samples";
 			break;
-		}
-		struct signalfd_siginfo si;
-		if (sfd >= 0 && read(sfd, &si, sizeof(si)) == sizeof(si)) {
-			snprintf(status_buf, sizeof(status_buf), "stopped by %s", strsignal(si.ssi_signo));
-			status = status_buf;
-			stop = true;
-		}
-		if (ch.pid > 0) {
-			int ws;
-			if (waitpid(ch.pid, &ws, WNOHANG) == ch.pid) {
-				if (WIFEXITED(ws))
-					snprintf(status_buf, sizeof(status_buf), "ok: child exited %d", WEXITSTATUS(ws));
-				else
-					snprintf(status_buf, sizeof(status_buf), "ok: child killed by signal %d", WTERMSIG(ws));
-				status = status_buf;
-				ch.pid = 0;
-				stop = true;
-			}
-		} else if (pid && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
-			status = "ok: process exited";
-			stop = true;
 		}
 		int64_t now = mono_ns();
-		if (duration && now - start >= (int64_t)duration * 1000000000LL) {
-			status = "ok: duration reached";
-			stop = true;
-		}
+		stop = should_stop(rec, now - start);
 		if (!stop && now - last_flush >= RECORD_FLUSH_MS * 1000000LL) {
-			recorder_flush(&r, "running");
+			recorder_flush(&rec->r, "running");
 			last_flush = now;
 		}
 	}
-	/* Everything the kernel queued before the end is in the ring buffer: drain it. */
-	if (smp) {
-		uint64_t end = (uint64_t)mono_ns();
-		sampled_drain(smp);
-		sampled_reap(smp, 0, 0, end, (uint32_t)sched_getcpu());
-		access_finish(&r, end);
+}
+
+/* Everything the kernel queued before the end is in the ring buffer: drains it, settles
+ * what is still live (its lifetime up to now), and writes the last flush. */
+static int finish_run(struct record *rec)
+{
+	uint64_t end;
+	int err;
+
+	if (rec->smp) {
+		end = (uint64_t)mono_ns();
+		sampled_drain(rec->smp);
+		sampled_reap(rec->smp, 0, 0, end, (uint32_t)sched_getcpu());
 	} else {
-		while (ring_buffer__consume(r.rb) > 0)
+		while (ring_buffer__consume(rec->r.rb) > 0)
 			;
-		/* What is still live when recording stops counts with its lifetime up to now. */
-		uint64_t end = (uint64_t)mono_ns();
-		exact_reap(&r, 0, 0, end, (uint32_t)sched_getcpu());
-		access_finish(&r, end);
+		end = (uint64_t)mono_ns();
+		exact_reap(&rec->r, 0, 0, end, (uint32_t)sched_getcpu());
 	}
-	err = recorder_flush(&r, status);
-	for (int i = 0; err && i < 20; i++) {   /* e.g. a reader holding a lock: retry briefly */
-		usleep(100000);
-		err = recorder_flush(&r, status);
+	access_finish(&rec->r, end);
+	err = recorder_flush(&rec->r, rec->status);
+	for (int i = 0; err && i < RECORD_FINAL_FLUSH_RETRIES; i++) {
+		usleep(RECORD_FINAL_FLUSH_RETRY_US);
+		err = recorder_flush(&rec->r, rec->status);
 	}
-	if (err) {
-		log_error("record: %s: final flush failed: %s", db, store_errmsg(r.store));
-		goto out;
-	}
+	if (err)
+		log_error("record: %s: final flush failed: %s", rec->o->db, store_errmsg(rec->r.store));
+	return err;
+}
+
+/* The summary lines on stderr: samples (sampled mode), accesses, objects, drops, our cost. */
+static void print_summary(struct record *rec)
+{
+	const struct recorder *r = &rec->r;
 	uint64_t cnt[SCNT_MAX];
 	struct rusage ru;
-	if (smp) {
+
+	if (rec->smp) {
 		uint64_t ns;
 		double est;
-		sampled_counters(smp, cnt);
-		sampled_stats(smp, &ns, &est);
+		sampled_counters(rec->smp, cnt);
+		sampled_stats(rec->smp, &ns, &est);
 		fprintf(stderr, "memprofd: sampled: %llu samples standing for ~%.0f objects "
 			"(%llu outside the region, %llu frees of objects sampled before attach)\n",
 			(unsigned long long)ns, est, (unsigned long long)cnt[SCNT_NO_REGION],
 			(unsigned long long)cnt[CNT_UNMATCHED_FREE]);
 	} else {
-		exact_counters(&r, cnt);
+		exact_counters(&rec->r, cnt);
 	}
-	access_report(&r);
+	access_report(&rec->r);
 	getrusage(RUSAGE_SELF, &ru);   /* our own CPU, not the child's */
 	double cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
 			(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 	fprintf(stderr, "memprofd: recorded %llu objects in %zu contexts (%llu events; drops: "
 		"ringbuf %llu, live-map %llu, thread-map %llu, stack %llu) into %s; "
 		"memprofd cpu %.0f ms, peak rss %ld KiB\n",
-		(unsigned long long)r.objects, r.in.stacks.n - (r.unknown_stack_objs ? 0 : 1),
-		(unsigned long long)r.events,
+		(unsigned long long)r->objects, r->in.stacks.n - (r->unknown_stack_objs ? 0 : 1),
+		(unsigned long long)r->events,
 		(unsigned long long)cnt[CNT_DROP_RINGBUF], (unsigned long long)cnt[CNT_DROP_LIVE_FULL],
-		(unsigned long long)cnt[CNT_DROP_STATE_FULL], (unsigned long long)cnt[CNT_DROP_STACK], db,
+		(unsigned long long)cnt[CNT_DROP_STATE_FULL], (unsigned long long)cnt[CNT_DROP_STACK], rec->o->db,
 		cpu_ms, ru.ru_maxrss);
-	rc = 0;
-out:
-	if (ch.pid > 0 && ch.go_fd >= 0) {
-		kill(ch.pid, SIGKILL);   /* never released: it must not run untraced */
-		waitpid(ch.pid, NULL, 0);
+}
+
+static void record_free(struct record *rec)
+{
+	if (rec->ch.pid > 0 && rec->ch.go_fd >= 0) {
+		kill(rec->ch.pid, SIGKILL);   /* never released: it must not run untraced */
+		waitpid(rec->ch.pid, NULL, 0);
 	}
-	sampled_close(smp);
-	access_close(&r);
-	exact_close(&r);
-	if (r.symcache)
-		symcache_free(r.symcache);
-	agg_free(&r.aggs);
-	proctab_free(&r.procs);
-	interner_free(&r.in);
-	store_close(r.store);
-	free(cmdline);
-	if (sfd >= 0)
-		close(sfd);
-	sigprocmask(SIG_SETMASK, &orig, NULL);
+	sampled_close(rec->smp);
+	access_close(&rec->r);
+	exact_close(&rec->r);
+	if (rec->r.symcache)
+		symcache_free(rec->r.symcache);
+	agg_free(&rec->r.aggs);
+	proctab_free(&rec->r.procs);
+	interner_free(&rec->r.in);
+	store_close(rec->r.store);
+	free(rec->cmdline);
+	if (rec->sfd >= 0)
+		close(rec->sfd);
+	sigprocmask(SIG_SETMASK, &rec->orig, NULL);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o = { .db = "./memprofd.db", .alloc = "sampled", .access_mode = "auto" };
+	struct record rec = { .o = &o, .ch = { .pid = 0, .go_fd = -1, .err_fd = -1 }, .status = "ok" };
+	char errbuf[512];
+	sigset_t mask;
+	int rc;
+
+	rc = parse_options(argc, argv, &o);
+	if (rc == RECORD_GO)
+		rc = check_options(&o);
+	if (rc == RECORD_GO)
+		rc = check_environment(&o);
+	if (rc != RECORD_GO)
+		return rc;
+	if (store_open(&rec.r.store, o.db, STORE_RDWR, errbuf, sizeof(errbuf))) {
+		log_error("record: %s", errbuf);   /* names the file */
+		return 1;
+	}
+	/* Frames get their DWARF lines (separate debug files, debuginfod when
+	 * DEBUGINFOD_URLS is set); without it they keep their ELF symbols only. */
+	struct symcache_opts so = { .debug = { .debuginfod = true } };
+	if (symcache_new(&rec.r.symcache, &so) < 0)
+		rec.r.symcache = NULL;
+
+	/* SIGINT/SIGTERM stop the recording; the child gets our original mask back. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, &rec.orig);
+	rec.sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+
+	rc = 1;
+	if (start_tracing(&rec) == 0 && begin_run(&rec) == 0) {
+		record_loop(&rec);
+		if (finish_run(&rec) == 0) {
+			print_summary(&rec);
+			rc = 0;
+		}
+	}
+	record_free(&rec);
 	return rc;
 }

@@ -7,19 +7,14 @@
 #include <time.h>
 #include "base/log.h"
 #include "daemon/record/recorder.h"
+#include "daemon/alloc/alloc_exact.h"
+#include "daemon/alloc/alloc_sampled.h"
 #include "store/store.h"
 #include "symbolizer/symcache.h"
 #include "daemon/attrib/attrib.h"
 #include "daemon/attrib/addrspace.h"
+#include "base/clock.h"
 #include <signal.h>
-
-static int64_t now_real_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
 
 static void fill_proc(const struct recorder *r, const struct proc *p, struct store_proc *sp)
 {
@@ -161,7 +156,7 @@ int recorder_flush(struct recorder *r, const char *status)
 	else
 		exact_counters(r, c);
 	struct store_run_stats st = {
-		.ended_ns = status && strcmp(status, "running") ? now_real_ns() : 0,
+		.ended_ns = status && strcmp(status, "running") ? real_ns() : 0,
 		.events = r->events,
 		.drops_ringbuf = c[CNT_DROP_RINGBUF],
 		.drops_live_full = c[CNT_DROP_LIVE_FULL],
@@ -206,7 +201,7 @@ int recorder_flush(struct recorder *r, const char *status)
 	}
 	/* Keep the previous bucket too: objects that died just before the boundary may
 	 * still be in the ring buffer. */
-	agg_evict(&r->aggs, agg_bucket_of(now_real_ns()) - AGG_BUCKET_SECONDS);
+	agg_evict(&r->aggs, agg_bucket_of(real_ns()) - AGG_BUCKET_SECONDS);
 	return 0;
 }
 

@@ -22,15 +22,19 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "cli/cmds.h"
+#include "daemon/service/cmd_daemon.h"
 #include "daemon/service/config.h"
 #include "daemon/service/governor.h"
 #include "base/log.h"
 #include "daemon/service/notify.h"
 #include "daemon/record/recorder.h"
+#include "daemon/access/access.h"
+#include "daemon/alloc/alloc_exact.h"
+#include "daemon/alloc/alloc_sampled.h"
 #include "daemon/access/src_soft.h"
 #include "daemon/service/targets.h"
 #include "store/store.h"
+#include "base/clock.h"
 
 #define DAEMON_STOP_BUDGET_MS 1200   /* SIGTERM -> flushed, leaving 0.8 s of the 2 s
                                       * promise for closing the probes and the store */
@@ -38,6 +42,8 @@
 #define DAEMON_BUSY_TIMEOUT_MS 200   /* SQLite lock wait of a running flush (then: retry) */
 #define DAEMON_FLUSH_RETRY_MS 100    /* pause between final flush attempts */
 #define DAEMON_LOCK_SUFFIX ".lock"   /* DB.lock: the one-daemon-per-database flock */
+#define DAEMON_FIRST_MAINT_MS 60000  /* first maintenance after start: not in the start-up rush */
+#define MS_PER_S 1000
 
 static const char daemon_usage[] =
 	"usage: memprofd daemon [--config PATH] [--check]\n"
@@ -70,30 +76,6 @@ struct daemon {
 	char stop_reason[96];
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
-}
-
-static int64_t real_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static uint64_t self_cpu_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
-
 static void print_errors(const char *errs)
 {
 	for (const char *l = errs; l && *l;) {
@@ -107,17 +89,20 @@ static void print_errors(const char *errs)
 
 /* One daemon per database: two would fail each other's flushes on SQLite's lock. An
  * flock on DB.lock (released by the kernel however the holder ends), with the holder's
- * pid in it for the message. 0, or 1 after the one-line error. */
+ * pid in it for the message. 0, or -errno after the one-line error. */
 static int lock_db(struct daemon *d)
 {
 	char path[PATH_MAX], pid[32] = "";
 	int fd;
 
 	if (snprintf(path, sizeof(path), "%s" DAEMON_LOCK_SUFFIX, d->cfg.db) >= (int)sizeof(path))
-		return log_error_errno(1, "daemon: %s: path too long", d->cfg.db);
+		return log_error_errno(-ENAMETOOLONG, "daemon: %s: path too long", d->cfg.db);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (fd < 0)
-		return log_error_errno(1, "daemon: %s: %s", path, strerror(errno));
+	if (fd < 0) {
+		int e = errno;
+
+		return log_error_errno(-e, "daemon: %s: %s", path, strerror(e));
+	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno;
 		ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
@@ -126,10 +111,10 @@ static int lock_db(struct daemon *d)
 		pid[strcspn(pid, "\n")] = '\0';
 		close(fd);
 		if (e == EWOULDBLOCK)
-			return log_error_errno(1, "daemon: %s: another memprofd daemon (pid %s) writes "
+			return log_error_errno(-e, "daemon: %s: another memprofd daemon (pid %s) writes "
 					       "this database; one daemon per database (lock %s)",
 					       d->cfg.db, *pid ? pid : "?", path);
-		return log_error_errno(1, "daemon: %s: locking: %s", path, strerror(e));
+		return log_error_errno(-e, "daemon: %s: locking: %s", path, strerror(e));
 	}
 	if (ftruncate(fd, 0) == 0)
 		dprintf(fd, "%d\n", (int)getpid());
@@ -234,7 +219,7 @@ static void governor_apply(struct daemon *d)
 
 static void governor_job(struct daemon *d, int64_t now)
 {
-	uint64_t cpu = self_cpu_ns(), ev[GOV_MAX_SOURCES];
+	uint64_t cpu = cpu_ns(), ev[GOV_MAX_SOURCES];
 
 	governor_events(d, ev);
 	enum gov_action act = governor_tick(&d->gov, (uint64_t)(now - d->gov_at) * 1000000ULL,
@@ -379,9 +364,12 @@ static int64_t min_deadline(const struct daemon *d)
 	return t;
 }
 
-/* The allocation mode and the access source, as the config asks. 0, or 1 after the error. */
+/* The allocation mode and the access source, as the config asks. 0, or -errno after the
+ * error. */
 static int open_sources(struct daemon *d)
 {
+	int r;
+
 	d->r.cmd = "daemon";
 	d->r.watch_all_exec = true;
 	d->r.lifecycle = targets_lifecycle;
@@ -390,36 +378,26 @@ static int open_sources(struct daemon *d)
 		int e = sampled_open(&d->smp, &d->r);
 		d->r.sampled = d->smp;
 		if (e < 0)
-			return 1;
-	} else if (exact_open(&d->r) < 0) {
-		return 1;
+			return e;
+	} else if ((r = exact_open(&d->r)) < 0) {
+		return r;
 	}
 	/* auto falls back to no access sampling (and says why); a named source must open. */
-	if (access_setup(&d->r, config_access_name(d->cfg.access), d->cfg.access != CFG_ACCESS_AUTO,
-			 d->cfg.access_freq_hz, d->cfg.access_period) < 0)
-		return 1;
+	r = access_setup(&d->r, config_access_name(d->cfg.access), d->cfg.access != CFG_ACCESS_AUTO,
+			 d->cfg.access_freq_hz, d->cfg.access_period);
+	if (r < 0)
+		return r;
 	if (targets_init(&d->tg, &d->r, d->smp, &d->cfg) < 0)
-		return log_error_errno(1, "daemon: out of memory");
+		return log_error_errno(-ENOMEM, "daemon: out of memory");
 	return 0;
 }
 
-static int run(struct daemon *d)
+/* The run's row in the store, with the settings the daemon runs under. */
+static int begin_run(struct daemon *d)
 {
-	char errbuf[512], settings[768];
+	char settings[768];
 	int err;
 
-	if (lock_db(d))
-		return 1;
-	err = store_open(&d->r.store, d->cfg.db, STORE_RDWR, errbuf, sizeof(errbuf));
-	if (err)
-		return log_error_errno(1, "daemon: %s", errbuf);
-	if (store_set_cache(d->r.store, d->cfg.cache_bytes))
-		log_warn("daemon: %s", store_errmsg(d->r.store));
-	/* A flush that finds the store locked fails soon and is retried at the next
-	 * interval: the loop (and SIGTERM's deadline) never waits on SQLite for long. */
-	store_set_busy_timeout(d->r.store, DAEMON_BUSY_TIMEOUT_MS);
-	if (open_sources(d))
-		return 1;
 	const char *access = d->r.attrib ? access_src_name(d->r.access.src) : "off";
 	snprintf(settings, sizeof(settings),
 		 "{\"config\":\"%s\",\"flush_ms\":%llu,\"bucket_s\":%d,\"cpu_budget\":%g,"
@@ -439,9 +417,37 @@ static int run(struct daemon *d)
 		err = store_commit(d->r.store);
 	if (err) {
 		store_rollback(d->r.store);
-		return log_error_errno(1, "daemon: %s: %s", d->cfg.db, store_errmsg(d->r.store));
+		return log_error_errno(err, "daemon: %s: %s", d->cfg.db, store_errmsg(d->r.store));
 	}
+	return 0;
+}
 
+/* The lock, the store, the sources and the run's row: 0 or -errno after the error. */
+static int start(struct daemon *d)
+{
+	char errbuf[512];
+	int err;
+
+	err = lock_db(d);
+	if (err < 0)
+		return err;
+	err = store_open(&d->r.store, d->cfg.db, STORE_RDWR, errbuf, sizeof(errbuf));
+	if (err)
+		return log_error_errno(err, "daemon: %s", errbuf);
+	if (store_set_cache(d->r.store, d->cfg.cache_bytes))
+		log_warn("daemon: %s", store_errmsg(d->r.store));
+	/* A flush that finds the store locked fails soon and is retried at the next
+	 * interval: the loop (and SIGTERM's deadline) never waits on SQLite for long. */
+	store_set_busy_timeout(d->r.store, DAEMON_BUSY_TIMEOUT_MS);
+	err = open_sources(d);
+	if (err < 0)
+		return err;
+	return begin_run(d);
+}
+
+/* The governor's sources and every periodic job's first deadline (ms, monotonic). */
+static void schedule_jobs(struct daemon *d)
+{
 	struct governor_cfg gc = { .budget = d->cfg.cpu_budget, .min_scale = d->cfg.min_scale };
 	governor_init(&d->gov, &gc);
 	/* What the governor can lower: thinning of sampled records and the access source's
@@ -451,20 +457,56 @@ static int run(struct daemon *d)
 	d->gov_access = d->r.soft ? governor_add_source(&d->gov, "access") : -1;
 	int64_t now = mono_ms();
 	d->gov_at = now;
-	d->gov_cpu_ns = self_cpu_ns();
+	d->gov_cpu_ns = cpu_ns();
 	d->wd_usec = notify_watchdog_usec();
 	d->next_flush = now + (int64_t)d->cfg.flush_interval_ms;
-	d->next_gov = now + (int64_t)d->cfg.governor_interval_s * 1000;
-	d->next_maint = now + 60000;       /* not in the start-up rush */
-	d->next_ckpt = now + (int64_t)d->cfg.checkpoint_interval_s * 1000;
+	d->next_gov = now + (int64_t)d->cfg.governor_interval_s * MS_PER_S;
+	d->next_maint = now + DAEMON_FIRST_MAINT_MS;
+	d->next_ckpt = now + (int64_t)d->cfg.checkpoint_interval_s * MS_PER_S;
 	d->next_wd = d->wd_usec ? now : 0;
 	targets_rescan(&d->tg);
-	d->next_rescan = d->cfg.rescan_interval_s ? now + (int64_t)d->cfg.rescan_interval_s * 1000 : 0;
-	if (!d->cfg.ntargets)
-		log_warn("daemon: %s has no [target] rules: nothing will be profiled", d->cfg.path);
-	notify_ready(NULL);
-	notify_status("%zu processes traced", d->tg.ntraced);
+	d->next_rescan = d->cfg.rescan_interval_s ? now + (int64_t)d->cfg.rescan_interval_s * MS_PER_S : 0;
+}
 
+/* Every periodic job whose deadline has come, each rescheduled from now. */
+static void run_due_jobs(struct daemon *d, int64_t now)
+{
+	targets_recheck(&d->tg, now);
+	if (now >= d->next_flush) {
+		/* Failures retry, logged once; meanwhile memory stays within the limit. */
+		if (recorder_flush(&d->r, "running") == 0)
+			recorder_forget_exited(&d->r);
+		else
+			recorder_bound_memory(&d->r, d->cfg.memory_limit_bytes);
+		d->next_flush = now + (int64_t)d->cfg.flush_interval_ms;
+	}
+	if (now >= d->next_gov) {
+		governor_job(d, now);
+		d->next_gov = now + (int64_t)d->cfg.governor_interval_s * MS_PER_S;
+	}
+	if (d->next_rescan && now >= d->next_rescan) {
+		targets_rescan(&d->tg);
+		d->next_rescan = d->cfg.rescan_interval_s ? now + (int64_t)d->cfg.rescan_interval_s * MS_PER_S : 0;
+	} else if (!d->next_rescan && d->cfg.rescan_interval_s) {
+		d->next_rescan = now;         /* after a reload */
+	}
+	if (now >= d->next_maint) {
+		maintenance_job(d);
+		d->next_maint = now + (int64_t)d->cfg.maintenance_interval_s * MS_PER_S;
+	}
+	if (now >= d->next_ckpt) {
+		store_checkpoint(d->r.store);   /* -EBUSY with a reader: next time */
+		d->next_ckpt = now + (int64_t)d->cfg.checkpoint_interval_s * MS_PER_S;
+	}
+	if (d->next_wd && now >= d->next_wd) {
+		notify_watchdog();
+		d->next_wd = now + (int64_t)(d->wd_usec / 2000);
+	}
+}
+
+/* Polls the rings and the signalfd until a stop: 0, or -errno if poll failed. */
+static int event_loop(struct daemon *d)
+{
 	struct pollfd pfd[3] = {
 		{ .fd = d->smp ? sampled_ring_fd(d->smp) : ring_buffer__epoll_fd(d->r.rb), .events = POLLIN },
 		{ .fd = d->sfd, .events = POLLIN },
@@ -477,8 +519,11 @@ static int run(struct daemon *d)
 			wait = 0;
 		if (wait > DAEMON_MAX_WAIT_MS)
 			wait = DAEMON_MAX_WAIT_MS;
-		if (poll(pfd, 3, (int)wait) < 0 && errno != EINTR)
-			return log_error_errno(1, "daemon: poll: %s", strerror(errno));
+		if (poll(pfd, 3, (int)wait) < 0 && errno != EINTR) {
+			int e = errno;
+
+			return log_error_errno(-e, "daemon: poll: %s", strerror(e));
+		}
 		/* Consume on every wake-up, not only on POLLIN: the kernel side wakes us only
 		 * when the ring is a quarter full. Allocations first: their drain time is
 		 * attribution's allocation watermark. */
@@ -494,39 +539,26 @@ static int run(struct daemon *d)
 			on_signal(d);
 		if (d->stop)
 			break;
-		now = mono_ms();
-		targets_recheck(&d->tg, now);
-		if (now >= d->next_flush) {
-			/* Failures retry, logged once; meanwhile memory stays within the limit. */
-			if (recorder_flush(&d->r, "running") == 0)
-				recorder_forget_exited(&d->r);
-			else
-				recorder_bound_memory(&d->r, d->cfg.memory_limit_bytes);
-			d->next_flush = now + (int64_t)d->cfg.flush_interval_ms;
-		}
-		if (now >= d->next_gov) {
-			governor_job(d, now);
-			d->next_gov = now + (int64_t)d->cfg.governor_interval_s * 1000;
-		}
-		if (d->next_rescan && now >= d->next_rescan) {
-			targets_rescan(&d->tg);
-			d->next_rescan = d->cfg.rescan_interval_s ? now + (int64_t)d->cfg.rescan_interval_s * 1000 : 0;
-		} else if (!d->next_rescan && d->cfg.rescan_interval_s) {
-			d->next_rescan = now;         /* after a reload */
-		}
-		if (now >= d->next_maint) {
-			maintenance_job(d);
-			d->next_maint = now + (int64_t)d->cfg.maintenance_interval_s * 1000;
-		}
-		if (now >= d->next_ckpt) {
-			store_checkpoint(d->r.store);   /* -EBUSY with a reader: next time */
-			d->next_ckpt = now + (int64_t)d->cfg.checkpoint_interval_s * 1000;
-		}
-		if (d->next_wd && now >= d->next_wd) {
-			notify_watchdog();
-			d->next_wd = now + (int64_t)(d->wd_usec / 2000);
-		}
+		run_due_jobs(d, mono_ms());
 	}
+	return 0;
+}
+
+static int run(struct daemon *d)
+{
+	int err;
+
+	err = start(d);
+	if (err < 0)
+		return err;
+	schedule_jobs(d);
+	if (!d->cfg.ntargets)
+		log_warn("daemon: %s has no [target] rules: nothing will be profiled", d->cfg.path);
+	notify_ready(NULL);
+	notify_status("%zu processes traced", d->tg.ntraced);
+	err = event_loop(d);
+	if (err < 0)
+		return err;
 	notify_stopping();
 	final_flush(d, (d->stop_at ? d->stop_at : mono_ms()) + DAEMON_STOP_BUDGET_MS);
 	return 0;
@@ -559,8 +591,10 @@ int cmd_daemon(int argc, char **argv)
 	struct daemon *d = calloc(1, sizeof(*d));
 	char *errs = NULL;
 
-	if (!d)
-		return log_error_errno(1, "daemon: out of memory");
+	if (!d) {
+		log_error("daemon: out of memory");
+		return 1;
+	}
 	d->sfd = -1;
 	d->lock_fd = -1;
 	if (config_load(&d->cfg, path, &errs)) {
@@ -593,7 +627,7 @@ int cmd_daemon(int argc, char **argv)
 		log_error("daemon: signalfd: %s", strerror(errno));
 	} else {
 		snprintf(d->stop_reason, sizeof(d->stop_reason), "ok");
-		rc = run(d);
+		rc = run(d) < 0 ? 1 : 0;
 	}
 	/* Links before the objects they belong to (libbpf's USDT links use theirs). */
 	targets_free(&d->tg);

@@ -20,9 +20,14 @@
 #include "base/log.h"
 #include "daemon/service/rules.h"
 #include "daemon/service/targets.h"
+#include "daemon/alloc/alloc_exact.h"
+#include "daemon/alloc/alloc_sampled.h"
 #include "sampler/sampler.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
+#include "symbolizer/rootfs.h"
+#include "base/clock.h"
+#include "base/array.h"
 
 #define ENVIRON_MAX (256 << 10)     /* bytes of /proc/PID/environ read to find LD_PRELOAD */
 #define SAMPLER_NAME "libmemprofd_sampler.so"
@@ -49,14 +54,6 @@ struct tunsampled {
 };
 
 enum why { WHY_RESCAN, WHY_EXEC, WHY_RECHECK };
-
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
-}
 
 /* ---- process identity ---- */
 
@@ -154,12 +151,9 @@ static size_t map_sweep(const struct targets *t)
 			n++;
 			continue;
 		}
-		if (ngone == cap) {    /* deleting while walking would restart the walk */
-			uint32_t *v = realloc(gone, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-			if (!v)
-				break;
-			gone = v;
-		}
+		/* Collected, not deleted: deleting while walking would restart the walk. */
+		if (ARRAY_GROW(gone, cap, ngone, 64) < 0)
+			break;
 		gone[ngone++] = k;
 	}
 	for (size_t i = 0; i < ngone; i++)
@@ -175,14 +169,16 @@ static size_t map_sweep(const struct targets *t)
  * once and probed through /proc/self/fd: a process gone meanwhile (its /proc/PID/root
  * with it) cannot fail the attach half-way, so the first short-lived process of a
  * binary already leaves it probed for the next ones. */
-static int file_probe(struct targets *t, const char *path)
+/* Probes the file open at fd (taken over: kept while probes hold it, else closed); path
+ * names it in messages only. */
+static int file_probe_fd(struct targets *t, int fd, const char *path)
 {
 	struct stat st;
 	char fdpath[64];
-	int n, fd = open(path, O_RDONLY | O_CLOEXEC);
+	int n;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &st) < 0) {
 		n = -errno;
 		close(fd);
@@ -214,6 +210,23 @@ static int file_probe(struct targets *t, const char *path)
 	return f.probes;
 }
 
+/* A file named by pid (its maps, its environment), resolved inside pid's root. */
+static int file_probe_in_root(struct targets *t, pid_t pid, const char *path)
+{
+	return file_probe_fd(t, rootfs_open(pid, path), path);
+}
+
+/* /proc/PID/exe: the kernel's own link to the executable, no path resolution. */
+static int file_probe_exe(struct targets *t, pid_t pid)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return file_probe_fd(t, fd < 0 ? -errno : fd, path);
+}
+
 static bool is_sampler_path(const char *p)
 {
 	const char *b = strrchr(p, '/');
@@ -226,7 +239,6 @@ static bool is_sampler_path(const char *p)
 static int attach_exact(struct targets *t, pid_t pid)
 {
 	struct maps m = { 0 };
-	char path[MAPS_PATH_MAX + 64];
 	int err = maps_read_pid(&m, pid);
 
 	if (err)
@@ -242,8 +254,7 @@ static int attach_exact(struct targets *t, pid_t pid)
 		if (!exe_map && strncmp(base, "libc.so", 7) && strncmp(base, "libstdc++.so", 12) &&
 		    strncmp(base, "libjemalloc.so", 14) && strncmp(base, "libtcmalloc", 11))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, p);
-		int n = file_probe(t, path);
+		int n = file_probe_in_root(t, pid, p);
 		if (n < 0 && n != -ENOENT && !exe_map) {
 			maps_free(&m);
 			return n;
@@ -296,7 +307,7 @@ static int preload_of(pid_t pid, char *out, size_t n)
  * executable). 1 found, 0 none (yet), -errno. */
 static int attach_sampler(struct targets *t, pid_t pid)
 {
-	char path[PATH_MAX + 64], pre[PATH_MAX];
+	char pre[PATH_MAX];
 	struct maps m = { 0 };
 	int n, found = 0;
 
@@ -305,8 +316,7 @@ static int attach_sampler(struct targets *t, pid_t pid)
 	for (size_t i = 0; i < m.n && !found; i++) {
 		if (m.v[i].path[0] != '/' || !is_sampler_path(m.v[i].path))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m.v[i].path);
-		if ((n = file_probe(t, path)) < 0 && n != -ENOENT) {
+		if ((n = file_probe_in_root(t, pid, m.v[i].path)) < 0 && n != -ENOENT) {
 			maps_free(&m);
 			return n;
 		}
@@ -314,12 +324,10 @@ static int attach_sampler(struct targets *t, pid_t pid)
 	}
 	maps_free(&m);
 	if (!found && preload_of(pid, pre, sizeof(pre)) == 0) {
-		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, pre);
-		found = file_probe(t, path) > 0;   /* probes set at its mmap, before any call */
+		found = file_probe_in_root(t, pid, pre) > 0;   /* probes set at its mmap, before any call */
 	}
 	if (!found) {
-		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-		if ((n = file_probe(t, path)) < 0)
+		if ((n = file_probe_exe(t, pid)) < 0)
 			return n == -ENOENT ? 0 : n;
 		found = n > 0;
 	}

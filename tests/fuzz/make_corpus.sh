@@ -5,7 +5,7 @@
 # support, commit ffd3d18c20b8; and a user-space load with a context packet). Usage: make_corpus.sh OUTDIR [FIXTURE_DIR]
 set -eu
 out=$1; fixtures=${2:-}
-mkdir -p "$out/elf" "$out/dwarf" "$out/maps" "$out/spe"
+mkdir -p "$out/elf" "$out/dwarf" "$out/maps" "$out/spe" "$out/config" "$out/store"
 for f in /bin/true /bin/ls /usr/bin/env /lib/x86_64-linux-gnu/libz.so.1 \
          /lib/x86_64-linux-gnu/libdl.so.2 /lib/x86_64-linux-gnu/libpthread.so.0; do
   [ -r "$f" ] || continue
@@ -29,3 +29,17 @@ usr='\145\222\020\000\000\111\000\260\064\022\100\000\000\000\000\200\262\170\12
 printf "$pub" > "$out/spe/published"
 printf "$usr$pub" > "$out/spe/user_then_published"
 printf '\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\060\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' > "$out/spe/ring_head"
+# Config: the shipped file, and rule sections with every key kind.
+here=$(cd "$(dirname "$0")" && pwd)
+cp "$here/../../deploy/memprofd.conf" "$out/config/shipped.conf"
+printf '[store]\ndb = /tmp/x.db\nretention = 14d\n[sampling]\nalloc = sampled\nsample_bytes = 512K\n[governor]\ncpu_budget = 1%%\n[target web]\nexe = /usr/bin/nginx*\ncomm = nginx\ncgroup = /system.slice/*\n[target kv]\nbuild_id = ABCDEF0123456789\n[deny]\nexe = */memprofd\n' > "$out/config/rules.conf"
+# Store (fuzz_store.c's layout): byte patches over the file (first byte even) and hostile
+# values through SQLite (first byte odd).
+printf '\000' > "$out/store/intact"
+printf '\000\000\000\000\000\020SQLite format 4\000' > "$out/store/bad_magic"
+printf '\000\034\000\000\000\004\377\377\377\377' > "$out/store/page_count"
+printf '\000\000\020\000\000\010\015\000\000\000\377\017\377\377' > "$out/store/btree_page"
+printf '\001\005\002\000\000\010\000"x\\\n\377\376<\000' > "$out/store/hostile_text"
+printf '\001\010\005\000\001\004\000\377\377\377\377' > "$out/store/short_blob"
+printf '\001\010\005\000\005\000\000' > "$out/store/huge_blob"
+printf '\001\003\003\000\002\001\000\003' > "$out/store/int_min"

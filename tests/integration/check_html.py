@@ -119,16 +119,17 @@ def main():
             fail("heap map drew %d cells" % ncells)
 
         # Sortable: a view link (#sort=TABLE:COLUMN:asc) clicks the header on load; the
-        # allocs column (2) must then ascend, and its header say so.
+        # objects column (3: after #, bytes and its ±) must then ascend, and its
+        # header say so.
         dom = chromium(exe, work, ["--virtual-time-budget=10000", "--dump-dom",
-                                   "file://" + page + "#sort=ctx-table:2:asc"]).decode(
+                                   "file://" + page + "#sort=ctx-table:3:asc"]).decode(
                                        "utf-8", errors="replace")
         m = re.search(r'<table id="ctx-table"[^>]*>.*?<tbody>(.*?)</tbody>', dom, re.S)
         rows = re.findall(r"<tr[^>]*>(.*?)</tr>", m.group(1) if m else "", re.S)
-        allocs = [int(re.findall(r'data-v="([^"]+)"', r)[2]) for r in rows]
+        allocs = [int(re.findall(r'data-v="([^"]+)"', r)[3]) for r in rows]
         if len(allocs) < 3 or allocs != sorted(allocs) or allocs == sorted(allocs, reverse=True):
             fail("sorting by allocs: %r" % allocs[:10])
-        if not re.search(r'<th class="asc">allocs', dom):
+        if not re.search(r'<th class="asc">objects', dom):
             fail("the allocs header is not marked ascending after sorting")
 
         os.makedirs(a.log_dir, exist_ok=True)

@@ -5,8 +5,8 @@ checked against the database read directly with python's sqlite3:
   --sort, --limit): totals, order and ties equal to sums computed here from the mib rows;
 - CSV per RFC 4180 (python's csv module, strict): CRLF records, quoted commas, quotes and
   line breaks in a hostile function name come back exactly, every record the header's
-  14 fields, numbers equal to the JSON's;
-- tables at most 100 columns with gen_store's long C++ names, human units;
+  24 fields, numbers equal to the JSON's;
+- tables at most COLUMNS=100 columns with gen_store's long C++ names, human units;
 - a writer holding an open transaction does not block the reader, nor is its change
   seen before COMMIT; queries keep succeeding while another process commits in a loop;
 - an older schema (v2: no frame_lines, data tables; v1: no ctx_totals) is read and left
@@ -182,7 +182,9 @@ def check_csv(a, path):
         fail("CSV does not end in CRLF")
     recs = list(csv.reader(io.StringIO(raw, newline=""), strict=True))
     header = recs[0]
-    if len(header) != 14 or header[:3] != ["build_id", "binary", "frames"]:
+    # The contract's 14 fields, then issue 21's 10 additive ones (live at exit, evidence).
+    if len(header) != 24 or header[:3] != ["build_id", "binary", "frames"] or \
+            header[14:16] != ["live_at_exit_count", "live_at_exit_bytes"]:
         fail("CSV header %r" % header)
     if len(recs) != len(js) + 1:
         fail("CSV has %d records, JSON %d contexts" % (len(recs) - 1, len(js)))
@@ -207,10 +209,17 @@ def check_csv(a, path):
     print("csv: %d records, RFC 4180 strict parse, equal to the JSON" % (len(recs) - 1))
 
 
+def run_cols(cmd, cols):
+    r = subprocess.run(cmd, capture_output=True, timeout=60, env=dict(os.environ, COLUMNS=cols))
+    if r.returncode:
+        fail("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr.decode()[-500:]))
+    return r.stdout.decode()
+
+
 def check_table(a, path):
     for report, extra in (("contexts", ["--limit", "100"]), ("data", ["--limit", "50"]),
                           ("binaries", []), ("processes", []), ("status", [])):
-        out = run([a.memprofd, "query", report, "--db", path] + extra).stdout.decode()
+        out = run_cols([a.memprofd, "query", report, "--db", path] + extra, "100")
         for line in out.splitlines():
             if len(line) > 100:
                 fail("query %s: a line of %d columns: %r" % (report, len(line), line))
@@ -218,7 +227,7 @@ def check_table(a, path):
             if not any(u in out for u in (" GiB ", " MiB ", " KiB ")) or \
                     not any(u in out for u in (" ms ", " s ", " h ")):
                 fail("query contexts: no human units in\n" + out[:500])
-            if "_M_realloc_insert<...>" not in out:
+            if "_realloc_insert<...>" not in out:
                 fail("query contexts: long C++ names not collapsed:\n" + out[:800])
     print("tables: every line <= 100 columns")
 

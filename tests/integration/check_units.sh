@@ -7,7 +7,7 @@
 set -eu
 deploy=$1
 memprofd=$2
-max=${3:-3.0}
+max=${3:-2.0}
 
 command -v systemd-analyze >/dev/null 2>&1 || { echo "SKIP: no systemd-analyze (Debian package systemd)"; exit 77; }
 tmp=$(mktemp -d)

@@ -31,6 +31,16 @@ CONTEXT_KEYS = {
     "access_samples": int, "est_accesses": int, "lifetime_access_density": (int, float),
     "class": str,
 }
+# Additive fields (issue 21): live at exit (DESIGN.md), the evidence behind the estimates.
+# Allowed beside CONTEXT_KEYS; each of type int or null (unknown) unless said.
+EVIDENCE_KEYS = {
+    "live_at_exit_count": int, "live_at_exit_bytes": int, "live_at_exit_lifetime_ms": int,
+    "freed_lifetime_ms": int, "alloc_samples": (int, type(None)),
+    "alloc_count_lo": (int, type(None)), "alloc_count_hi": (int, type(None)),
+    "total_size_lo": (int, type(None)), "total_size_hi": (int, type(None)),
+    "est_accesses_lo": (int, type(None)), "est_accesses_hi": (int, type(None)),
+    "few_samples": bool,
+}
 FRAME_KEYS = {
     "function": (str, type(None)), "file": (str, type(None)), "line": (int, type(None)),
     "column": (int, type(None)), "inlined": bool, "address": str,
@@ -96,19 +106,12 @@ def run(cmd, timeout=120, **kw):
         return subprocess.CompletedProcess(cmd, 124, out, err + "\n[timed out after %ss]" % timeout)
 
 
-def says_no_cap_bpf(stderr):
-    return "CAP_BPF" in stderr
-
-
-def record(memprofd, db, argv, extra=(), timeout=120, skip_on_caps=True, alloc="exact",
-           env=None):
+def record(memprofd, db, argv, extra=(), timeout=120, alloc="exact", env=None):
     """memprofd record --alloc ALLOC --db DB [extra] -- argv (env: extra environment
-    variables). Skips the whole check if memprofd says it lacks CAP_BPF (e.g. bpf()
-    blocked by a seccomp profile)."""
+    variables). A check calls require_bpf() first: a failure here is a failure, never a
+    skip read from memprofd's message."""
     cmd = [memprofd, "record", "--alloc", alloc, "--db", db, *extra, "--", *argv]
     p = run(cmd, timeout=timeout, env=dict(os.environ, **env) if env else None)
-    if p.returncode != 0 and skip_on_caps and says_no_cap_bpf(p.stderr):
-        skip("memprofd reports missing capability: " + p.stderr.strip().splitlines()[-1])
     return p
 
 
@@ -184,7 +187,10 @@ def contract_errors(ctxs):
         fn0 = first_fn(c) if isinstance(c.get("frames"), list) else None
         if fn0:
             where += " (%s)" % fn0
-        keys = set(c)
+        keys = set(c) - set(EVIDENCE_KEYS)
+        for k, t in EVIDENCE_KEYS.items():
+            if k in c and not _type_ok(c[k], t):
+                errs.append("%s: %s is %r, want %s" % (where, k, c[k], t))
         if keys != set(CONTEXT_KEYS):
             miss, extra = set(CONTEXT_KEYS) - keys, keys - set(CONTEXT_KEYS)
             errs.append("%s: keys differ from the contract: missing %s, extra %s" %

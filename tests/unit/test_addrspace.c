@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 #include "daemon/attrib/addrspace.h"
 #include "daemon/alloc/intern.h"
 

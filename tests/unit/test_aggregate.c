@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 #include "daemon/attrib/aggregate.h"
 #include "daemon/alloc/intern.h"
 

@@ -4,7 +4,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 #include "base/arena.h"
 
 static void empty_arena_takes_slow_path(void **state)

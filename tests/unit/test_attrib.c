@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 #include "daemon/attrib/attrib.h"
 #include "symbolizer/insn.h"
 
@@ -251,42 +251,12 @@ static void test_classes(void **state)
 
 static void test_density(void **state)
 {
-	struct attrib_thresholds t;
-
 	/* MemProf: accesses*100/size, then *1000/lifetime_ms */
 	assert_int_equal(attrib_access_density_x100(1000, 100), 1000);
 	assert_int_equal(attrib_lifetime_access_density_x100(1000, 100, 2000000000ULL), 500);
 	assert_int_equal(attrib_lifetime_access_density_x100(100, 100, 0), 100000);  /* min 1 ms */
 	assert_int_equal(attrib_access_density_x100(1, 0), 0);
 	assert_int_equal(attrib_access_density_x100(UINT64_MAX, 1), UINT32_MAX);
-	assert_true(attrib_density(1000, 100, 2000000000ULL) == 5.0);
-	assert_true(attrib_density(1, 1, 0) == 1000.0);
-
-	attrib_thresholds_default(&t);
-	assert_true(t.cold_density == 0.05 && t.hot_density == 1000.0);
-	assert_int_equal(t.cold_min_lifetime_ns, 200000000000ULL);
-	/* 2 objects, 300 s each, density 0.04 -> x100 = 4 per object */
-	assert_int_equal(attrib_classify_context(&t, 8, 2, 600000000000ULL), ATTRIB_COLD);
-	/* same density, 100 s average: short-lived is never cold */
-	assert_int_equal(attrib_classify_context(&t, 8, 2, 200000000000ULL), ATTRIB_NOTCOLD);
-	/* exactly 0.05: not below the threshold */
-	assert_int_equal(attrib_classify_context(&t, 10, 2, 600000000000ULL), ATTRIB_NOTCOLD);
-	/* hot: > 1000 per byte per second */
-	assert_int_equal(attrib_classify_context(&t, 2 * 100100, 2, 1000000), ATTRIB_HOT);
-	assert_int_equal(attrib_classify_context(&t, 2 * 100000, 2, 1000000), ATTRIB_NOTCOLD);
-	assert_int_equal(attrib_classify_context(&t, 0, 0, 0), ATTRIB_NOTCOLD);
-	/* per-object arithmetic feeds the context rule */
-	uint32_t d = attrib_lifetime_access_density_x100(40, 1000, 1000000000ULL);   /* 0.04 */
-	assert_int_equal(d, 4);
-	t.cold_min_lifetime_ns = 0;                   /* configurable */
-	assert_int_equal(attrib_classify_context(&t, d, 1, 1000000000ULL), ATTRIB_COLD);
-
-	attrib_thresholds_default(&t);
-	assert_int_equal(attrib_classify_data(&t, 0, 64, 1000000000ULL), ATTRIB_COLD);
-	assert_int_equal(attrib_classify_data(&t, 64 * 2000, 64, 1000000000ULL), ATTRIB_HOT);
-	assert_int_equal(attrib_classify_data(&t, 64 * 10, 64, 1000000000ULL), ATTRIB_NOTCOLD);
-	assert_int_equal(attrib_classify_data(&t, 1, 1 << 20, 1000000000ULL), ATTRIB_COLD);
-	assert_string_equal(attrib_hotness_name(ATTRIB_HOT), "hot");
 }
 
 /* Sources that see both ends, with the allocation watermark: a sample waits until every

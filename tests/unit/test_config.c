@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "daemon/service/config.h"
 #include "daemon/access/src_pmu.h"

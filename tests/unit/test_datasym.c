@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "symbolizer/datasym.h"
 #include "symbolizer/maps.h"

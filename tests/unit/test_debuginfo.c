@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "symbolizer/debuginfo.h"
 #include "symbolizer/elfsym.h"

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "fixtures_dwarf/dwarf_paths.h"
 #include "symbolizer/dwarf.h"

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #define UNUSED __attribute__((unused))
 

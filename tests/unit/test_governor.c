@@ -7,7 +7,7 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "daemon/service/governor.h"
 

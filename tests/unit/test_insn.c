@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 #include "symbolizer/insn.h"
 
 #define IP 0x400000ULL

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #define UNUSED __attribute__((unused))
 

@@ -9,7 +9,7 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "store/mib.h"
 

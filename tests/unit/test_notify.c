@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "daemon/service/notify.h"
 

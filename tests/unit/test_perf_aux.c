@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 #include "daemon/perf/perf_aux.h"
 #include "daemon/perf/perf_clock.h"
 #include "daemon/perf/perf_sample.h"

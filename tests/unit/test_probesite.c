@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <errno.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 #include "symbolizer/probesite.h"
 
 static uint64_t site(const unsigned char *code, size_t n, uint64_t at, unsigned args)

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sqlite3.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "store/store.h"
 
@@ -199,7 +199,7 @@ static int read_rows(const char *db, struct row **out)
 	*out = NULL;
 	assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(h, "SELECT context_id, process_id, bucket_start"
-		STORE__MIB_FIELDS(F_COL) " FROM mib ORDER BY 1, 2, 3", -1, &st, NULL), SQLITE_OK);
+		STORE__MIB_FIELDS(F_COL) STORE__MIB_V9_FIELDS(F_COL) " FROM mib ORDER BY 1, 2, 3", -1, &st, NULL), SQLITE_OK);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 256;
@@ -213,6 +213,7 @@ static int read_rows(const char *db, struct row **out)
 		r->bucket = sqlite3_column_int64(st, 2);
 #define F_READ(f, agg) r->m.f = (uint64_t)sqlite3_column_int64(st, c++);
 		STORE__MIB_FIELDS(F_READ)
+		STORE__MIB_V9_FIELDS(F_READ)
 	}
 	sqlite3_finalize(st);
 	sqlite3_close(h);

@@ -13,7 +13,7 @@
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 #define SAMPLER_PREFIX 1     /* the mps_* build: it runs beside the real allocator */
 #include "sampler/sampler.h"
 

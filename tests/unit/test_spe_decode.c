@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 #include "daemon/access/spe_decode.h"
 
 struct buf {

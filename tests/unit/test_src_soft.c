@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 #include "daemon/access/src_soft.h"
 
 /* A known instruction at a known address: mov (%rdi),%eax. */

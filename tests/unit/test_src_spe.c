@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 #include "daemon/access/src_spe.h"
 
 #define AUXSZ 1024

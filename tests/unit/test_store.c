@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <sqlite3.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "store/store.h"
 

@@ -1,0 +1,25 @@
+/* `--alloc exact` (daemon/alloc/alloc_exact.c): the allocator uprobes' BPF object, its
+ * targets map and ring buffer, held in the recorder (r->skel, r->rb, r->links). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "daemon/record/recorder.h"
+
+int exact_open(struct recorder *r);
+/* Attaches the allocator probes to every allocator function `path` defines; returns the
+ * number of functions attached (0 if it defines none) or -errno. */
+int exact_attach_binary(struct recorder *r, const char *path);
+int exact_add_target(struct recorder *r, uint32_t pid);
+/* 0 also when pid was no target. */
+int exact_remove_target(struct recorder *r, uint32_t pid);
+/* Whether pid is in the BPF targets map. */
+bool exact_is_target(struct recorder *r, uint32_t pid);
+/* Number of entries in the BPF targets map (walks it: for periodic use). */
+size_t exact_count_targets(struct recorder *r);
+int exact_poll(struct recorder *r, int timeout_ms);
+/* Counts allocations made before ts (monotonic ns) and still live as dying at ts: of
+ * process (tgid, start), or of every process when tgid == 0. */
+int exact_reap(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns, uint32_t cpu);
+void exact_counters(struct recorder *r, uint64_t out[CNT_MAX]);
+void exact_close(struct recorder *r);
