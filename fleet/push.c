@@ -40,6 +40,7 @@ struct pusher {
 	struct frame_ref *frames;
 	size_t nframes, frames_cap;
 	struct push_stats *st;
+	int version;               /* the store's schema version */
 	char *err;
 	size_t errsz;
 };
@@ -531,11 +532,14 @@ static int push_runs(struct pusher *p)
 }
 
 #define PUSH_MIB_COL(f, agg) ", m." #f
-static const char mib_sql[] = "SELECT m.run_id, c.binary_id, s.hash, m.process_id, m.bucket_start"
-	STORE__MIB_FIELDS(PUSH_MIB_COL) ", m.access_hist FROM mib m"
-	" JOIN contexts c ON c.id = m.context_id JOIN stacks s ON s.id = c.stack_id";
+#define PUSH_MIB_SQL(v9) "SELECT m.run_id, c.binary_id, s.hash, m.process_id, m.bucket_start" \
+	STORE__MIB_FIELDS(PUSH_MIB_COL) v9 ", m.access_hist FROM mib m" \
+	" JOIN contexts c ON c.id = m.context_id JOIN stacks s ON s.id = c.stack_id"
+/* Schema >= 9 has the evidence and live-at-exit columns; before, they are 0. */
+static const char mib_sql_v9[] = PUSH_MIB_SQL(STORE__MIB_V9_FIELDS(PUSH_MIB_COL));
+static const char mib_sql_v6[] = PUSH_MIB_SQL(", 0, 0, 0, 0");
 #define PUSH_MIB_FIRST 5           /* the column of alloc_count */
-#define PUSH_MIB_NFIELDS 19
+#define PUSH_MIB_NFIELDS 23        /* STORE__MIB_FIELDS, then STORE__MIB_V9_FIELDS */
 
 static void col_hist(struct pusher *p, sqlite3_stmt *st, int i)
 {
@@ -556,7 +560,7 @@ static void col_hist(struct pusher *p, sqlite3_stmt *st, int i)
 static int push_mib(struct pusher *p)
 {
 	_cleanup_(stmt_freep) sqlite3_stmt *st = NULL;
-	int rc, r = prepare(p, mib_sql, &st);
+	int rc, r = prepare(p, p->version >= 9 ? mib_sql_v9 : mib_sql_v6, &st);
 
 	if (!r)
 		r = begin_table(p, "mib");
@@ -646,6 +650,7 @@ static int open_store(struct pusher *p, const char *path)
 	}
 	int version = store_schema_version(s);
 
+	p->version = version;
 	store_close(s);
 	if (version < PUSH_MIN_SCHEMA) {
 		snprintf(p->err, p->errsz, "%s: store schema %d is older than push reads (%d): "

@@ -313,6 +313,7 @@ static int parse_ctx(struct tsv_cur *cur, struct pctx *p)
 	p->id = tsv_get_i64(cur);
 #define READ_FIELD(f, agg) p->mib.f = tsv_get_u64(cur);
 	STORE__MIB_FIELDS(READ_FIELD)
+	STORE__MIB_V9_FIELDS(READ_FIELD)
 #undef READ_FIELD
 	r = parse_hist(cur, p);
 	if (!r)
@@ -400,6 +401,7 @@ static void ids_sql(const struct fleet_src *x, struct tsv_buf *q)
 static const char *const sort_key[] = {
 	[STORE_SORT_BYTES] = "s_ts", [STORE_SORT_COUNT] = "s_ac",
 	[STORE_SORT_LIFETIME] = "s_tl", [STORE_SORT_ACCESSES] = "s_tac",
+	[STORE_SORT_LIVE] = "s_lb",
 	/* store_lifetime_access_density(), in its order of operations */
 	[STORE_SORT_DENSITY] = "if(s_tac = 0 OR s_ts = 0, 0., toFloat64(s_tac) / s_ts"
 		" / greatest(toFloat64(s_tl) / (s_ac * 1e9), 0.001))",
@@ -420,7 +422,7 @@ static int ctx_query(struct fleet_src *x, const struct store_ctx_filter *f, stru
 	tsv_printf(q, "SELECT bin_key, stack_hash, id, s_ac, s_ts, s_mins, s_maxs, s_tl, s_minl, s_maxl,"
 		   " tupleElement(s_last, 1), tupleElement(s_last, 2), tupleElement(s_last, 3),"
 		   " tupleElement(s_last, 4), s_mig, s_ovl, s_sac, s_sdc, s_as, s_tac, s_minac, s_maxac,"
-		   " s_hist, fb, fo FROM (SELECT * FROM (SELECT bin_key, stack_hash, sum(alloc_count) AS s_ac,"
+		   " s_asm, s_lc, s_lb, s_ll, s_hist, fb, fo FROM (SELECT * FROM (SELECT bin_key, stack_hash, sum(alloc_count) AS s_ac,"
 		   " sum(total_size) AS s_ts, min(min_size) AS s_mins, max(max_size) AS s_maxs,"
 		   " sum(total_lifetime_ns) AS s_tl, min(min_lifetime_ns) AS s_minl,"
 		   " max(max_lifetime_ns) AS s_maxl, argMax(tuple(alloc_ts_ns, dealloc_ts_ns, alloc_cpu,"
@@ -428,7 +430,9 @@ static int ctx_query(struct fleet_src *x, const struct store_ctx_filter *f, stru
 		   " sum(num_migrated_cpu) AS s_mig, sum(num_lifetime_overlaps) AS s_ovl,"
 		   " sum(num_same_alloc_cpu) AS s_sac, sum(num_same_dealloc_cpu) AS s_sdc,"
 		   " sum(access_samples) AS s_as, sum(total_access_count) AS s_tac,"
-		   " min(min_access_count) AS s_minac, max(max_access_count) AS s_maxac, %s AS s_hist"
+		   " min(min_access_count) AS s_minac, max(max_access_count) AS s_maxac,"
+		   " sum(alloc_samples) AS s_asm, sum(live_at_exit_count) AS s_lc,"
+		   " sum(live_at_exit_bytes) AS s_lb, sum(live_at_exit_lifetime_ns) AS s_ll, %s AS s_hist"
 		   " FROM " FLEET_DB ".mib WHERE", f->hist ? "sumForEach(hist)" : "emptyArrayUInt64()");
 	fleet_rows_where(x, f, q);
 	tsv_printf(q, "%s GROUP BY bin_key, stack_hash) ANY LEFT JOIN ", keys.p ? keys.p : "");

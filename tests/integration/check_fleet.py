@@ -156,8 +156,7 @@ def build_workload(src, tmp):
 
 
 def record(memprofd, db, exe, args):
-    p = mpdtest.record(memprofd, db, [exe, *args], extra=['--access', 'soft', '--freq', '1000'],
-                       skip_on_caps=False)
+    p = mpdtest.record(memprofd, db, [exe, *args], extra=['--access', 'soft', '--freq', '1000'])
     if p.returncode != 0:
         raise RuntimeError('record: ' + mpdtest.describe(p))
 
