@@ -51,9 +51,18 @@ MALLOC_FAMILY = ("malloc", "free", "calloc", "realloc", "cfree")
 LOOP_RE = re.compile(r"malloc_loop: \d+ iters in [0-9.]+ s: [0-9.]+ ns/iter, cpu ([0-9.]+) ns/iter")
 
 
+def memprofd_path(build):
+    """The binary's place in the build: cli/ since the layout change, daemon/ before."""
+    for d in ("cli", "daemon"):
+        p = os.path.join(build, d, "memprofd")
+        if os.path.exists(p):
+            return p
+    return os.path.join(build, "cli", "memprofd")
+
+
 def variants(a, tmp):
     kv = os.path.join(a.build, "bench", "kvcache")
-    mpd = os.path.join(a.build, "daemon", "memprofd")
+    mpd = memprofd_path(a.build)
     so = os.path.join(a.build, "sampler", "libmemprofd_sampler.so")
     db = os.path.join(tmp, "bench.db")
     v = [("nothing", lambda ops, th: ([kv, "--ops", ops, "--threads", th], {}), False),
@@ -62,7 +71,11 @@ def variants(a, tmp):
          ("memprofd record (default)", lambda ops, th: ([mpd, "record", "--db", db, "--", kv,
                                                          "--ops", ops, "--threads", th], {}), False),
          ("memprofd --alloc exact", lambda ops, th: ([mpd, "record", "--alloc", "exact", "--db", db,
-                                                      "--", kv, "--ops", ops, "--threads", th], {}), True)]
+                                                      "--", kv, "--ops", ops, "--threads", th], {}), True),
+         # No allocator probe: access sampling only (static data for linker layout).
+         ("memprofd --alloc off --access soft", lambda ops, th: (
+             [mpd, "record", "--alloc", "off", "--access", "soft", "--db", db, "--", kv,
+              "--ops", ops, "--threads", th], {}), False)]
     clang = shutil.which("clang-19")
     if clang:
         mp = os.path.join(tmp, "kvcache-memprof")

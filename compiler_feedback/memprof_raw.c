@@ -2,7 +2,10 @@
  * `llvm-profdata merge --profiled-binary` indexes. The file is built in memory (the
  * header needs every section's size) and written in one go. Densities are chosen so
  * that LLVM's getAllocType() sees memprofd's own (reporter/classify.h) density:
- * TotalLifetimeAccessDensity / AllocCount / 100 == classify_density(). */
+ * TotalLifetimeAccessDensity / AllocCount / 100 == classify_density(). Access counts
+ * are the samples that hit each object times their weights (estimated); Min/Max
+ * AccessDensity and Min/MaxLifetimeAccessDensity bound the per-object values from the
+ * per-object extremes of count, size and lifetime (exact for a single object). */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -76,12 +79,25 @@ static uint64_t d2u(double d)
 	return d <= 0 ? 0 : d >= 1.8e19 ? UINT64_MAX : (uint64_t)(d + 0.5);
 }
 
+/* One object's lifetime access density in the TotalLifetimeAccessDensity unit (accesses
+ * per byte per second x 100, lifetime at least 1 ms). With the context's per-object
+ * extremes of count, size and lifetime, min count / max size / max lifetime is at most
+ * every object's value and max / min / min at least: the Min/Max fields are these
+ * bounds (exact for one object; the objects themselves are not kept). */
+static double lad_bound(uint64_t count, uint64_t size, uint64_t life_ns)
+{
+	double life_s = (double)life_ns / 1e9;
+
+	if (!size)
+		return 0;
+	return (double)count * 100.0 / (double)size / (life_s < 0.001 ? 0.001 : life_s);
+}
+
 void memprof_mib_fields(const struct mib *m, uint64_t ts_base_ns,
 			uint64_t v[MEMPROF_MIB_NFIELDS])
 {
 	double n = (double)m->alloc_count;
 	double tlad = classify_density(m) * 100.0 * n;
-	uint64_t lad = m->alloc_count ? d2u(tlad / n) : 0;
 	int i = 0;
 
 	v[i++] = m->alloc_count;
@@ -108,8 +124,10 @@ void memprof_mib_fields(const struct mib *m, uint64_t ts_base_ns,
 	v[i++] = m->max_size ? m->min_access_count * 100 / m->max_size : 0;
 	v[i++] = m->min_size ? m->max_access_count * 100 / m->min_size : 0;
 	v[i++] = d2u(tlad);
-	v[i++] = lad;
-	v[i++] = lad;
+	v[i++] = m->alloc_count ? d2u(lad_bound(m->min_access_count, m->max_size,
+						m->max_lifetime_ns)) : 0;
+	v[i++] = m->alloc_count ? d2u(lad_bound(m->max_access_count, m->min_size,
+						m->min_lifetime_ns)) : 0;
 }
 
 const struct memprof_mib_field memprof_mib_fields_def[MEMPROF_MIB_NFIELDS] = {

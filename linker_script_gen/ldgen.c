@@ -237,14 +237,46 @@ static void header(FILE *f, const struct ldgen_set *s, const struct ldgen_hdr *h
 	}
 }
 
+/* Sampled symbols below the hot share: most samples first (ties: est, address). */
+static int by_samples_desc(const void *a, const void *b)
+{
+	const struct ldgen_sym *x = *(const struct ldgen_sym *const *)a;
+	const struct ldgen_sym *y = *(const struct ldgen_sym *const *)b;
+
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	if (x->est != y->est)
+		return x->est > y->est ? -1 : 1;
+	return x->address < y->address ? -1 : x->address > y->address;
+}
+
+/* Every sampled symbol, hottest first: the hot ones, then the other sampled ones, so
+ * that nothing sampled stays among the unsampled (lld places listed symbols first, in
+ * the file's order). */
 int ldgen_write_symbol_order(FILE *f, const struct ldgen_set *s, const struct ldgen_hdr *h)
 {
+	const struct ldgen_sym **rest = NULL;
+	size_t nrest = 0;
+
+	if (s->n > s->nhot && !(rest = calloc(s->n - s->nhot, sizeof(*rest))))
+		return -ENOMEM;
+	for (size_t i = s->nhot; i < s->n; i++)
+		if (s->v[i].samples && s->v[i].kind != LDGEN_UNMOVABLE)
+			rest[nrest++] = &s->v[i];
+	if (nrest)
+		qsort(rest, nrest, sizeof(*rest), by_samples_desc);
 	header(f, s, h, "# ", "");
+	fprintf(f, "# then %zu more sampled symbols below the hot share, most samples first\n",
+		nrest);
 	fputs("# use: -fdata-sections, then link with -fuse-ld=lld "
 	      "-Wl,--symbol-ordering-file=THIS\n", f);
 	for (size_t i = 0; i < s->nhot; i++)
 		if (ldgen_name_ok(s->v[i].name))
 			fprintf(f, "%s\n", s->v[i].name);
+	for (size_t i = 0; i < nrest; i++)
+		if (ldgen_name_ok(rest[i]->name))
+			fprintf(f, "%s\n", rest[i]->name);
+	free(rest);
 	return ferror(f) ? -EIO : 0;
 }
 

@@ -67,7 +67,8 @@ struct ldgen_hdr {
 	const char *notes;                      /* extra comment lines ('\n'-separated) or NULL */
 };
 
-/* lld --symbol-ordering-file: hot symbols hottest first, '#' comment header. */
+/* lld --symbol-ordering-file: hot symbols hottest first, then every other sampled
+ * (movable) symbol by samples, '#' comment header. 0, -ENOMEM or -EIO. */
 int ldgen_write_symbol_order(FILE *f, const struct ldgen_set *s, const struct ldgen_hdr *h);
 /* GNU ld script of INSERT commands: hot input sections in <out>.hot before <out>, cold in
  * <out>.unlikely after it, for each of .data, .rodata, .bss, .data.rel.ro. */

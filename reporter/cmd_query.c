@@ -316,6 +316,9 @@ static enum classify_class data_class(const struct store_data_row *r)
 /* DESIGN.md's fields, in its order; a missing section is "" so every field keeps its type. */
 static void print_data_json(FILE *out, const struct store_data_row *r)
 {
+	uint64_t lo, hi;
+
+	est_interval(r->est_accesses, r->access_samples, &lo, &hi);
 	fputs("{\"build_id\": ", out);
 	fmt_json_str(out, r->build_id ? r->build_id : "");
 	fputs(", \"binary\": ", out);
@@ -326,12 +329,16 @@ static void print_data_json(FILE *out, const struct store_data_row *r)
 	fmt_json_str(out, r->section ? r->section : "");
 	fprintf(out, ", \"address\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
 		", \"access_samples\": %" PRIu64 ", \"est_accesses\": %" PRIu64
+		", \"est_accesses_lo\": %" PRIu64 ", \"est_accesses_hi\": %" PRIu64
 		", \"class\": \"%s\"}", r->address, r->size, r->access_samples, r->est_accesses,
-		classify_name(data_class(r)));
+		lo, hi, classify_name(data_class(r)));
 }
 
 static void print_data_csv(FILE *out, const struct store_data_row *r)
 {
+	uint64_t lo, hi;
+
+	est_interval(r->est_accesses, r->access_samples, &lo, &hi);
 	fmt_csv_field(out, r->build_id);
 	fputc(',', out);
 	fmt_csv_field(out, r->binary);
@@ -339,9 +346,9 @@ static void print_data_csv(FILE *out, const struct store_data_row *r)
 	fmt_csv_field(out, r->symbol);
 	fputc(',', out);
 	fmt_csv_field(out, r->section);
-	fprintf(out, ",0x%" PRIx64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s" EOL_CSV,
-		r->address, r->size, r->access_samples, r->est_accesses,
-		classify_name(data_class(r)));
+	fprintf(out, ",0x%" PRIx64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64
+		EOL_CSV, r->address, r->size, r->access_samples, r->est_accesses,
+		classify_name(data_class(r)), lo, hi);
 }
 
 static void print_data_table_header(FILE *out)
@@ -415,7 +422,7 @@ static int print_data(FILE *out, struct store *s, const struct store_data_filter
 		fputc('[', out);
 	else if (fmt == QUERY_CSV)
 		fputs("build_id,binary,symbol,section,address,size,access_samples,est_accesses,"
-		      "class" EOL_CSV, out);
+		      "class,est_accesses_lo,est_accesses_hi" EOL_CSV, out);
 	else
 		print_data_table_header(out);
 	r = store_query_data(s, &all_rows, data_cb, &o);
@@ -748,6 +755,37 @@ static void print_run_access_table(FILE *out, const struct store_run_row *r,
 	table_wrapped(out, "samples: ", ptrs, c->n);
 }
 
+struct unsym_out { FILE *out; enum query_format fmt; unsigned n; };
+
+static int unsym_cb(const struct store_unsym_row *u, void *arg)
+{
+	struct unsym_out *o = arg;
+	char num[FMT_BUF], bin[FMT_TABLE_WIDTH + 1];
+
+	if (o->fmt == QUERY_JSON) {
+		fputs(o->n ? ", {\"build_id\": " : "{\"build_id\": ", o->out);
+		fmt_json_str(o->out, u->build_id ? u->build_id : "");
+		fputs(", \"binary\": ", o->out);
+		fmt_json_str(o->out, u->binary ? u->binary : "");
+		fprintf(o->out, ", \"samples\": %" PRIu64 ", \"est_accesses\": %" PRIu64 "}",
+			u->samples, u->est_accesses);
+	} else {
+		fmt_cell(bin, FMT_TABLE_WIDTH - W_INDENT - 40, u->binary ? u->binary : "?");
+		fprintf(o->out, "%*sunsymbolized data: %s samples in %s\n", W_INDENT, "",
+			fmt_count(num, u->samples), bin);
+	}
+	o->n++;
+	return 0;
+}
+
+/* A run's static-data samples that no symbol covers, per binary (never a data row). */
+static int print_unsym(FILE *out, struct store *s, int64_t run_id, enum query_format fmt)
+{
+	struct unsym_out o = { out, fmt, 0 };
+
+	return store_query_unsymbolized(s, run_id, unsym_cb, &o);
+}
+
 static int run_cb(const struct store_run_row *r, void *arg)
 {
 	struct list_out *o = arg;
@@ -795,7 +833,10 @@ static int run_cb(const struct store_run_row *r, void *arg)
 			fprintf(o->out, ": {\"samples\": %" PRIu64 ", \"est_accesses\": %" PRIu64 "}",
 				cls.samples[i], cls.est[i]);
 		}
-		fputs("}}", o->out);
+		fputs("}, \"unsymbolized\": [", o->out);
+		if (o->s && (rc = print_unsym(o->out, o->s, r->id, QUERY_JSON)) < 0)
+			return rc;
+		fputs("]}", o->out);
 		break;
 	case QUERY_CSV:
 		fprintf(o->out, "%" PRId64 ",", r->id);
@@ -840,6 +881,8 @@ static int run_cb(const struct store_run_row *r, void *arg)
 			W_NUM, fmt_count(ndrops, drops),
 			W_NUM, fmt_count(nunm, st->unmatched_frees), cmd);
 		print_run_access_table(o->out, r, &cls, o->view);
+		if (o->s && (rc = print_unsym(o->out, o->s, r->id, QUERY_TABLE)) < 0)
+			return rc;
 		if (o->s && (rc = status_governor_table(o->out, o->s, r->id, W_INDENT)) < 0)
 			return rc;
 	}

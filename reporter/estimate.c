@@ -110,3 +110,17 @@ double estimate_rel_pct(const struct estimate *e)
 		return -1;
 	return 100.0 * (double)(e->hi - e->lo) / 2.0 / (double)e->value;
 }
+
+void est_interval(uint64_t est, uint64_t samples, uint64_t *lo, uint64_t *hi)
+{
+	double l, h, per;
+
+	if (!samples || !est) {
+		*lo = *hi = 0;
+		return;
+	}
+	estimate_poisson(samples, &l, &h);
+	per = (double)est / (double)samples;
+	*lo = (uint64_t)(l * per);
+	*hi = (uint64_t)(h * per + 0.5);
+}

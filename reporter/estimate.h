@@ -35,3 +35,7 @@ bool estimate_weak(const struct estimate *count, const struct estimate *accesses
 /* The interval's half-width relative to the value, in percent ("±12%" in tables); < 0
  * when there is none to show (exact, unknown, or a zero value). */
 double estimate_rel_pct(const struct estimate *e);
+/* A data row's est_accesses with the samples behind it: lo/hi are the Poisson interval of
+ * the sample count scaled by est/samples (the instruction-rate model behind the weight,
+ * daemon/access/src_soft.h, is not in it); 0 samples: both 0, nothing was seen. */
+void est_interval(uint64_t est, uint64_t samples, uint64_t *lo, uint64_t *hi);

@@ -1041,8 +1041,12 @@ double store_data_density(uint64_t est_accesses, uint64_t size, uint64_t observe
 	" FROM data_access d JOIN binaries b ON b.id = d.binary_id JOIN runs r ON r.id = d.run_id" \
 	" WHERE (?2 IS NULL OR b.build_id = ?2 OR b.path = ?2)" \
 	" AND (?3 = 0 OR r.started_ns >= ?3) AND (?4 = 0 OR r.started_ns < ?4)" \
+	" AND d.symbol != ''" \
 	" GROUP BY d.binary_id, d.symbol, d.address ORDER BY "
 #define DATA_TAIL " DESC, b.build_id, b.path, d.symbol, d.address LIMIT ?1"
+
+/* Rows with symbol '' (addresses in a binary's data that no symbol covers) are no data
+ * row: store_query_unsymbolized() counts them per binary. */
 
 /* store_data_density() in SQL. */
 #define DATA_DENSITY_SQL "CAST(sum(d.est_accesses) AS REAL) / max(max(d.size), 1)" \
@@ -1138,4 +1142,41 @@ int store_query_access_classes(struct store *s, int64_t run_id, store_access_cla
 			return r;
 	}
 	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying access classes");
+}
+
+static const char unsym_sql[] =
+	"SELECT d.run_id, b.build_id, b.path, sum(d.access_samples), sum(d.est_accesses)"
+	" FROM data_access d JOIN binaries b ON b.id = d.binary_id"
+	" WHERE d.symbol = '' AND (?1 = 0 OR d.run_id = ?1)"
+	" GROUP BY d.run_id, d.binary_id ORDER BY d.run_id DESC, 4 DESC, b.path";
+
+int store_query_unsymbolized(struct store *s, int64_t run_id, store_unsym_cb cb, void *arg)
+{
+	int rc = store_schema_version(s);
+
+	if (rc < 0)
+		return rc;
+	if (rc < 4)
+		return 0;
+
+	sqlite3_stmt *st = store__stmt(s, unsym_sql);
+
+	if (!st)
+		return -EIO;
+
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+
+	sqlite3_bind_int64(st, 1, run_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_unsym_row row = {
+			.run_id = sqlite3_column_int64(st, 0), .build_id = col_text(st, 1),
+			.binary = col_text(st, 2), .samples = col_u64(st, 3),
+			.est_accesses = col_u64(st, 4),
+		};
+		int r = cb(&row, arg);
+
+		if (r)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "querying unsymbolized data accesses");
 }

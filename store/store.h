@@ -343,6 +343,16 @@ typedef int (*store_access_class_cb)(const struct store_access_class_row *row, v
 int store_query_access_classes(struct store *s, int64_t run_id, store_access_class_cb cb,
 			       void *arg);
 
+/* Static-data samples at addresses no symbol of their binary covers, per run and binary
+ * (run_id 0: every run), most samples first; `query data` never lists them. */
+struct store_unsym_row {
+	int64_t run_id;
+	const char *build_id, *binary;
+	uint64_t samples, est_accesses;
+};
+typedef int (*store_unsym_cb)(const struct store_unsym_row *row, void *arg);
+int store_query_unsymbolized(struct store *s, int64_t run_id, store_unsym_cb cb, void *arg);
+
 /* ---- the overhead governor of a daemon run (store/governor.c) ----
  * One record per run, rewritten at every governor tick (absolute values), so `memprofd
  * query status` shows what the governor measured and did. */

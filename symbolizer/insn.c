@@ -10,40 +10,12 @@
 #include <string.h>
 #include <capstone/capstone.h>
 #include "symbolizer/insn.h"
+#include "symbolizer/insn_priv.h"
 #include "base/hash.h"
 
-enum { R_NONE = 0, R_RIP = 0xfe, R_VEC = 0xfd, R_BAD = 0xff };
-enum { SEG_NONE = 0, SEG_FS, SEG_GS };
-
-struct dmem {
-	int64_t disp;
-	uint32_t size;
-	uint8_t base, base_w;      /* register slot (index into insn_regs + 1), width in bits */
-	uint8_t index, index_w;
-	uint8_t scale, seg, rw, flags;
-};
-
-struct insn_decoded {
-	uint64_t bid_hash, off;
-	bool used;
-	uint8_t status;            /* decode-time status: OK, NO_MEM, NO_ACCESS, UNSUPPORTED, UNDECODABLE */
-	uint8_t len, n, addr32;
-	struct dmem m[INSN_MAX_ACCESSES];
-	char mnem[16];
-};
-
-struct insn_decoder {
-	csh cs;
-	struct insn_decoded *slots;
-	size_t mask;
-	struct insn_decoded scratch;   /* uncached decodes (no build-id) */
-	struct insn_stats st;
-};
-
-#define SLOT(field) ((uint8_t)(offsetof(struct insn_regs, field) / sizeof(uint64_t) + 1))
 
 /* Capstone register -> register slot and width; R_VEC for vector registers (VSIB). */
-static uint8_t reg_slot(unsigned r, uint8_t *w)
+uint8_t insn__reg_slot(unsigned r, uint8_t *w)
 {
 	*w = 64;
 	switch (r) {
@@ -66,7 +38,7 @@ static uint8_t reg_slot(unsigned r, uint8_t *w)
 	return R_BAD;
 }
 
-static uint64_t hash_bid(const char *s)
+uint64_t insn__hash_bid(const char *s)
 {
 	return fnv1a(s, strlen(s)) | 1;   /* 0 marks an uncached decode */
 }
@@ -74,7 +46,7 @@ static uint64_t hash_bid(const char *s)
 /* Every key bit reaches the low bits (murmur3's finalizer): PREV_KEY is bit 63, and a
  * weaker mix put an IP's decode and its predecessor's in one slot, so a skid sample
  * evicted itself twice (two file reads and decodes per sample). */
-static size_t slot_of(const struct insn_decoder *d, uint64_t bh, uint64_t off)
+uint64_t insn__mix(uint64_t bh, uint64_t off)
 {
 	uint64_t h = bh ^ (off * 0x9e3779b97f4a7c15ULL);
 
@@ -83,7 +55,12 @@ static size_t slot_of(const struct insn_decoder *d, uint64_t bh, uint64_t off)
 	h ^= h >> 33;
 	h *= 0xc4ceb9fe1a85ec53ULL;
 	h ^= h >> 33;
-	return (size_t)(h & d->mask);
+	return h;
+}
+
+static size_t slot_of(const struct insn_decoder *d, uint64_t bh, uint64_t off)
+{
+	return (size_t)(insn__mix(bh, off) & d->mask);
 }
 
 int insn_decoder_open(struct insn_decoder **out, size_t cache_slots)
@@ -122,6 +99,7 @@ void insn_decoder_close(struct insn_decoder *d)
 		return;
 	cs_close(&d->cs);
 	free(d->slots);
+	free(d->wins);
 	free(d);
 }
 
@@ -133,7 +111,7 @@ const struct insn_decoded *insn_lookup(struct insn_decoder *d, const char *build
 
 	if (!build_id || !*build_id)
 		return NULL;
-	bh = hash_bid(build_id);
+	bh = insn__hash_bid(build_id);
 	e = &d->slots[slot_of(d, bh, file_off)];
 	if (e->used && e->bid_hash == bh && e->off == file_off) {
 		d->st.cache_hits++;
@@ -178,10 +156,26 @@ static bool is_no_access(unsigned id)
 	return false;
 }
 
+/* Pointer chasing, `mov disp(%r),%r`: the load replaced its own base, so its address is
+ * lost, but r now holds the pointer just loaded and the next step of the chase reads
+ * disp(%r) again. The operand is kept as that next access (same field, next node):
+ * only a plain 64-bit move whose one written register is the base, with no index. */
+static bool chase_load(const cs_insn *ci, const struct dmem *m, unsigned nwritten)
+{
+	const cs_x86 *x = &ci->detail->x86;
+	uint8_t w;
+
+	if (strcmp(ci->mnemonic, "mov") || x->op_count != 2 || nwritten != 1 ||
+	    x->operands[0].type != X86_OP_REG || m->rw != INSN_READ || m->index != R_NONE ||
+	    m->base_w != 64 || m->seg != SEG_NONE)
+		return false;
+	return insn__reg_slot(x->operands[0].reg, &w) == m->base && w == 64;
+}
+
 /* Fills e from the decoded ci. post: the registers will be those AFTER ci executed (the
  * instruction that retired just before a sampled IP), so implicit rsp/rsi/rdi forms are
  * rebased and an operand whose address registers ci itself writes is dropped. */
-static void fill_insn(struct insn_decoder *d, struct insn_decoded *e, const cs_insn *ci, bool post)
+void insn__fill(struct insn_decoder *d, struct insn_decoded *e, const cs_insn *ci, bool post)
 {
 	uint32_t stack_sz = 8;
 	bool any_mem = false;
@@ -193,7 +187,7 @@ static void fill_insn(struct insn_decoder *d, struct insn_decoded *e, const cs_i
 
 	if (post && cs_regs_access(d->cs, ci, rr, &nrr, rw, &nrw) == CS_ERR_OK) {
 		for (unsigned i = 0; i < nrw; i++) {
-			uint8_t w, sl = reg_slot(rw[i], &w);
+			uint8_t w, sl = insn__reg_slot(rw[i], &w);
 			if (sl != R_NONE && sl != R_BAD && sl != R_VEC && sl != R_RIP)
 				wslots[nws++] = sl;
 		}
@@ -221,9 +215,9 @@ static void fill_insn(struct insn_decoder *d, struct insn_decoded *e, const cs_i
 			continue;
 		struct dmem m = { .disp = op->mem.disp, .size = op->size, .scale = 1 };
 		uint8_t w;
-		m.base = reg_slot(op->mem.base, &w);
+		m.base = insn__reg_slot(op->mem.base, &w);
 		m.base_w = w;
-		m.index = reg_slot(op->mem.index, &w);
+		m.index = insn__reg_slot(op->mem.index, &w);
 		m.index_w = w;
 		m.scale = op->mem.scale > 0 ? (uint8_t)op->mem.scale : 1;
 		if (m.base == R_BAD || m.index == R_BAD || m.base == R_VEC) {
@@ -262,6 +256,8 @@ static void fill_insn(struct insn_decoder *d, struct insn_decoded *e, const cs_i
 				hit |= wslots[k] == m.base || wslots[k] == m.index;
 			if (m.flags & INSN_F_STRING) {
 				m.disp -= m.size;    /* rsi/rdi already advanced (DF=0) */
+			} else if (hit && chase_load(ci, &m, nws)) {
+				m.flags |= INSN_F_CHASED;
 			} else if (hit) {
 				clobbered++;
 				continue;
@@ -311,7 +307,7 @@ static void fill(struct insn_decoder *d, struct insn_decoded *e, const uint8_t *
 		e->status = INSN_UNDECODABLE;
 		return;
 	}
-	fill_insn(d, e, ci, false);
+	insn__fill(d, e, ci, false);
 	cs_free(ci, cnt);
 }
 
@@ -323,7 +319,7 @@ static struct insn_decoded *slot_for(struct insn_decoder *d, const char *build_i
 
 	*hit = false;
 	if (build_id && *build_id) {
-		uint64_t bh = hash_bid(build_id);
+		uint64_t bh = insn__hash_bid(build_id);
 		e = &d->slots[slot_of(d, bh, off)];
 		if (e->used && e->bid_hash == bh && e->off == off) {
 			d->st.cache_hits++;
@@ -372,7 +368,7 @@ const struct insn_decoded *insn_decode_prev(struct insn_decoder *d, const uint8_
 	/* Walk from a known boundary; the predecessor is the instruction ending at ip. */
 	while (left && at < ip && cs_disasm_iter(d->cs, &p, &left, &at, ci)) {
 		if (at == ip) {
-			fill_insn(d, e, ci, true);
+			insn__fill(d, e, ci, true);
 			break;
 		}
 	}
@@ -412,6 +408,26 @@ static uint64_t reg_val(const struct insn_ctx *c, uint8_t slot, uint8_t w, uint6
 	return v;
 }
 
+bool insn__eval_mem(const struct dmem *m, bool addr32, uint64_t next, const struct insn_ctx *ctx,
+		    struct insn_access *out)
+{
+	uint64_t a = reg_val(ctx, m->base, m->base_w, next) +
+		     reg_val(ctx, m->index, m->index_w, next) * m->scale + (uint64_t)m->disp;
+	uint8_t fl = m->flags;
+
+	if (addr32)
+		a &= 0xffffffffULL;
+	if (m->seg == SEG_FS || m->seg == SEG_GS) {
+		bool known = m->seg == SEG_FS ? ctx->fs_known : ctx->gs_known;
+		if (!known)
+			return false;
+		a += m->seg == SEG_FS ? ctx->fs_base : ctx->gs_base;
+		fl |= INSN_F_TLS;
+	}
+	*out = (struct insn_access){ .addr = a, .size = m->size, .rw = m->rw, .flags = fl };
+	return true;
+}
+
 enum insn_status insn_eval(struct insn_decoder *d, const struct insn_decoded *dec,
 			   uint64_t ip, const struct insn_ctx *ctx, struct insn_result *res)
 {
@@ -436,25 +452,13 @@ static enum insn_status eval_at(struct insn_decoder *d, const struct insn_decode
 	if (dec->status == INSN_OK || dec->status == INSN_UNSUPPORTED) {
 		unsigned dropped = 0;
 		for (unsigned i = 0; i < dec->n; i++) {
-			const struct dmem *m = &dec->m[i];
-			uint64_t a = reg_val(ctx, m->base, m->base_w, next) +
-				     reg_val(ctx, m->index, m->index_w, next) * m->scale +
-				     (uint64_t)m->disp;
-			uint8_t fl = m->flags;
-			if (dec->addr32)
-				a &= 0xffffffffULL;
-			if (m->seg == SEG_FS || m->seg == SEG_GS) {
-				bool known = m->seg == SEG_FS ? ctx->fs_known : ctx->gs_known;
-				if (!known) {
-					dropped++;
-					continue;
-				}
-				a += m->seg == SEG_FS ? ctx->fs_base : ctx->gs_base;
-				fl |= INSN_F_TLS;
+			struct insn_access acc;
+			if (!insn__eval_mem(&dec->m[i], dec->addr32, next, ctx, &acc)) {
+				dropped++;
+				continue;
 			}
-			res->acc[res->n++] = (struct insn_access){ .addr = a, .size = m->size,
-								   .rw = m->rw, .flags = fl };
-			if (fl & INSN_F_BASE_ONLY)
+			res->acc[res->n++] = acc;
+			if (acc.flags & INSN_F_BASE_ONLY)
 				res->base_only++;
 		}
 		d->st.seg_dropped += dropped;

@@ -15,8 +15,10 @@
 #include <bpf/libbpf.h>
 #include "daemon/alloc/intern.h"
 #include "daemon/access/src_soft.h"
+#include "daemon/access/soft_calib.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
+#include "symbolizer/insn_window.h"
 #include "bpf/soft.h"
 #include "soft.skel.h"
 #include "base/clock.h"
@@ -47,6 +49,7 @@ struct src_soft {
 	size_t nlinks;
 	struct src_events ev;
 	double scale;                /* of every event's configured rate (src_soft_set_scale) */
+	double ipns;                 /* instructions per ns of CPU a timer sample stands for */
 	struct insn_decoder *dec;
 	struct hmap procs;           /* hash(tgid) -> struct sproc * */
 	struct hmap syms;            /* hash(build-id) -> struct symslot * */
@@ -250,6 +253,40 @@ static bool prev_access(struct src_soft *s, struct sproc *p, const struct map_en
 	return insn_eval_prev(s->dec, dec, ip, ctx, res) == INSN_OK && res->n > 0;
 }
 
+/* The straight-line window around ip (symbolizer/insn_window.h), decoded from its
+ * function's start; false when the function is unknown (no symbol) or ip is not an
+ * instruction boundary, and the single-instruction decode applies. */
+static bool window_access(struct src_soft *s, struct sproc *p, const struct map_entry *m,
+			  uint64_t ip, const struct insn_ctx *ctx, struct insn_win_result *res)
+{
+	uint64_t off = map_entry_file_offset(m, ip), delta = 0;
+	const char *bid = map_bid(p, m);
+	const struct insn_window *win;
+	struct elfsym *es;
+
+	if (!*bid)
+		return false;
+	win = insn_win_lookup(s->dec, bid, off);
+	if (!win) {
+		es = sym_for(s, p, m, bid);
+		if (!es || !elfsym_lookup_offset(es, off, &delta) || delta > INSN_WIN_SCAN_MAX ||
+		    delta > off)
+			return false;
+		size_t want = delta + INSN_WIN_FWD_BYTES;
+		uint8_t *buf = malloc(want);
+		if (!buf)
+			return false;
+		ssize_t n = read_code(p->tgid, m, off - delta, buf, want);
+		if (n > (ssize_t)delta)
+			win = insn_win_decode(s->dec, buf, (size_t)n, ip - delta, ip, bid, off);
+		free(buf);
+		if (!win)
+			return false;
+	}
+	insn_win_eval(s->dec, win, ip, ctx, res);
+	return res->ninsns > 0;
+}
+
 static void deliver(struct src_soft *s, const struct soft_event *e, uint64_t addr, uint32_t size,
 		    uint8_t rw, uint8_t flags, uint64_t weight)
 {
@@ -263,11 +300,55 @@ static void deliver(struct src_soft *s, const struct soft_event *e, uint64_t add
 	s->cb(s->arg, &a);
 }
 
+/* A PMU source: the hardware gave the address (loads: the events sample loads). The
+ * estimate is per configured period; a sample taken at another period (the governor
+ * changed it) stands for proportionally more or fewer. A sample without a data address
+ * (the PMU recorded none for it) is one sampled load, not a timer sample's
+ * instructions: dropped and counted. */
+static int handle_pmu(struct src_soft *s, const struct soft_event *e, const struct src_event *ev)
+{
+	uint64_t w = e->period;
+
+	if (ev && ev->est_per_sample) {
+		w = ev->est_per_sample;
+		if (!ev->attr.freq && ev->attr.sample_period && e->period)
+			w = (uint64_t)((double)ev->est_per_sample * (double)e->period /
+				       (double)ev->attr.sample_period + 0.5);
+	}
+	if (!(e->flags & SOFT_F_ADDR)) {
+		s->st.pmu_no_addr++;
+		return 0;
+	}
+	deliver(s, e, e->addr, 0, INSN_READ, 0, w);
+	return 1;
+}
+
+/* The sample stands for the window's instructions alike, so for w x nmem / ninsns
+ * accesses; they are spread over the accesses recovered (those whose registers were
+ * overwritten are assumed to go where the recovered ones go). */
+static int deliver_window(struct src_soft *s, const struct soft_event *e,
+			  const struct insn_win_result *wres, uint64_t w)
+{
+	uint64_t wa;
+
+	if (!wres->n) {
+		s->st.no_access++;
+		return 0;
+	}
+	wa = (uint64_t)((double)w * wres->nmem / wres->ninsns / wres->n + 0.5);
+	s->st.from_window++;
+	for (unsigned i = 0; i < wres->n; i++)
+		deliver(s, e, wres->acc[i].addr, wres->acc[i].size, wres->acc[i].rw,
+			wres->acc[i].flags, wa ? wa : 1);
+	return (int)wres->n;
+}
+
 int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 {
 	const struct soft_event *e = data;
 	struct insn_ctx ctx;
 	struct insn_result res;
+	struct insn_win_result wres;
 	const struct insn_decoded *dec = NULL;
 	const struct map_entry *m;
 	struct sproc *p;
@@ -276,33 +357,23 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 	if (len < sizeof(*e))
 		return 0;
 	s->st.events++;
-	if (e->flags & SOFT_F_ADDR) {
-		/* A PMU source: the hardware gave the address (loads: the events sample loads).
-		 * The estimate is per configured period; a sample taken at another period (the
-		 * governor changed it) stands for proportionally more or fewer. */
-		const struct src_event *ev = s->ev.n ? &s->ev.ev[0] : NULL;
-		w = e->period;
-		if (ev && ev->est_per_sample) {
-			w = ev->est_per_sample;
-			if (!ev->attr.freq && ev->attr.sample_period && e->period)
-				w = (uint64_t)((double)ev->est_per_sample * (double)e->period /
-					       (double)ev->attr.sample_period + 0.5);
-		}
-		deliver(s, e, e->addr, 0, INSN_READ, 0, w);
-		return 1;
-	}
+	const struct src_event *ev = s->ev.n ? &s->ev.ev[0] : NULL;
+	if ((e->flags & SOFT_F_ADDR) || (ev && ev->attr.type != PERF_TYPE_SOFTWARE))
+		return handle_pmu(s, e, ev);
 	memset(&ctx, 0, sizeof(ctx));
 	memcpy(&ctx.regs, e->regs, sizeof(ctx.regs));
 	ctx.fs_base = e->fs_base;
 	ctx.gs_base = e->gs_base;
 	ctx.fs_known = ctx.gs_known = (e->flags & SOFT_F_FSBASE) != 0;
 	ip = ctx.regs.rip;
-	w = e->period * SOFT_EST_INSNS_PER_NS;
+	w = (uint64_t)((double)e->period * s->ipns + 0.5);
 
 	p = sproc_get(s, e->tgid, e->start_ns);
 	m = p ? find_map(p, ip) : NULL;
 	if (!m)
 		s->st.no_mapping++;
+	if (m && m->path[0] == '/' && window_access(s, p, m, ip, &ctx, &wres))
+		return deliver_window(s, e, &wres, w);
 	if (m && m->path[0] == '/') {
 		uint64_t off = map_entry_file_offset(m, ip);
 		const char *bid = map_bid(p, m);
@@ -349,6 +420,11 @@ static int on_ring(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+void src_soft_set_events(struct src_soft *s, const struct src_events *ev)
+{
+	s->ev = *ev;
+}
+
 int src_soft_open_offline(struct src_soft **out, src_soft_cb cb, void *arg)
 {
 	struct src_soft *s = calloc(1, sizeof(*s));
@@ -363,8 +439,14 @@ int src_soft_open_offline(struct src_soft **out, src_soft_cb cb, void *arg)
 	s->cb = cb;
 	s->arg = arg;
 	s->scale = 1.0;
+	s->ipns = SOFT_EST_INSNS_PER_NS;
 	*out = s;
 	return 0;
+}
+
+double src_soft_insns_per_ns(const struct src_soft *s)
+{
+	return s->ipns;
 }
 
 int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft_cb cb,
@@ -384,6 +466,7 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 		struct src_pmu_opts po = { .freq = o ? o->freq : 0, .period = o ? o->period : 0 };
 		src_pmu_soft(&po, &s->ev, why, sizeof(why));
 	}
+	s->ipns = soft_calib_insns_per_ns(SOFT_EST_INSNS_PER_NS);   /* this run, this CPU */
 	s->skel = soft_bpf__open();
 	if (!s->skel) {
 		r = -errno;
@@ -583,6 +666,11 @@ void src_soft_stats(const struct src_soft *s, struct src_soft_stats *out)
 			out->bpf[k] += v[c];
 	}
 	free(v);
+}
+
+const struct insn_win_stats *src_soft_win_stats(const struct src_soft *s)
+{
+	return insn_win_stats(s->dec);
 }
 
 const struct insn_stats *src_soft_insn_stats(const struct src_soft *s)

@@ -2,13 +2,17 @@
  * or the events of a PMU source) with soft.bpf.c attached; each user-mode sample of a
  * target is decoded (symbolizer/insn.h, bytes read from the mapped file at its file
  * offset, cached per build-id + offset) into access samples for a callback.
- * Estimator (soft): a cpu-clock sample every P ns of CPU time picks one instruction out
- * of the ~P * SOFT_EST_INSNS_PER_NS executed since the last one, so each memory access
- * of the sampled instruction stands for P * SOFT_EST_INSNS_PER_NS accesses of its kind.
- * Skid: the sampled IP is the next instruction; if it accesses no memory, the one that
- * retired just before it (decoded from its function's start) is used instead, so loads
- * that stall retirement are not systematically missed.
- * For PMU events (SOFT_F_ADDR) the weight is the source's est_per_sample (src_pmu.h). */
+ * Estimator (soft): a cpu-clock sample every P ns of CPU time stands for the ~P * R
+ * instructions executed since the last one, R measured for the run (soft_calib.h;
+ * SOFT_EST_INSNS_PER_NS where it cannot be, and in offline instances). The sample's
+ * straight-line window of K instructions (symbolizer/insn_window.h) stands for them
+ * alike: it stands for P * R * M / K accesses (M memory operands in the window),
+ * spread evenly over the R' operands recovered (P * R * M / (K * R') each). Without a
+ * window (no function symbol), the instruction at the IP, or if it accesses no memory
+ * the one that retired just before it (skid), gets P * R per access.
+ * For PMU events (SOFT_F_ADDR) the weight is the source's est_per_sample (src_pmu.h); a
+ * PMU sample without a data address is counted (pmu_no_addr) and dropped, never weighted
+ * as a timer sample. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,9 +20,10 @@
 #include "daemon/access/access_sample.h"
 #include "daemon/access/src_pmu.h"
 #include "symbolizer/insn.h"
+#include "symbolizer/insn_window.h"
 #include "bpf/soft.h"
 
-#define SOFT_EST_INSNS_PER_NS 2          /* assumed retired instructions per ns of CPU time */
+#define SOFT_EST_INSNS_PER_NS 2          /* instructions per ns of CPU when none is measured */
 #define SOFT_MAPS_RELOAD_NS 20000000ULL  /* an IP outside known maps rereads them at most this often */
 #define SOFT_WATERMARK_SLACK_NS 2000000ULL  /* samples may trail the ring's order by this much */
 #define SOFT_PROCS_MAX 4096              /* processes whose maps are cached */
@@ -35,12 +40,14 @@ struct src_soft_stats {
 	uint64_t bpf[SOFTCNT_MAX];           /* enum soft_counter (bpf/soft.h), summed over CPUs */
 	uint64_t events;                  /* ring records read */
 	uint64_t accesses;                /* access samples delivered */
+	uint64_t from_window;             /* samples with accesses from their straight-line window */
 	uint64_t from_ip;                 /* samples whose IP instruction accessed memory */
 	uint64_t from_prev;               /* ... whose predecessor did instead (skid, insn.h) */
 	uint64_t prev_unknown;            /* predecessor not decodable: no function symbol */
 	uint64_t no_access;               /* samples with no access from either */
 	uint64_t code_from_file, code_from_bpf, code_unavailable;
 	uint64_t no_mapping;              /* IP in no mapping of the process */
+	uint64_t pmu_no_addr;             /* PMU samples without a data address (dropped) */
 	uint64_t nevents_open;            /* perf events opened (events x CPUs) */
 };
 
@@ -70,6 +77,9 @@ uint64_t src_soft_watermark(const struct src_soft *s);
 int src_soft_ring_fd(const struct src_soft *s);
 void src_soft_stats(const struct src_soft *s, struct src_soft_stats *out);
 const struct insn_stats *src_soft_insn_stats(const struct src_soft *s);
+const struct insn_win_stats *src_soft_win_stats(const struct src_soft *s);
+/* The instruction rate a timer sample's weight uses (calibrated at src_soft_open). */
+double src_soft_insns_per_ns(const struct src_soft *s);
 void src_soft_close(struct src_soft *s);
 
 /* Decodes one ring record (struct soft_event) into access samples; no BPF needed, so it
@@ -77,3 +87,5 @@ void src_soft_close(struct src_soft *s);
 int src_soft_handle(struct src_soft *s, const void *data, size_t len);
 /* A decoder-only instance for src_soft_handle (tests, replays). */
 int src_soft_open_offline(struct src_soft **out, src_soft_cb cb, void *arg);
+/* The events whose samples it decodes (offline instances: as if opened with them). */
+void src_soft_set_events(struct src_soft *s, const struct src_events *ev);

@@ -51,6 +51,9 @@ static const char record_usage[] =
 	"                   sampled allocations only (estimated counts; 1.061x on\n"
 	"                   bench/kvcache with soft access sampling: README, Performance)\n"
 	"  --alloc exact    uprobes on every allocator call (exact counts; high overhead)\n"
+	"  --alloc off      no allocator probe: access sampling only (static data, stack,\n"
+	"                   TLS, anonymous memory; heap accesses counted as heap_untracked),\n"
+	"                   enough for export ld-script and symbol-order; the cheapest mode\n"
 	"  --access SRC     data-access sampling (default auto): auto tries pebs, ibs, spe,\n"
 	"                   soft in that order and says which it uses; soft works without a\n"
 	"                   PMU; off records allocations only. Accesses are attributed to\n"
@@ -180,6 +183,7 @@ static char *join_argv(char **argv)
 struct record_opts {
 	const char *db, *alloc, *access_mode;
 	bool access_given, sampled;
+	bool alloc_off;                  /* --alloc off: no allocator probe, access sampling only */
 	unsigned long long duration, pid, freq, period;
 	char **cmd;                      /* the command to start, or NULL with pid */
 	char exe[PATH_MAX];              /* cmd[0] resolved */
@@ -274,15 +278,18 @@ static int check_options(struct record_opts *o)
 		log_error("record: --alloc: expected exact, sampled or off, got '%s'", o->alloc);
 		return 2;
 	}
-	if (!strcmp(o->alloc, "off")) {
-		log_error("record: --alloc off: not available in this build yet; use --alloc sampled or exact");
-		return 1;
-	}
 	o->sampled = !strcmp(o->alloc, "sampled");
+	/* --alloc off: exact mode's process tracking (fork/exec/exit) with no allocator
+	 * probe, for access sampling of static data, stack, TLS and anonymous memory. */
+	o->alloc_off = !strcmp(o->alloc, "off");
 	for (size_t i = 0; i < ARRAY_LEN(sources); i++)
 		known |= strcmp(o->access_mode, sources[i]) == 0;
 	if (!known) {
 		log_error("record: --access: expected auto, pebs, ibs, spe, soft or off, got '%s'", o->access_mode);
+		return 2;
+	}
+	if (o->alloc_off && !strcmp(o->access_mode, "off")) {
+		log_error("record: --alloc off --access off: nothing to record");
 		return 2;
 	}
 	return RECORD_GO;
@@ -420,9 +427,10 @@ static int start_exact_command(struct record *rec)
 {
 	int err;
 
-	exact_attach_binary(&rec->r, rec->o->exe);
+	if (!rec->o->alloc_off)
+		exact_attach_binary(&rec->r, rec->o->exe);
 	err = access_open(rec);
-	if (err >= 0)
+	if (err >= 0 && !rec->o->alloc_off)
 		err = attach_libs_standard(&rec->r);
 	if (err < 0)
 		return err;
@@ -439,11 +447,11 @@ static int start_exact_pid(struct record *rec)
 
 	snprintf(link, sizeof(link), "/proc/%llu/exe", pid);
 	n = readlink(link, path, sizeof(path) - 1);
-	if (n > 0) {
+	if (n > 0 && !rec->o->alloc_off) {
 		path[n] = '\0';
 		exact_attach_binary(&rec->r, link);
 	}
-	err = attach_libs_of_pid(&rec->r, (pid_t)pid);
+	err = rec->o->alloc_off ? 0 : attach_libs_of_pid(&rec->r, (pid_t)pid);
 	if (err >= 0)
 		err = access_open(rec);
 	if (err >= 0)
@@ -471,6 +479,7 @@ static int start_tracing(struct record *rec)
 			return err;
 		return *o->cmd ? start_sampled_command(rec) : start_sampled_pid(rec);
 	}
+	rec->r.alloc_off = o->alloc_off;
 	err = exact_open(&rec->r);
 	if (err < 0)
 		return err;

@@ -49,6 +49,7 @@ struct recorder {
 	/* The daemon's view of the process lifecycle (NULL in record mode): called after
 	 * EV_FORK, EV_EXEC and EV_EXIT are handled, and for EV_NEWEXEC. */
 	bool watch_all_exec;             /* set before exact_open: BPF reports every exec */
+	bool alloc_off;                  /* alloc = off: exact mode's lifecycle, no allocator probe */
 	void (*lifecycle)(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns);
 	void *lifecycle_arg;
 	/* Aggregates dropped, oldest bucket first, while the store was unwritable and they

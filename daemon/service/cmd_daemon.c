@@ -379,8 +379,10 @@ static int open_sources(struct daemon *d)
 		d->r.sampled = d->smp;
 		if (e < 0)
 			return e;
-	} else if ((r = exact_open(&d->r)) < 0) {
-		return r;
+	} else {
+		d->r.alloc_off = d->cfg.alloc == CFG_ALLOC_OFF;   /* no allocator probe at all */
+		if ((r = exact_open(&d->r)) < 0)
+			return r;
 	}
 	/* auto falls back to no access sampling (and says why); a named source must open. */
 	r = access_setup(&d->r, config_access_name(d->cfg.access), d->cfg.access != CFG_ACCESS_AUTO,
@@ -610,9 +612,8 @@ int cmd_daemon(int argc, char **argv)
 		return 0;
 	}
 	int rc = 1;
-	if (d->cfg.alloc == CFG_ALLOC_OFF) {
-		log_error("daemon: %s: [sampling] alloc = off is not available in this build yet; "
-			  "use alloc = sampled or exact", path);
+	if (d->cfg.alloc == CFG_ALLOC_OFF && d->cfg.access == CFG_ACCESS_OFF) {
+		log_error("daemon: %s: [sampling] alloc = off with access = off records nothing", path);
 		goto out;
 	}
 

@@ -239,9 +239,11 @@ static bool is_sampler_path(const char *p)
 static int attach_exact(struct targets *t, pid_t pid)
 {
 	struct maps m = { 0 };
-	int err = maps_read_pid(&m, pid);
+	int err;
 
-	if (err)
+	if (t->r->alloc_off)
+		return 0;        /* alloc = off: traced for access sampling only */
+	if ((err = maps_read_pid(&m, pid)))
 		return err;
 	for (size_t i = 0; i < m.n; i++) {
 		const char *p = m.v[i].path, *base = strrchr(p, '/');

@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """check_ldscript: static data layout end to end. Generates a C program with ~2000 globals
 (tests/workloads/gen_globals.py), builds it with -fdata-sections, records it with the soft
-source, exports symbol-order and ld-script, relinks with ld.bfd (-T script) and lld-19
+source and no allocator probe (--alloc off: a static-data-only recording is what a layout
+needs), exports symbol-order and ld-script, relinks with ld.bfd (-T script) and lld-19
 (--symbol-ordering-file). Asserts: relinked programs print exactly what the original
 prints; the exported hot set is the generator's hot set (nearly); the hot symbols span at
-most the minimum number of 4 KiB pages plus one per output section; a build without
+most the minimum number of 4 KiB pages plus one per output section; the ordering file
+lists every sampled symbol (hot first), so the generator's hot globals, faint ones
+included, span at most that bound after lld too (logged for every linker); a build without
 -fdata-sections gets the warning naming the symbols that share a section."""
 import argparse
+import json
 import math
 import os
 import re
@@ -75,12 +79,23 @@ def hot_list(order_file):
         return [l.strip() for l in f if l.strip() and not l.startswith("#")]
 
 
+def check_alloc_off(memprofd, db, errs):
+    """--alloc off: the run says so, and no allocation context was recorded."""
+    st = mpdtest.run([memprofd, "query", "status", "--db", db, "--format", "json"], timeout=60)
+    ctxs = mpdtest.query_contexts(memprofd, db)
+    runs = json.loads(st.stdout) if st.returncode == 0 else []
+    if not runs or runs[0].get("alloc_mode") != "off":
+        errs.append("query status: alloc_mode is not 'off': %r" % st.stdout[:300])
+    if ctxs:
+        errs.append("--alloc off recorded %d allocation contexts" % len(ctxs))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
     ap.add_argument("--generator", required=True)
     ap.add_argument("--seconds", default="3")
-    ap.add_argument("--freq", default="2000")
+    ap.add_argument("--freq", default="1000")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     mpdtest.require_bpf()
@@ -112,9 +127,10 @@ def main():
         mpdtest.finish(errs, "ld-script", tmp)
     db = os.path.join(tmp, "ld.db")
     p = mpdtest.record(a.memprofd, db, [prog, "--seconds", a.seconds],
-                       extra=("--access", "soft", "--freq", a.freq), timeout=120)
+                       extra=("--access", "soft", "--freq", a.freq), timeout=120, alloc="off")
     if p.returncode != 0:
         mpdtest.finish(["record failed: " + mpdtest.describe(p)], "ld-script", tmp)
+    check_alloc_off(a.memprofd, db, errs)
     order, script = os.path.join(tmp, "order.txt"), os.path.join(tmp, "hot.ld")
     common = ["--db", db, "--binary", prog, "--cold-min-samples", "200"]
     sh([a.memprofd, "export", "symbol-order", *common, "-o", order], "export symbol-order", errs)
@@ -122,7 +138,12 @@ def main():
     if errs:
         mpdtest.finish(errs, "ld-script", tmp)
 
-    hot = hot_list(order)
+    listed = hot_list(order)
+    m = re.search(r"^# hot: (\d+) symbols", open(order).read(), re.M)
+    hot = listed[:int(m.group(1))] if m else listed
+    mpdtest.log("symbol-order lists %d symbols, %d of them hot; generated hot globals "
+                "listed: %d of %d" % (len(listed), len(hot), len(want_hot & set(listed)),
+                                      len(want_hot)))
     got = set(hot)
     recall = len(got & want_hot) / max(len(want_hot), 1)
     extra = sorted(got - want_hot)
@@ -165,6 +186,12 @@ def main():
                     (tag, n, minimum, bound))
         if tag != "lld" and n > bound:
             errs.append("%s: hot symbols span %d pages, more than %d" % (tag, n, bound))
+        gn, gmin, gbound = pages(out, want_hot)
+        mpdtest.log("pages spanned by the %d generated hot globals: %-9s %d (minimum %d)" %
+                    (len(want_hot), tag, gn, gmin))
+        if tag == "lld+order" and gn > gbound:
+            errs.append("lld+order: the generated hot globals span %d pages, more than %d "
+                        "(a sampled one left out of the ordering file?)" % (gn, gbound))
     secs = subprocess.run(["readelf", "-SW", os.path.join(tmp, "prog.bfd")],
                           capture_output=True, text=True).stdout
     for s in (".data.hot", ".bss.hot", ".rodata.hot", ".data.unlikely", ".rodata.unlikely"):

@@ -189,7 +189,8 @@ def check_csv(a, path):
     if len(recs) != len(js) + 1:
         fail("CSV has %d records, JSON %d contexts" % (len(recs) - 1, len(js)))
     nums = ["alloc_count", "total_size", "min_size", "max_size", "total_lifetime_ms",
-            "min_lifetime_ms", "max_lifetime_ms", "access_samples", "est_accesses"]
+            "min_lifetime_ms", "max_lifetime_ms", "access_samples", "est_accesses",
+            "est_accesses_lo", "est_accesses_hi"]
     for i, (r, j) in enumerate(zip(recs[1:], js)):
         if len(r) != len(header):
             fail("CSV record %d has %d fields" % (i, len(r)))

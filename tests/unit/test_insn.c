@@ -238,9 +238,15 @@ static void test_prev(void **state)
 		assert_ptr_equal(insn_lookup(d, "bid", off), own);
 		assert_ptr_equal(insn_lookup_prev(d, "bid", off), pre);
 	}
-	/* IP after mov rax,[rax]: rax is the loaded value now, the address is lost */
+	/* IP after mov rax,[rax]: rax is the loaded pointer now, so the chase's next step
+	 * (the same field of the next node) is what is reported */
 	dec = insn_decode_prev(d, f, sizeof(f), IP, IP + 11, NULL, 0);
-	assert_int_equal(insn_eval_prev(d, dec, IP + 11, &c, &res), INSN_CLOBBERED);
+	assert_int_equal(insn_eval_prev(d, dec, IP + 11, &c, &res), INSN_OK);
+	assert_int_equal(res.acc[0].addr, c.regs.rax);
+	assert_true(res.acc[0].flags & INSN_F_CHASED);
+	/* add rax,8 (no memory operand) still clobbers nothing it reads: prev of IP + 8 */
+	dec = insn_decode_prev(d, f, sizeof(f), IP, IP + 8, NULL, 0);
+	assert_int_equal(insn_eval_prev(d, dec, IP + 8, &c, &res), INSN_NO_MEM);
 	/* after push rbx: rsp already points at the pushed slot */
 	dec = insn_decode_prev(d, f, sizeof(f), IP, IP + 12, NULL, 0);
 	assert_int_equal(insn_eval_prev(d, dec, IP + 12, &c, &res), INSN_OK);

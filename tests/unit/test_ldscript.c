@@ -131,7 +131,25 @@ static void test_symbol_order(void **state)
 	assert_non_null(strstr(out, "#   cold y z\n"));
 	body = strstr(out, "\na\n");
 	assert_non_null(body);
-	assert_string_equal(body, "\na\nb\nc\nd\n");   /* only hot, hottest first */
+	/* hot, hottest first, then every other sampled symbol (e): none left among the
+	 * unsampled */
+	assert_string_equal(body, "\na\nb\nc\nd\ne\n");
+	assert_non_null(strstr(out, "# then 1 more sampled symbols below the hot share"));
+	free(out);
+	ldgen_free(&s);
+	/* below the hot share: by samples, descending */
+	ldgen_init(&s);
+	add(&s, "p", ".data", 0x100, 5, true);
+	add(&s, "q", ".data", 0x200, 1, true);
+	add(&s, "r", ".bss", 0x300, 2, true);
+	add(&s, "s", ".data", 0x400, 100, true);
+	add(&s, "t", ".data", 0x500, 0, false);
+	assert_int_equal(ldgen_classify(&s, &(struct ldgen_opts){ .hot_share = 0.9 }), 0);
+	assert_int_equal(s.nhot, 1);
+	out = render(ldgen_write_symbol_order, &s);
+	body = strstr(out, "\ns\n");
+	assert_non_null(body);
+	assert_string_equal(body, "\ns\np\nr\nq\n");
 	free(out);
 	ldgen_free(&s);
 }

@@ -48,6 +48,12 @@ static void test_mib_layout(void **state)
 	assert_int_equal(rd(b + 84, 4), 1);          /* NumSameAllocCpu */
 	/* density 400 / 200 / 2 s = 1 access/byte/s: TLAD / AllocCount / 100 == 1 */
 	assert_int_equal(rd(b + 116, 8), 200);       /* TotalLifetimeAccessDensity */
+	/* per object: at least 100 accesses / 100 B / 3 s, at most 300 / 100 B / 1 s (x 100),
+	 * not the mean (100) twice */
+	assert_int_equal(rd(b + 124, 4), 33);        /* MinLifetimeAccessDensity */
+	assert_int_equal(rd(b + 128, 4), 300);       /* MaxLifetimeAccessDensity */
+	assert_int_equal(rd(b + 108, 4), 100);       /* MinAccessDensity: 100 x 100 / 100 B */
+	assert_int_equal(rd(b + 112, 4), 300);       /* MaxAccessDensity */
 	assert_int_equal(rd(b + 132, 4), 0);         /* AccessHistogramSize */
 	assert_int_equal(rd(b + 136, 8), 0);         /* AccessHistogram */
 }

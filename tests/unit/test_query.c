@@ -945,22 +945,27 @@ static void test_data_json(void **state)
 	const char *p = after(out, "[\n{\"build_id\": \"abcd01\", \"binary\": \"/srv/app\", "
 			      "\"symbol\": \"hot_global\", \"section\": \".data\", \"address\": \"0x4020\", "
 			      "\"size\": 8, \"access_samples\": 600, \"est_accesses\": 6000000, "
+			      "\"est_accesses_lo\": 5529434, \"est_accesses_hi\": 6499906, "
 			      "\"class\": \"hot\"},\n");
 	/* By access samples, descending. */
 	const char *order[] = { "\"symbol\": \"mid_table\"", "\"symbol\": \"warm\"",
-				"\"symbol\": \"we\\\"ird", "\"symbol\": \"cold_global\"",
-				"\"symbol\": \"\"" };   /* ties: more est_accesses first */
+				"\"symbol\": \"we\\\"ird", "\"symbol\": \"cold_global\"" };
+	/* An address no symbol covers is no data row (query status counts it). */
+	assert_null(strstr(out, "\"symbol\": \"\""));
 
 	for (unsigned i = 0; i < sizeof(order) / sizeof(order[0]); i++)
 		p = after(p, order[i]);
 	assert_non_null(strstr(out, "\"symbol\": \"mid_table\", \"section\": \".rodata\", "
 				    "\"address\": \"0x6000\", \"size\": 100, \"access_samples\": 20, "
-				    "\"est_accesses\": 10000, \"class\": \"notcold\"}"));
+				    "\"est_accesses\": 10000, \"est_accesses_lo\": 6105, "
+				    "\"est_accesses_hi\": 15445, \"class\": \"notcold\"}"));
 	assert_non_null(strstr(out, "\"symbol\": \"warm\", \"section\": \".data\", "
 				    "\"address\": \"0x9000\", \"size\": 1000, \"access_samples\": 10, "
-				    "\"est_accesses\": 700, \"class\": \"cold\"}"));
+				    "\"est_accesses\": 700, \"est_accesses_lo\": 335, "
+				    "\"est_accesses_hi\": 1287, \"class\": \"cold\"}"));
 	assert_non_null(strstr(out, "\"address\": \"0x8000\", \"size\": 4096, \"access_samples\": 1, "
-				    "\"est_accesses\": 100, \"class\": \"cold\"}"));
+				    "\"est_accesses\": 100, \"est_accesses_lo\": 1, "
+				    "\"est_accesses_hi\": 556, \"class\": \"cold\"}"));
 	/* No section: "", never null (every field keeps its type); hostile names escaped. */
 	assert_non_null(strstr(out, "\"build_id\": \"\", \"binary\": \"/srv/o,d\\\"d\", "
 				    "\"symbol\": \"we\\\"ird\\\\ \\n\\t\\u0001 \\ufffd\\ufffd caf\xc3\xa9 "
@@ -975,7 +980,8 @@ static void test_data_json(void **state)
 	CAPTURE(out, query_print_data(fp, f->s, &df, QUERY_JSON));
 	assert_true(json_valid(out));
 	assert_null(strstr(out, "abcd01"));
-	assert_non_null(strstr(out, "\"address\": \"0x4010\""));
+	assert_non_null(strstr(out, "\"address\": \"0xa000\""));
+	assert_null(strstr(out, "\"address\": \"0x4010\""));
 	free(out);
 	df = (struct store_data_filter){ .sort = STORE_DATA_SORT_SIZE, .limit = 1 };
 	CAPTURE(out, query_print_data(fp, f->s, &df, QUERY_JSON));
@@ -1007,11 +1013,11 @@ static void test_data_csv_table(void **state)
 	build_data(f);
 	CAPTURE(out, query_print_data(fp, f->s, NULL, QUERY_CSV));
 	STARTS_WITH(out, "build_id,binary,symbol,section,address,size,access_samples,"
-		    "est_accesses,class\r\nabcd01,/srv/app,hot_global,.data,0x4020,8,600,"
-		    "6000000,hot\r\nabcd01,/srv/app,mid_table,.rodata,0x6000,100,20,10000,"
-		    "notcold\r\n");
+		    "est_accesses,class,est_accesses_lo,est_accesses_hi\r\n"
+		    "abcd01,/srv/app,hot_global,.data,0x4020,8,600,6000000,hot,5529434,6499906\r\n"
+		    "abcd01,/srv/app,mid_table,.rodata,0x6000,100,20,10000,notcold,6105,15445\r\n");
 	assert_non_null(strstr(out, "\r\n,\"/srv/o,d\"\"d\",\"we\"\"ird"));
-	assert_non_null(strstr(out, "\r\n,\"/srv/o,d\"\"d\",,.data,0x4010,16,1,1,cold\r\n"));
+	assert_null(strstr(out, "0x4010"));   /* no symbol: no row */
 	free(out);
 	CAPTURE(out, query_print_data(fp, f->s, NULL, QUERY_TABLE));
 	assert_width(out, FMT_TABLE_WIDTH);
@@ -1020,7 +1026,7 @@ static void test_data_csv_table(void **state)
 	assert_non_null(strstr(out, "\n     600     6.0M       8 B    5e+04 hot     .data    app"
 				    "          hot_global\n"));
 	assert_non_null(strstr(out, " we\"ird\\ ??? ?? caf?? ??? end\n"));
-	assert_non_null(strstr(out, " (0x4010)\n"));   /* no symbol: its address */
+	assert_null(strstr(out, "(0x4010)"));   /* no symbol: no row */
 	free(out);
 	/* An empty report says so. */
 	struct store_data_filter none = { .binary = "nothing" };
@@ -1052,7 +1058,10 @@ static void test_status_access(void **state)
 		"\"anon\": {\"samples\": 0, \"est_accesses\": 0}, "
 		"\"file\": {\"samples\": 0, \"est_accesses\": 0}, "
 		"\"unknown\": {\"samples\": 1, \"est_accesses\": 10}, "
-		"\"vdso\": {\"samples\": 2, \"est_accesses\": 20}}}"));
+		"\"vdso\": {\"samples\": 2, \"est_accesses\": 20}}, \"unsymbolized\": []}"));
+	/* Run 2's static samples that no symbol covers, per binary. */
+	assert_non_null(strstr(out, "\"unsymbolized\": [{\"build_id\": \"\", \"binary\": "
+				    "\"/srv/o,d\\\"d\", \"samples\": 1, \"est_accesses\": 1}]}"));
 	/* A run without access sampling. */
 	assert_non_null(strstr(out, "\"access_source\": null, \"access_reasons\": [], "
 				    "\"access_classes\": {\"heap\": {\"samples\": 0,"));
@@ -1064,6 +1073,7 @@ static void test_status_access(void **state)
 				    "        ibs: not an AMD CPU\n        spe: not an Arm CPU\n"
 				    "      samples: heap 5, heap_untracked 0, static 1234, stack 0, tls 7,"
 				    " anon 0, file 0, unknown 1,\n               vdso 2\n"));
+	assert_non_null(strstr(out, "\n      unsymbolized data: 1 samples in /srv/o,d\"d\n"));
 	free(out);
 	CAPTURE(out, query_print_status(fp, f->s, QUERY_CSV));
 	assert_non_null(strstr(out, ",unresolved_frames,access_source,access_reasons,samples_heap,"
@@ -1186,7 +1196,7 @@ static void test_cmd_query_data(void **state)
 	assert_int_equal(run_cmd(f, &out, &err, 10, "query", "data", "--db", f->db, "--class",
 				 "cold", "--limit", "2", "--format", "csv"), 0);
 	assert_non_null(strstr(out, "\r\nabcd01,/srv/app,warm,"));
-	assert_non_null(strstr(out, ",cold\r\n"));
+	assert_non_null(strstr(out, ",cold,"));
 	assert_null(strstr(out, "hot_global"));
 	assert_null(strstr(out, "mid_table"));
 	assert_non_null(strstr(out, "\r\nabcd01,/srv/app,cold_global,"));
@@ -1195,7 +1205,7 @@ static void test_cmd_query_data(void **state)
 	free(out); free(err);
 	assert_int_equal(run_cmd(f, &out, &err, 8, "query", "data", "--db", f->db, "--sort",
 				 "size", "--format", "csv"), 0);
-	assert_non_null(strstr(out, "class\r\nabcd01,/srv/app,cold_global,"));
+	assert_non_null(strstr(out, "est_accesses_hi\r\nabcd01,/srv/app,cold_global,"));
 	free(out); free(err);
 	assert_int_equal(run_cmd(f, &out, &err, 7, "query", "data", "--db", f->db, "--binary",
 				 "abcd01", "--sort=density"), 0);

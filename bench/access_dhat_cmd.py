@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""access_dhat_cmd: memprofd's per-context access estimates for any program against
+valgrind DHAT. The program's work must grow linearly with one argument: memprofd records
+`CMD... BIG` (`record --alloc exact --access soft --freq FREQ`), DHAT runs `CMD... SMALL`,
+and DHAT's counts are scaled by BIG / SMALL. Contexts are matched by the names of their
+first --depth functions (allocator frames left out on both sides; contexts of one key
+merged). Over the DHAT contexts holding --share of DHAT's accesses (bytes read + written
+/ 8), it prints: Spearman rank correlation of est_accesses with DHAT's, and of access
+density (accesses / bytes / mean lifetime; DHAT's lifetime is in instructions, a unit
+proportional to time for one program), the geometric mean and range of est/DHAT, and the
+share of those contexts' bytes that memprofd's samples reached at all.
+Usage: bench/access_dhat_cmd.py --memprofd build/cli/memprofd --big 100 --small 4
+       -- /path/lua bench.lua"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import tempfile
+
+ALLOCATORS = {"malloc", "calloc", "realloc", "free", "operator new", "operator new[]",
+              "reallocarray", "posix_memalign", "aligned_alloc", "memalign"}
+
+
+def ranks(v):
+    order = sorted(range(len(v)), key=lambda i: v[i])
+    r = [0.0] * len(v)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2.0
+        i = j + 1
+    return r
+
+
+def spearman(x, y):
+    if len(x) < 3:
+        return float("nan")
+    rx, ry = ranks(x), ranks(y)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sx = math.sqrt(sum((a - mx) ** 2 for a in rx))
+    sy = math.sqrt(sum((b - my) ** 2 for b in ry))
+    return sxy / (sx * sy) if sx and sy else float("nan")
+
+
+def key_of(names, depth):
+    """The first depth names, allocators left out, nothing past main (DHAT stops there)."""
+    names = [n for n in names if n not in ALLOCATORS and n != "[root]"]
+    if "main" in names:
+        names = names[:names.index("main") + 1]
+    return tuple(names[:depth])
+
+
+def fn_of(frame):
+    """'0x1234: luaH_resize (ltable.c:512)' -> 'luaH_resize'."""
+    f = frame.split(": ", 1)[1] if ": " in frame else frame
+    return f.split(" (")[0].strip()
+
+
+def dhat_contexts(cmd, small, depth, tmp):
+    out = os.path.join(tmp, "dhat.json")
+    subprocess.run(["valgrind", "--tool=dhat", "--dhat-out-file=" + out, *cmd, str(small)],
+                   check=True, capture_output=True, cwd=tmp)
+    d = json.load(open(out))
+    got = {}
+    for p in d["pps"]:
+        key = key_of([fn_of(d["ftbl"][i]) for i in p["fs"]], depth)
+        g = got.setdefault(key, {"acc": 0.0, "bytes": 0, "blocks": 0, "life": 0})
+        g["acc"] += (p["rb"] + p["wb"]) / 8.0
+        g["bytes"] += p["tb"]
+        g["blocks"] += p["tbk"]
+        g["life"] += p["tl"]
+    return got
+
+
+def memprofd_contexts(memprofd, cmd, big, freq, depth, tmp):
+    db = os.path.join(tmp, "m.db")
+    p = subprocess.run([memprofd, "record", "--db", db, "--alloc", "exact", "--access", "soft",
+                        "--freq", str(freq), "--", *cmd, str(big)], capture_output=True,
+                       text=True, cwd=tmp)
+    if p.returncode != 0:
+        raise RuntimeError("record: " + p.stderr)
+    ctxs = json.loads(subprocess.run([memprofd, "query", "contexts", "--db", db, "--format",
+                                      "json", "--limit", "0"], check=True, capture_output=True,
+                                     text=True).stdout)
+    got = {}
+    for c in ctxs:
+        key = key_of([f.get("function") or "?" for f in c["frames"]], depth)
+        g = got.setdefault(key, {"est": 0, "samples": 0, "bytes": 0, "count": 0, "life_ms": 0})
+        g["est"] += c["est_accesses"]
+        g["samples"] += c["access_samples"]
+        g["bytes"] += c["total_size"]
+        g["count"] += c["alloc_count"]
+        g["life_ms"] += c["total_lifetime_ms"]
+    return got, p.stderr.strip().splitlines()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--memprofd", required=True)
+    ap.add_argument("--big", type=int, required=True)
+    ap.add_argument("--small", type=int, required=True)
+    ap.add_argument("--freq", type=int, default=1000)
+    ap.add_argument("--depth", type=int, default=4)
+    ap.add_argument("--share", type=float, default=0.9)
+    ap.add_argument("cmd", nargs="+")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="access_dhat_cmd.")
+    dh = dhat_contexts(a.cmd, a.small, a.depth, tmp)
+    mp, log = memprofd_contexts(a.memprofd, a.cmd, a.big, a.freq, a.depth, tmp)
+    scale = a.big / a.small
+    total = sum(g["acc"] for g in dh.values()) or 1
+    keys = sorted(dh, key=lambda k: -dh[k]["acc"])
+    sel, acc = [], 0.0
+    for k in keys:
+        if acc >= a.share * total:
+            break
+        sel.append(k)
+        acc += dh[k]["acc"]
+    est, tru, dm, dt, ratios, reached, sel_bytes = [], [], [], [], [], 0, 0
+    print("| context (first %d functions) | DHAT accesses (scaled) | est_accesses | samples |"
+          % a.depth)
+    print("| --- | ---: | ---: | ---: |")
+    for k in sel:
+        d, m = dh[k], mp.get(k, {"est": 0, "samples": 0, "bytes": 0, "count": 0, "life_ms": 0})
+        t = d["acc"] * scale
+        est.append(m["est"])
+        tru.append(t)
+        sel_bytes += d["bytes"]
+        if m["samples"]:
+            reached += d["bytes"]
+        if m["est"] and t:
+            ratios.append(m["est"] / t)
+        life_d = d["life"] / max(d["blocks"], 1)
+        dt.append(d["acc"] / max(d["bytes"], 1) / max(life_d, 1))
+        life_m = m["life_ms"] / max(m["count"], 1) / 1000.0
+        dm.append(m["est"] / max(m["bytes"], 1) / max(life_m, 0.001) if m["count"] else 0)
+        print("| %s | %.3g | %.3g | %d |" % (" <- ".join(k), t, m["est"], m["samples"]))
+    gm = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
+    print("\n%d DHAT contexts hold %.0f%% of its accesses; matched with samples: %d" %
+          (len(sel), 100 * acc / total, len(ratios)))
+    print("Spearman est vs DHAT accesses: %.2f; density: %.2f" %
+          (spearman(est, tru), spearman(dm, dt)))
+    print("est/DHAT geomean %.2f [%.2f, %.2f]; bytes of those contexts with any sample: %.0f%%"
+          % (gm, min(ratios or [float("nan")]), max(ratios or [float("nan")]),
+             100 * reached / max(sel_bytes, 1)))
+    print("memprofd: " + (log[-2] if len(log) > 1 else ""))
+
+
+if __name__ == "__main__":
+    main()
