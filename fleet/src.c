@@ -328,7 +328,7 @@ static int data_query(struct fleet_src *x, const struct store_data_filter *f, st
 	tsv_printf(q, "SELECT bin_key, symbol, address, max(has_section), maxIf(section, has_section = 1),"
 		   " max(size), sum(access_samples), sum(est_accesses), count(), sum(greatest("
 		   "if(run_ended > 0, run_ended, toInt64(%" PRId64 ")) - run_started, toInt64(0)))"
-		   " FROM " FLEET_DB ".data WHERE %s", f->now_ns, x->facts);
+		   " FROM " FLEET_DB ".data WHERE %s AND symbol != ''", f->now_ns, x->facts);
 	if (f->binary) {
 		tsv_raw(q, " AND bin_key IN ", 16);
 		if (!fleet_bin_keys(x, f->binary, q))
