@@ -23,6 +23,7 @@
 #include "store/store.h"
 
 #define GEN_BATCH 500000          /* MIB rows per transaction */
+#define GEN_ACCESS_WEIGHT 1000    /* accesses one generated access sample stands for */
 #define GEN_SITES 20000           /* call sites (return addresses) per binary */
 #define GEN_ALLOC_SITES 2000      /* of which leaves: the sites that call an allocator */
 #define GEN_FUNCS 4000            /* functions per binary */
@@ -337,7 +338,7 @@ static void make_mib(struct mib *m, enum kind kind, uint64_t size, bool heavy, i
 	default:
 		m->total_access_count = next() % 4 ? 0 : (next() % 50) * 1000;
 	}
-	m->access_samples = m->total_access_count / 1000 + (m->total_access_count > 0);
+	m->access_samples = m->total_access_count / GEN_ACCESS_WEIGHT + (m->total_access_count > 0);
 	m->min_access_count = m->total_access_count / cnt / 2;
 	m->max_access_count = m->total_access_count / cnt * 2;
 }
@@ -499,6 +500,9 @@ int main(int argc, char **argv)
 		r = put_context(s, &pl, &bins[k % pl.nbin], (unsigned)(k % pl.nbin), k, run_id, &row);
 	for (unsigned b = 0; b < pl.nbin && r == 0; b++)
 		r = put_data(s, &bins[b], run_id, pl.nbuckets * (GEN_BUCKET_NS / 1000000000));
+	/* The run's sample weight, which reporter/classify.c's evidence rule reads. */
+	if (r == 0)
+		r = store_put_access_class(s, run_id, "heap", 1000, 1000 * GEN_ACCESS_WEIGHT);
 	if (r == 0) {
 		struct store_run_stats st = { .ended_ns = GEN_T0 + (int64_t)pl.nbuckets * GEN_BUCKET_NS,
 					      .events = row, .status = "ok" };

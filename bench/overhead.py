@@ -70,6 +70,9 @@ def variants(a, tmp):
                                                 {"LD_PRELOAD": so}), False),
          ("memprofd record (default)", lambda ops, th: ([mpd, "record", "--db", db, "--", kv,
                                                          "--ops", ops, "--threads", th], {}), False),
+         ("memprofd record --watch off", lambda ops, th: ([mpd, "record", "--watch", "off", "--db",
+                                                           db, "--", kv, "--ops", ops, "--threads",
+                                                           th], {}), False),
          ("memprofd --alloc exact", lambda ops, th: ([mpd, "record", "--alloc", "exact", "--db", db,
                                                       "--", kv, "--ops", ops, "--threads", th], {}), True),
          # No allocator probe: access sampling only (static data for linker layout).
@@ -150,7 +153,7 @@ def private_libc(tmp, exe):
 def uprobe_cost_variants(a, tmp):
     loop = os.path.join(a.build, "bench", "malloc_loop")
     bare = os.path.join(a.build, "bench", "uprobe_cost")
-    mpd = os.path.join(a.build, "daemon", "memprofd")
+    mpd = memprofd_path(a.build)
     db = os.path.join(tmp, "uprobe_cost.db")
     work = [loop, "--iters", str(a.iters)]
     return [("nothing", work),
@@ -282,7 +285,8 @@ def main():
             want = a.only.split(",")
             vs = [x for x in vs if x[0] == "nothing" or any(x[0].startswith(w) for w in want)]
         iso = private_libc(tmp, os.path.join(a.build, "bench", "kvcache"))
-        cheap = ("nothing", "sampler preloaded", "memprofd record (default)")
+        cheap = ("nothing", "sampler preloaded", "memprofd record (default)",
+                 "memprofd record --watch off")
         loads = [("kvcache", [], vs)]
         if a.work:
             loads.append(("kvcache --work %d" % a.work, ["--work", str(a.work)],

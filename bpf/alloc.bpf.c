@@ -101,19 +101,6 @@ static __always_inline int on_entry(struct pt_regs *ctx, u64 kind, u64 size, u64
 	return 0;
 }
 
-struct vma_range {
-	u64 lo, hi;
-};
-
-static long vma_bounds(struct task_struct *task, struct vm_area_struct *vma, void *data)
-{
-	struct vma_range *r = data;
-
-	r->lo = vma->vm_start;
-	r->hi = vma->vm_end;
-	return 0;
-}
-
 struct walk {
 	u64 lo, hi;    /* in and out: the mapping that holds the thread's stack (0, 0: unknown) */
 	u64 seed;      /* in: the hash's seed (the process) */
@@ -191,7 +178,7 @@ __attribute__((noinline)) int walk_user_stack(struct pt_regs *ctx, struct walk *
 		ws.hi = w->hi;
 	ws.h = hash_ip(w->seed ^ HASH_SEED, PT_REGS_IP(ctx));
 	bpf_loop(ALLOC_MAX_FRAMES - 1, walk_frame, &ws, 0);
-	w->key = ws.h | 1;
+	w->key = (ws.h | 1) & ~ALLOC_USTACK_KEY;
 	return ws.n;
 }
 
@@ -201,16 +188,39 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 {
 	u32 zero = 0;
 	struct walk w = { .lo = st->stack_lo, .hi = st->stack_hi, .seed = ((u64)tgid << 32) ^ start_ns };
-	int n = walk_user_stack(ctx, &w);
-	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+	int n;
+	struct scratch *s;
 	long got;
-	u64 key = w.key;
+	u64 key;
 
+	u32 mode = unwind_mode(tgid, start_ns);
+	u64 sp = PT_REGS_SP(ctx);
+	struct ustack_req q = { .start_ns = start_ns, .tgid = tgid };
+
+	if (mode == UNWIND_DWARF) {
+		if (sp < st->stack_lo || sp >= st->stack_hi) {
+			struct vma_range r = {};
+			if (bpf_find_vma(bpf_get_current_task_btf(), sp, vma_bounds, &r, 0) == 0) {
+				st->stack_lo = r.lo;
+				st->stack_hi = r.hi;
+			}
+		}
+		q.stack_hi = sp >= st->stack_lo && sp < st->stack_hi ? st->stack_hi : 0;
+		return send_ustack(ctx, &q);
+	}
+	n = walk_user_stack(ctx, &w);
+	s = bpf_map_lookup_elem(&scratch_map, &zero);
+	key = w.key;
 	st->stack_lo = w.lo;
 	st->stack_hi = w.hi;
 	if (!s || n <= 0)
 		return 0;
-	if (stack_sent(key))
+	/* Until user space has checked the process's objects, each allocation has its own
+	 * key, its frame-pointer stack and a copy, which replaces that stack if an object
+	 * lacks frame pointers. */
+	if (mode == UNWIND_UNDECIDED)
+		key = ustack_key();
+	else if (stack_sent(key))
 		return key;
 
 	/* First sight: the same frames as (build id, offset), resolved by the kernel's own
@@ -224,6 +234,12 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 	if (n < ALLOC_MAX_FRAMES && got > (long)(n * sizeof(struct ev_frame)))
 		got = n * sizeof(struct ev_frame);
 	send_stack(&s->st, tgid, start_ns, key, got);
+	if (mode == UNWIND_UNDECIDED) {
+		q.stack_hi = sp >= w.lo && sp < w.hi ? w.hi : 0;
+		q.key = key;
+		q.wake = 1;
+		send_ustack(ctx, &q);
+	}
 	return key;
 }
 

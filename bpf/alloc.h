@@ -10,6 +10,11 @@
 #define ALLOC_TARGETS_MAX 16384    /* processes traced at once */
 #define ALLOC_RINGBUF_BYTES (16 << 20)
 #define ALLOC_EXEC_NAME 256
+#define ALLOC_USTACK_MAX 24576     /* user stack bytes copied for DWARF unwinding: sqlite3's
+                                    * shell needs more than 16 KiB to reach main; a per-CPU
+                                    * map value (the record's scratch) is at most 32 KiB */
+#define ALLOC_MODES_MAX 16384      /* processes whose unwinding mode user space decided */
+#define ALLOC_NREGS 17             /* x86-64 DWARF registers rax..r15, rip (DWARF numbering) */
 
 /* What a probed function takes and returns; picks the argument registers to read. */
 enum alloc_kind {
@@ -31,6 +36,7 @@ enum ev_type {
 	EV_EXEC,            /* a traced process exec'd */
 	EV_EXIT,            /* the last thread of a traced process exited */
 	EV_NEWEXEC,         /* any other process exec'd (only with watch_all_exec) */
+	EV_USTACK,          /* a stack to unwind in user space: registers and stack copy */
 };
 
 /* Drop and diagnostic counters, a per-CPU array indexed by this enum. */
@@ -44,6 +50,7 @@ enum alloc_counter {
 	CNT_UNMATCHED_FREE, /* frees of pointers never seen allocated (allocated before attach) */
 	CNT_OVERWRITTEN,    /* an address allocated again before its free was seen */
 	CNT_NESTED,         /* allocator calls made from inside another allocator call */
+	CNT_USTACKS,        /* stacks copied for user-space (DWARF) unwinding */
 	CNT_MAX,
 };
 
@@ -69,6 +76,36 @@ struct ev_stack {
 	unsigned int nframes;
 	unsigned int pad;
 	struct ev_frame frames[ALLOC_MAX_FRAMES];
+};
+
+/* How a process's stacks are taken (map unwind_modes, written by daemon/alloc/ustack.c
+ * once it has checked the objects the process maps; no entry: undecided). */
+enum unwind_mode {
+	UNWIND_UNDECIDED = 0,          /* copied, and the reader woken to decide */
+	UNWIND_FP = 1,                 /* every object keeps frame pointers: walked in BPF */
+	UNWIND_DWARF = 2,              /* an object lacks them: copied for DWARF unwinding */
+};
+
+struct unwind_mode_val {
+	unsigned long long start_ns;   /* the process instance it was decided for */
+	unsigned int mode;             /* enum unwind_mode */
+	unsigned int pad;
+};
+
+/* A process not in UNWIND_FP mode (its objects lack frame pointers, or are not checked yet):
+ * the registers and the top of the user stack, unwound by daemon/alloc/unwind.c from
+ * the objects' CFI. key is unique to this allocation (ALLOC_USTACK_KEY set): user space
+ * forgets it at the allocation's death. */
+#define ALLOC_USTACK_KEY (1ULL << 63)
+struct ev_ustack {
+	struct ev_hdr h;
+	unsigned long long key;
+	unsigned long long caller;     /* sampled mode: cut frames above this return address (0: none) */
+	unsigned long long regs[ALLOC_NREGS];  /* DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
+	unsigned long long sp;         /* user address of data[0] (= regs[7]) */
+	unsigned int len;              /* bytes of data that hold the stack */
+	unsigned int pad;
+	unsigned char data[ALLOC_USTACK_MAX + 4096];  /* a page of slack for BPF's page-wise copy */
 };
 
 struct ev_free {

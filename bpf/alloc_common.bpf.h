@@ -113,6 +113,169 @@ static __always_inline void send_stack(struct ev_stack *st, u32 tgid, u64 start_
 	bpf_map_update_elem(&sent_stacks, &key, &mark, BPF_ANY);
 }
 
+/* The unwinding mode of each process (enum unwind_mode), decided by user space from the
+ * objects it maps: frame-pointer walks here, the fast path, only once every object was
+ * found to keep frame pointers; until then stacks are copied (the safe default). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ALLOC_MODES_MAX);
+	__type(key, u32);
+	__type(value, struct unwind_mode_val);
+} unwind_modes SEC(".maps");
+
+struct ustack_scratch {
+	struct ev_ustack u;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct ustack_scratch);
+} ustack_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} ustack_seq SEC(".maps");
+
+static __always_inline u32 unwind_mode(u32 tgid, u64 start_ns)
+{
+	struct unwind_mode_val *v = bpf_map_lookup_elem(&unwind_modes, &tgid);
+
+	return v && v->start_ns == start_ns ? v->mode : UNWIND_UNDECIDED;
+}
+
+/* An allocation's own stack key: ALLOC_USTACK_KEY | per-CPU sequence | CPU. */
+static __always_inline u64 ustack_key(void)
+{
+	u32 zero = 0, cpu = bpf_get_smp_processor_id();
+	u64 *seq = bpf_map_lookup_elem(&ustack_seq, &zero);
+
+	if (!seq)
+		return 0;
+	*seq += 1;
+	return ALLOC_USTACK_KEY | ((*seq & 0xffffffffffULL) << 12) | ((u64)(cpu & 0x7ff) << 1) | 1;
+}
+
+#define USTACK_PAGES (ALLOC_USTACK_MAX / 4096 + 1)   /* page-wise copies after a failed one */
+#define USTACK_RING_RESERVE (2 << 20)   /* ring bytes kept for small records (~30k frees) */
+
+struct ustack_req {
+	u64 start_ns;
+	u64 stack_hi;      /* end of the mapping holding the stack (0: unknown) */
+	u64 caller;        /* sampled mode: the sampler's caller (0: none) */
+	u64 key;           /* the key its frame-pointer stack was sent under (an undecided
+	                    * process), or 0: make the allocation's own key */
+	u32 tgid;
+	u32 wake;          /* wake the reader (an undecided process) */
+};
+
+/* Sends the registers and the user stack from SP up to stack_hi (at most
+ * ALLOC_USTACK_MAX bytes) for unwinding in user space; returns the key it was sent
+ * under (q->key, or ALLOC_USTACK_KEY | per-CPU sequence | CPU), or 0 when nothing could
+ * be sent. */
+static __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
+{
+	u32 zero = 0;
+	struct ustack_scratch *s = bpf_map_lookup_elem(&ustack_map, &zero);
+	u64 sp, len, key, stack_hi;
+	u32 tgid;
+	bool wake;
+
+	if (!s || !ctx || !q)
+		return 0;
+	/* Copies are large: within USTACK_RING_RESERVE of a full ring, the small records
+	 * (frees, lifecycle) that keep the counts right go first; the allocation's stack
+	 * is counted lost. */
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ALLOC_RINGBUF_BYTES - USTACK_RING_RESERVE) {
+		count(CNT_DROP_STACK);
+		return 0;
+	}
+	stack_hi = q->stack_hi;
+	tgid = q->tgid;
+	wake = q->wake;
+	sp = PT_REGS_SP(ctx);
+	len = stack_hi > sp ? stack_hi - sp : ALLOC_USTACK_MAX;
+	if (len > ALLOC_USTACK_MAX)
+		len = ALLOC_USTACK_MAX;
+	len &= 32767;   /* a bound the verifier can see */
+	if (len > ALLOC_USTACK_MAX)
+		len = ALLOC_USTACK_MAX;
+	if (len && bpf_probe_read_user(s->u.data, len, (void *)sp)) {
+		/* No stack bound known (the mm lock was contended: the copy ran past the
+		 * stack's top) or a page not present: copy page by page up to the first
+		 * that fails. */
+		u64 off = 0, n = 4096 - (sp & 4095);
+		len = 0;
+		for (int i = 0; i < USTACK_PAGES; i++) {
+			if (off >= ALLOC_USTACK_MAX || n > 4096)
+				break;
+			/* data has a page of slack past ALLOC_USTACK_MAX for this */
+			if (bpf_probe_read_user(s->u.data + off, n, (void *)(sp + off)))
+				break;
+			off += n;
+			len = off < ALLOC_USTACK_MAX ? off : ALLOC_USTACK_MAX;
+			n = 4096;
+		}
+	}
+	key = q->key ? q->key : ustack_key();
+	if (!key)
+		return 0;
+	s->u.h.type = EV_USTACK;
+	s->u.h.tgid = tgid;
+	s->u.h.start_ns = q->start_ns;
+	s->u.key = key;
+	s->u.caller = q->caller;
+	s->u.regs[0] = ctx->ax;
+	s->u.regs[1] = ctx->dx;
+	s->u.regs[2] = ctx->cx;
+	s->u.regs[3] = ctx->bx;
+	s->u.regs[4] = ctx->si;
+	s->u.regs[5] = ctx->di;
+	s->u.regs[6] = ctx->bp;
+	s->u.regs[7] = sp;
+	s->u.regs[8] = ctx->r8;
+	s->u.regs[9] = ctx->r9;
+	s->u.regs[10] = ctx->r10;
+	s->u.regs[11] = ctx->r11;
+	s->u.regs[12] = ctx->r12;
+	s->u.regs[13] = ctx->r13;
+	s->u.regs[14] = ctx->r14;
+	s->u.regs[15] = ctx->r15;
+	s->u.regs[16] = PT_REGS_IP(ctx);
+	s->u.sp = sp;
+	s->u.len = len;
+	s->u.pad = 0;
+	len += offsetof(struct ev_ustack, data);
+	if (len > sizeof(s->u))
+		len = sizeof(s->u);
+	/* An undecided process wakes the reader: its decision may let BPF walk frame
+	 * pointers instead of copying every stack. */
+	if (bpf_ringbuf_output(&events, &s->u, len, wake ? BPF_RB_FORCE_WAKEUP : rb_flags())) {
+		count(CNT_DROP_RINGBUF);
+		return 0;
+	}
+	count(CNT_USTACKS);
+	return key;
+}
+
+/* The bounds of the mapping that holds the user SP (the thread's stack). */
+struct vma_range {
+	u64 lo, hi;
+};
+
+static long vma_bounds(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_range *r = data;
+
+	r->lo = vma->vm_start;
+	r->hi = vma->vm_end;
+	return 0;
+}
+
 static __always_inline u64 proc_start_ns(void)
 {
 	return bpf_get_current_task_btf()->group_leader->start_time;
@@ -145,6 +308,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (ctgid == ptgid || !is_target(ptgid))
 		return 0;   /* a new thread, or not ours */
 	bpf_map_update_elem(&targets, &ctgid, &start, BPF_ANY);
+	/* The child runs the parent's image: its stacks are taken the same way. */
+	struct unwind_mode_val *pm = bpf_map_lookup_elem(&unwind_modes, &ptgid);
+	if (pm && pm->start_ns == BPF_CORE_READ(parent, group_leader, start_time)) {
+		struct unwind_mode_val cm = { .start_ns = start, .mode = pm->mode };
+		bpf_map_update_elem(&unwind_modes, &ctgid, &cm, BPF_ANY);
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(CNT_DROP_RINGBUF);
@@ -181,6 +350,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		}
 		return 0;
 	}
+	bpf_map_delete_elem(&unwind_modes, &tgid);   /* a new image: its objects are unchecked */
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(CNT_DROP_RINGBUF);
@@ -193,7 +363,8 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	e->cpu = bpf_get_smp_processor_id();
 	e->pad = 0;
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
-	bpf_ringbuf_submit(e, rb_flags());
+	/* Wake the reader: it decides from the new image how its stacks are taken. */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -208,6 +379,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;   /* other threads of the process still run */
 	bpf_map_delete_elem(&targets, &tgid);
+	bpf_map_delete_elem(&unwind_modes, &tgid);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(CNT_DROP_RINGBUF);

@@ -53,6 +53,16 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 
 	if (!s)
 		return 0;
+	u32 mode = unwind_mode(tgid, start_ns);
+	struct ustack_req q = { .start_ns = start_ns, .tgid = tgid, .caller = caller };
+
+	if (mode != UNWIND_FP) {
+		struct vma_range r = {};
+		if (bpf_find_vma(bpf_get_current_task_btf(), PT_REGS_SP(ctx), vma_bounds, &r, 0) == 0)
+			q.stack_hi = r.hi;
+		if (mode == UNWIND_DWARF)
+			return send_ustack(ctx, &q);
+	}
 	got = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
 	if (got <= 0) {
 		count(CNT_DROP_STACK);
@@ -76,8 +86,13 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 			continue;
 		h = hash_ip(h, s->ips[i]);
 	}
-	u64 key = h | 1;
-	if (stack_sent(key))
+	u64 key = (h | 1) & ~ALLOC_USTACK_KEY;
+	/* Until user space has checked the process's objects, each sample has its own key,
+	 * its frame-pointer stack and a copy, which replaces that stack if an object lacks
+	 * frame pointers. */
+	if (mode == UNWIND_UNDECIDED)
+		key = ustack_key();
+	else if (stack_sent(key))
 		return key;
 
 	got = bpf_get_stack(ctx, s->st.frames, sizeof(s->st.frames),
@@ -87,6 +102,11 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 		return 0;
 	}
 	send_stack(&s->st, tgid, start_ns, key, got);
+	if (mode == UNWIND_UNDECIDED) {
+		q.key = key;
+		q.wake = 1;
+		send_ustack(ctx, &q);
+	}
 	return key;
 }
 

@@ -78,11 +78,15 @@ int cf_load_contexts(struct store *s, const struct export_opts *o, struct cf_ctx
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	r = store_query_contexts(s, &f, load_cb, out);
+	r = classify_evidence_load(s, &out->ev);
+	if (!r)
+		r = store_query_contexts(s, &f, load_cb, out);
 	if (r < 0) {
 		cf_free_contexts(out);
 		return r;
 	}
+	for (size_t i = 0; i < out->n; i++)
+		out->v[i].cls = classify_mib(&out->v[i].mib, &out->ev);
 	return 0;
 }
 

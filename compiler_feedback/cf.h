@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "store/store.h"
+#include "reporter/classify.h"
 #include "reporter/export.h"
 
 /* Hint bytes clang passes to the __hot_cold_t operator new (MemProf defaults). */
@@ -33,6 +34,7 @@ struct cf_ctx {
 	int64_t id;
 	struct mib mib;
 	struct mib_hist hist;     /* AccessHistogram, combined over the context's rows */
+	enum classify_class cls;  /* classify_mib() with the store's evidence */
 	struct cf_frame *frames;  /* leaf first */
 	unsigned nframes;
 };
@@ -40,9 +42,10 @@ struct cf_ctx {
 struct cf_ctxs {
 	struct cf_ctx *v;
 	size_t n, cap;
+	struct classify_evidence ev;   /* the store's (classify_evidence_load()) */
 };
 
-/* Every context of o->binary, largest total_size first (ties: context id). */
+/* Every context of o->binary, largest total_size first (ties: context id), classified. */
 int cf_load_contexts(struct store *s, const struct export_opts *o, struct cf_ctxs *out);
 void cf_free_contexts(struct cf_ctxs *c);
 

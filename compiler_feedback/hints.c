@@ -14,9 +14,11 @@
 #include "reporter/classify.h"
 #include "reporter/format.h"
 
-enum { H_COLD, H_NOTCOLD, H_HOT, H_AMBIGUOUS };
-static const char *const hclass[] = { "cold", "notcold", "hot", "ambiguous" };
-static const int hbyte[] = { CF_HINT_COLD, CF_HINT_NOTCOLD, CF_HINT_HOT, CF_HINT_AMBIGUOUS };
+/* unknown (too little evidence, reporter/classify.h) gets no decision: notcold's byte. */
+enum { H_COLD, H_NOTCOLD, H_HOT, H_AMBIGUOUS, H_UNKNOWN };
+static const char *const hclass[] = { "cold", "notcold", "hot", "ambiguous", "unknown" };
+static const int hbyte[] = { CF_HINT_COLD, CF_HINT_NOTCOLD, CF_HINT_HOT, CF_HINT_AMBIGUOUS,
+			     CF_HINT_NOTCOLD };
 
 struct hline {
 	const struct cf_ctx *ctx;      /* frames come from this context */
@@ -28,9 +30,10 @@ struct hline {
 
 static int hclass_of(const struct cf_ctx *x)
 {
-	switch (classify_mib(&x->mib)) {
+	switch (x->cls) {
 	case CLASSIFY_COLD: return H_COLD;
 	case CLASSIFY_HOT: return H_HOT;
+	case CLASSIFY_UNKNOWN: return H_UNKNOWN;
 	default: return H_NOTCOLD;
 	}
 }
@@ -238,9 +241,10 @@ int hints_write(FILE *out, const struct cf_ctxs *c, const struct export_opts *o,
 		fmt_json_str(out, o->path);
 		fprintf(out, ", \"thresholds\": {\"cold_density\": %g, \"cold_min_avg_lifetime_s\": "
 			"%g, \"hot_density\": %g}, \"hints\": {\"cold\": %d, \"notcold\": %d, "
-			"\"hot\": %d, \"ambiguous\": %d},\n \"contexts\": [", CLASSIFY_COLD_DENSITY,
-			CLASSIFY_COLD_MIN_AVG_LIFETIME_NS / 1e9, CLASSIFY_HOT_DENSITY, CF_HINT_COLD,
-			CF_HINT_NOTCOLD, CF_HINT_HOT, CF_HINT_AMBIGUOUS);
+			"\"hot\": %d, \"ambiguous\": %d, \"unknown\": %d},\n \"contexts\": [",
+			CLASSIFY_COLD_DENSITY, CLASSIFY_COLD_MIN_AVG_LIFETIME_NS / 1e9,
+			CLASSIFY_HOT_DENSITY, CF_HINT_COLD, CF_HINT_NOTCOLD, CF_HINT_HOT,
+			CF_HINT_AMBIGUOUS, hbyte[H_UNKNOWN]);
 		for (size_t i = 0; i < nl; i++) {
 			fprintf(out, "%s\n  {\"class\": \"%s\", \"hint\": %d, \"bytes\": %" PRIu64
 				", \"allocs\": %" PRIu64 ", \"contexts\": %" PRIu64 ", \"frames\": ",
@@ -253,11 +257,11 @@ int hints_write(FILE *out, const struct cf_ctxs *c, const struct export_opts *o,
 	} else {
 		fprintf(out, "# memprofd hints v1\n# build-id: %s\n# binary: %s\n"
 			"# thresholds: cold if density < %g accesses/byte/s and average lifetime >= "
-			"%g s; hot if density > %g\n# hints: cold=%d notcold=%d hot=%d ambiguous=%d\n"
-			"# class\thint\tbytes\tallocs\tframes (leaf first)\n",
+			"%g s; hot if density > %g\n# hints: cold=%d notcold=%d hot=%d ambiguous=%d"
+			" unknown=%d\n# class\thint\tbytes\tallocs\tframes (leaf first)\n",
 			o->build_id ? o->build_id : "", o->path ? o->path : "", CLASSIFY_COLD_DENSITY,
 			CLASSIFY_COLD_MIN_AVG_LIFETIME_NS / 1e9, CLASSIFY_HOT_DENSITY, CF_HINT_COLD,
-			CF_HINT_NOTCOLD, CF_HINT_HOT, CF_HINT_AMBIGUOUS);
+			CF_HINT_NOTCOLD, CF_HINT_HOT, CF_HINT_AMBIGUOUS, hbyte[H_UNKNOWN]);
 		for (size_t i = 0; i < nl; i++) {
 			char *t = prefix_text(lv[i].ctx, lv[i].depth);
 

@@ -93,11 +93,13 @@ static double lad_bound(uint64_t count, uint64_t size, uint64_t life_ns)
 	return (double)count * 100.0 / (double)size / (life_s < 0.001 ? 0.001 : life_s);
 }
 
-void memprof_mib_fields(const struct mib *m, uint64_t ts_base_ns,
+void memprof_mib_fields(const struct mib *m, bool undecided, uint64_t ts_base_ns,
 			uint64_t v[MEMPROF_MIB_NFIELDS])
 {
 	double n = (double)m->alloc_count;
-	double tlad = classify_density(m) * 100.0 * n;
+	double d = classify_density(m);
+	double tlad = (undecided && d < CLASSIFY_COLD_DENSITY ? CLASSIFY_COLD_DENSITY : d) *
+		      100.0 * n;
 	int i = 0;
 
 	v[i++] = m->alloc_count;
@@ -142,13 +144,13 @@ const struct memprof_mib_field memprof_mib_fields_def[MEMPROF_MIB_NFIELDS] = {
 	{ "MaxLifetimeAccessDensity", 4 },
 };
 
-void memprof_raw_mib(uint8_t out[MEMPROF_RAW_MIB_SIZE], const struct mib *m,
+void memprof_raw_mib(uint8_t out[MEMPROF_RAW_MIB_SIZE], const struct mib *m, bool undecided,
 		     uint32_t hist_len, uint64_t ts_base_ns)
 {
 	uint64_t v[MEMPROF_MIB_NFIELDS];
 	uint8_t *p = out;
 
-	memprof_mib_fields(m, ts_base_ns, v);
+	memprof_mib_fields(m, undecided, ts_base_ns, v);
 	for (int i = 0; i < MEMPROF_MIB_NFIELDS; i++)
 		p = memprof_mib_fields_def[i].width == 4 ? w32(p, v[i]) : w64(p, v[i]);
 	p = w32(p, hist_len);   /* AccessHistogramSize */
@@ -161,12 +163,12 @@ size_t memprof_raw_mib_record_size(const struct mib_hist *h)
 }
 
 size_t memprof_raw_mib_record(uint8_t *out, uint64_t stack_id, const struct mib *m,
-			      const struct mib_hist *h, uint64_t ts_base_ns)
+			      bool undecided, const struct mib_hist *h, uint64_t ts_base_ns)
 {
 	uint32_t n = h ? h->len : 0;
 	uint8_t *p = w64(out, stack_id);
 
-	memprof_raw_mib(p, m, n, ts_base_ns);
+	memprof_raw_mib(p, m, undecided, n, ts_base_ns);
 	p += MEMPROF_RAW_MIB_SIZE;
 	for (uint32_t i = 0; i < n; i++)
 		p = w64(p, h->v[i]);
@@ -354,7 +356,8 @@ int export_memprof_raw(FILE *out, struct store *s, const struct export_opts *o)
 			mibs.oom = true;
 			break;
 		}
-		put(&mibs, rec, memprof_raw_mib_record(rec, (uint64_t)x->id, &x->mib, &x->hist,
+		put(&mibs, rec, memprof_raw_mib_record(rec, (uint64_t)x->id, &x->mib,
+							   x->cls == CLASSIFY_UNKNOWN, &x->hist,
 						      ts_base == UINT64_MAX ? 0 : ts_base));
 		free(rec);
 		put64(&stacks, (uint64_t)x->id);

@@ -10,6 +10,7 @@
  * at its link address; PCs are return addresses - 1, in that mapping, as the runtime
  * writes them and as the reader symbolizes them (it adds nothing back). */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,13 +39,15 @@ struct memprof_mib_field {
 extern const struct memprof_mib_field memprof_mib_fields_def[MEMPROF_MIB_NFIELDS];
 /* The field values for m: lifetimes and timestamps in ms (timestamps since ts_base_ns),
  * densities x100 as the runtime keeps them, TotalLifetimeAccessDensity chosen so that
- * TotalLifetimeAccessDensity / AllocCount / 100 == classify_density(m). */
-void memprof_mib_fields(const struct mib *m, uint64_t ts_base_ns,
+ * TotalLifetimeAccessDensity / AllocCount / 100 == classify_density(m). A context whose
+ * class is unknown (undecided) gets at least CLASSIFY_COLD_DENSITY there, so that LLVM's
+ * getAllocType() never calls it cold on too little evidence. */
+void memprof_mib_fields(const struct mib *m, bool undecided, uint64_t ts_base_ns,
 			uint64_t v[MEMPROF_MIB_NFIELDS]);
 /* The 144 bytes of a v4 MemInfoBlock for m, with AccessHistogramSize hist_len and the
  * AccessHistogram pointer 0 (the reader replaces it with its copy of the counts).
  * ts_base_ns is subtracted from the timestamps (ms since then). */
-void memprof_raw_mib(uint8_t out[MEMPROF_RAW_MIB_SIZE], const struct mib *m,
+void memprof_raw_mib(uint8_t out[MEMPROF_RAW_MIB_SIZE], const struct mib *m, bool undecided,
 		     uint32_t hist_len, uint64_t ts_base_ns);
 /* One entry of the MIB section as RawMemProfReader's readMemInfoBlocksV4 reads it: u64
  * stack id, the MemInfoBlock, then the histogram's counts as u64, with no padding (every
@@ -53,7 +56,7 @@ void memprof_raw_mib(uint8_t out[MEMPROF_RAW_MIB_SIZE], const struct mib *m,
  * memprofd's per-ATTRIB_GRANULE (64-byte) granules; clang's runtime uses 8-byte ones. */
 size_t memprof_raw_mib_record_size(const struct mib_hist *h);
 size_t memprof_raw_mib_record(uint8_t *out, uint64_t stack_id, const struct mib *m,
-			      const struct mib_hist *h, uint64_t ts_base_ns);
+			      bool undecided, const struct mib_hist *h, uint64_t ts_base_ns);
 
 /* Checks bin's requirements (one executable PT_LOAD at file offset 0, a build-id of at
  * most 32 bytes equal to want_build_id when given, DWARF .debug_info); on failure writes

@@ -118,6 +118,7 @@ static void print_rec(FILE *out, const struct rec *rc, const struct mpstack *sta
 		}
 		fprintf(out, "        MemInfoBlock:\n");
 		memprof_mib_fields(&c->v[rc->allocs[a]].mib,
+				   c->v[rc->allocs[a]].cls == CLASSIFY_UNKNOWN,
 				   ts_base == UINT64_MAX ? 0 : ts_base, v);
 		for (int f = 0; f < MEMPROF_MIB_NFIELDS; f++)
 			fprintf(out, "          %s: %" PRIu64 "\n",

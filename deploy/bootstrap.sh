@@ -28,6 +28,7 @@ TEST_PKGS=(
   chromium
   libstdc++6-12-dbg libc6-dbg
   clickhouse-server clickhouse-client
+  debhelper dpkg-dev fakeroot
 )
 case "${1:-test}" in
   demo) PKGS=("${DEMO_PKGS[@]}") ;;

@@ -115,6 +115,7 @@ struct src_schema {
 	bool mib_v9;            /* v9: mib.alloc_samples, live_at_exit_* (issue 21) */
 	bool governor;          /* v7: governor, governor_sources */
 	bool daemon_targets;    /* v8: daemon_targets */
+	bool truncated;         /* issue 16: stacks.truncated */
 };
 
 /* Whether the input has table (column NULL) or table.column. */
@@ -154,6 +155,8 @@ static int src_schema_read(struct merger *m, struct src_schema *sch)
 		r = src_has(m, "governor", NULL, &sch->governor);
 	if (!r)
 		r = src_has(m, "daemon_targets", NULL, &sch->daemon_targets);
+	if (!r)
+		r = src_has(m, "stacks", "truncated", &sch->truncated);
 	return r;
 }
 
@@ -436,6 +439,9 @@ static int merge_one(struct merger *m, const char *in)
 		r = exec(m, copy_lines_sql, in);
 	if (!r)
 		r = copy_stacks(m);
+	if (!r && sch.truncated)   /* a stack cut on one host is cut wherever it is stored */
+		r = exec(m, "UPDATE main.stacks SET truncated = 1 WHERE truncated = 0 AND hash IN"
+			 " (SELECT hash FROM src.stacks WHERE truncated != 0)", in);
 	for (size_t i = 0; !r && i < sizeof(copy_sql2) / sizeof(copy_sql2[0]); i++)
 		r = exec_bound(m, copy_sql2[i], in, in);
 	if (!r)

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -40,12 +41,27 @@ struct ctx_out {
 	enum query_format fmt;
 	const struct query_view *view;
 	unsigned n;
+	struct classify_evidence ev;   /* the store's, for every row's class */
 };
 
 /* "0x1234": a frame without a symbol, by file offset. */
 static void frame_addr(char *buf, size_t n, const struct store_frame *f)
 {
 	snprintf(buf, n, "0x%" PRIx64, f->offset);
+}
+
+/* The object a frame is in: its path as mapped (null when unknown) and build-id; closes
+ * the frame's object. */
+static void print_frame_module(FILE *out, const struct store_frame *f)
+{
+	fputs(", \"module\": ", out);
+	if (f->path && *f->path)
+		fmt_json_str(out, f->path);
+	else
+		fputs("null", out);
+	fputs(", \"build_id\": ", out);
+	fmt_json_str(out, f->build_id ? f->build_id : "");
+	fputs("}", out);
 }
 
 static void json_bound(FILE *out, const char *key, const struct estimate *e, bool hi)
@@ -83,7 +99,22 @@ static void print_ctx_evidence_json(FILE *out, const struct mib *m)
 	fprintf(out, ", \"few_samples\": %s", estimate_weak(&cnt, &acc) ? "true" : "false");
 }
 
-static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
+/* This additive field: the density's 95% interval (null: no evidence bounds it). */
+static void print_ctx_density_interval_json(FILE *out, const struct mib *m,
+					    const struct classify_evidence *ev)
+{
+	double lo, hi;
+
+	classify_density_interval(m, ev, &lo, &hi);
+	fprintf(out, ", \"density_interval\": [%.9g, ", lo);
+	if (isfinite(hi))
+		fprintf(out, "%.9g]", hi);
+	else
+		fputs("null]", out);
+}
+
+static void print_ctx_json(FILE *out, const struct store_ctx_row *r,
+			   const struct classify_evidence *ev)
 {
 	const struct mib *m = &r->mib;
 	char addr[32];
@@ -102,7 +133,8 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
 			fputs(first ? "{\"function\": " : ", {\"function\": ", out);
 			fmt_json_str(out, f->function);
 			fprintf(out, ", \"file\": null, \"line\": null, \"column\": null, "
-				"\"inlined\": false, \"address\": \"%s\"}", addr);
+				"\"inlined\": false, \"address\": \"%s\"", addr);
+			print_frame_module(out, f);
 			first = false;
 			continue;
 		}
@@ -124,12 +156,14 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
 				fprintf(out, ", \"column\": %u", l->column);
 			else
 				fputs(", \"column\": null", out);
-			fprintf(out, ", \"inlined\": %s, \"address\": \"%s\"}",
+			fprintf(out, ", \"inlined\": %s, \"address\": \"%s\"",
 				l->inlined ? "true" : "false", addr);
+			print_frame_module(out, f);
 			first = false;
 		}
 	}
-	fprintf(out, "], \"alloc_count\": %" PRIu64 ", \"total_size\": %" PRIu64
+	fprintf(out, "], \"truncated\": %s", r->truncated ? "true" : "false");
+	fprintf(out, ", \"alloc_count\": %" PRIu64 ", \"total_size\": %" PRIu64
 		", \"min_size\": %" PRIu64 ", \"max_size\": %" PRIu64
 		", \"total_lifetime_ms\": %" PRIu64 ", \"min_lifetime_ms\": %" PRIu64
 		", \"max_lifetime_ms\": %" PRIu64 ", \"access_samples\": %" PRIu64
@@ -138,7 +172,8 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r)
 		m->alloc_count, m->total_size, m->min_size, m->max_size,
 		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
 		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
-		classify_density(m), classify_name(classify_mib(m)));
+		classify_density(m), classify_name(classify_mib(m, ev)));
+	print_ctx_density_interval_json(out, m, ev);
 	print_ctx_evidence_json(out, m);
 	fputc('}', out);
 }
@@ -172,7 +207,8 @@ static void print_ctx_evidence_csv(FILE *out, const struct mib *m)
 	fprintf(out, ",%s", estimate_weak(&cnt, &acc) ? "true" : "false");
 }
 
-static void print_ctx_csv(FILE *out, const struct store_ctx_row *r)
+static void print_ctx_csv(FILE *out, const struct store_ctx_row *r,
+			  const struct classify_evidence *ev)
 {
 	const struct mib *m = &r->mib;
 	_cleanup_free_ char *frames = NULL;
@@ -198,7 +234,7 @@ static void print_ctx_csv(FILE *out, const struct store_ctx_row *r)
 		m->alloc_count, m->total_size, m->min_size, m->max_size,
 		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
 		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
-		classify_density(m), classify_name(classify_mib(m)));
+		classify_density(m), classify_name(classify_mib(m, ev)));
 	print_ctx_evidence_csv(out, m);
 	fputs(EOL_CSV, out);
 }
@@ -235,10 +271,10 @@ static int ctx_cb(const struct store_ctx_row *r, void *arg)
 	switch (o->fmt) {
 	case QUERY_JSON:
 		fputs(o->n ? ",\n" : "\n", o->out);
-		print_ctx_json(o->out, r);
+		print_ctx_json(o->out, r, &o->ev);
 		break;
 	case QUERY_CSV:
-		print_ctx_csv(o->out, r);
+		print_ctx_csv(o->out, r, &o->ev);
 		break;
 	default:
 		ctx_table_row(o->out, r, o->view);
@@ -248,24 +284,38 @@ static int ctx_cb(const struct store_ctx_row *r, void *arg)
 }
 
 /* --class: judged by the store on the summed MIB, before a context's frames are read. */
+struct class_want {
+	int cls;
+	const struct classify_evidence *ev;
+};
+
 static bool class_accept(const struct mib *sums, void *arg)
 {
-	return (int)classify_mib(sums) == *(const int *)arg;
+	const struct class_want *w = arg;
+
+	return (int)classify_mib(sums, w->ev) == w->cls;
 }
 
 /* cls >= 0: only that class; the limit then counts the rows that pass. */
 static int print_contexts(FILE *out, struct store *s, const struct store_ctx_filter *f,
 			  enum query_format fmt, int cls, const struct query_view *v)
 {
-	struct ctx_out o = { .out = out, .fmt = fmt, .view = v };
+	struct ctx_out o = { .out = out, .fmt = fmt };
 	struct store_ctx_filter g = { .sort = STORE_SORT_BYTES };
-	int r;
+	struct class_want want = { .cls = cls, .ev = &o.ev };
+	struct query_view view = v ? *v : (struct query_view){ 0 };
+	int r = classify_evidence_load(s, &o.ev);
 
+	if (r < 0)
+		return r;
+	view.ev = &o.ev;
+	o.view = &view;
+	v = &view;
 	if (f)
 		g = *f;
 	if (cls >= 0) {
 		g.accept = class_accept;
-		g.accept_arg = &cls;
+		g.accept_arg = &want;
 	}
 	if (fmt == QUERY_JSON)
 		fputc('[', out);
@@ -1130,7 +1180,7 @@ static const char usage_text[] =
 	"                       accesses|live (bytes still allocated at their process's\n"
 	"                       exit) (default bytes); data: accesses|density|size\n"
 	"                       (default accesses: access samples)\n"
-	"  --class C            only cold|notcold|hot contexts or symbols (contexts, data)\n"
+	"  --class C            only cold|notcold|hot|unknown contexts or symbols (contexts, data)\n"
 	"  --limit N            at most N rows; 0 for all (contexts, data, processes)\n"
 	"  --format FMT         table|json|csv (default table)\n"
 	"  --stacks             contexts table: one stack frame per line (default: the\n"
@@ -1187,12 +1237,12 @@ static int parse_option(int c, const char *arg, struct query_opts *o, const char
 		*(c == O_FROM ? &o->from : &o->host) = arg;
 		return 0;
 	case O_CLASS:
-		for (int i = CLASSIFY_NOTCOLD; i <= CLASSIFY_HOT; i++)
+		for (int i = CLASSIFY_NOTCOLD; i < CLASSIFY_NCLASSES; i++)
 			if (!strcmp(arg, classify_name((enum classify_class)i))) {
 				o->cls = i;
 				return 0;
 			}
-		return usage_error(what, "--class: unknown class '%s' (cold|notcold|hot)", arg);
+		return usage_error(what, "--class: unknown class '%s' (cold|notcold|hot|unknown)", arg);
 	case O_STACKS:
 		o->view.one_per_line = true;
 		return 0;

@@ -251,7 +251,7 @@ void ctx_table_row(FILE *out, const struct store_ctx_row *r, const struct query_
 		fmt_cell(bincell, v->width - (W_FIXED - W_BINARY), bin);
 
 	estimate_mib(m, &cnt, &byt, &accs);
-	snprintf(cls, sizeof(cls), "%s%s", classify_name(classify_mib(m)),
+	snprintf(cls, sizeof(cls), "%s%s", classify_name(classify_mib(m, v->ev)),
 		 estimate_weak(&cnt, &accs) ? "*" : "");
 	fprintf(out, "%*s", W_BYTES, fmt_bytes(bytes, m->total_size));
 	put_pm(out, &byt);

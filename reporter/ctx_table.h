@@ -12,9 +12,12 @@
 #define CTX_TABLE_MIN_STACK 32   /* narrower than this, the stack goes under its row */
 #define CTX_TABLE_UNDER_INDENT 4 /* ...indented this much */
 
+struct classify_evidence;
+
 struct query_view {
 	unsigned width;           /* columns of a line; 0: unlimited */
 	bool one_per_line;        /* --stacks: one frame per line */
+	const struct classify_evidence *ev;   /* the store's, for the class column (NULL: none) */
 };
 
 void ctx_table_header(FILE *out, const struct query_view *v);

@@ -91,6 +91,7 @@ struct html {
 	size_t nclasses, classes_cap;
 	unsigned n;                    /* contexts seen */
 	struct mib total;
+	struct classify_evidence ev;   /* the store's, for every context's class */
 	uint64_t class_bytes[HTML_CLASSES], class_ctx[HTML_CLASSES], other[3];
 	int64_t top_ids[HTML_CHART_CONTEXTS];
 	char *top_names[HTML_CHART_CONTEXTS];
@@ -218,7 +219,7 @@ static void table_row(struct html *h, FILE *out, const struct store_ctx_row *r, 
 			m->total_lifetime_ns ? m->live_at_exit_lifetime_ns : m->total_lifetime_ns)) /
 			freed : 0;
 	double dens = classify_density(m);
-	const char *cls = classify_name(classify_mib(m));
+	const char *cls = classify_name(classify_mib(m, &h->ev));
 	struct estimate cnt, byt, acc;
 
 	(void)h;
@@ -248,7 +249,7 @@ static int ctx_cb(const struct store_ctx_row *r, void *arg)
 {
 	struct html *h = arg;
 	const struct mib *m = &r->mib;
-	enum classify_class c = classify_mib(m);
+	enum classify_class c = classify_mib(m, &h->ev);
 
 	progress_step(&h->pr);
 	mib_combine(&h->total, m);
@@ -336,8 +337,8 @@ static int bucket_cb(const struct store_bucket_row *r, void *arg)
 		b->cur = b->last = r->bucket_start;
 	}
 	c = bsearch(&key, b->h->classes, b->h->nclasses, sizeof(key), cmp_class);
-	if ((unsigned)(c ? c->cls : CLASSIFY_NOTCOLD) < HTML_CLASSES)
-		b->bytes[c ? c->cls : CLASSIFY_NOTCOLD] += r->total_size;
+	/* The map has hot, notcold and cold columns: unknown (no decision) is not cold. */
+	b->bytes[c && c->cls != CLASSIFY_UNKNOWN ? c->cls : CLASSIFY_NOTCOLD] += r->total_size;
 	for (unsigned i = 0; i < HTML_CHART_CONTEXTS && i < b->h->n; i++)
 		if (b->top[i] && b->h->top_ids[i] == r->context_id) {
 			fprintf(b->top[i], "%s[%" PRId64 ",%" PRIu64 "]", b->top_any[i] ? "," : "",
@@ -467,7 +468,7 @@ static void summary(FILE *out, const struct html *h, const struct bucket_out *b)
 	snprintf(v, sizeof(v), "%s estimated from %" PRIu64 " samples",
 		 fmt_count(b1, h->total.total_access_count), h->total.access_samples);
 	kv(out, "accesses", v);
-	for (int c = CLASSIFY_HOT; c >= 0; c--) {
+	for (int c = HTML_CLASSES - 1; c >= 0; c--) {
 		snprintf(v, sizeof(v), "%" PRIu64 " contexts, %s", h->class_ctx[c],
 			 fmt_bytes(b1, h->class_bytes[c]));
 		kv(out, classify_name((enum classify_class)c), v);
@@ -600,6 +601,10 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 	struct data_out d = {0};
 	int r = 0;
 
+	r = classify_evidence_load(s, &h.ev);
+	if (r < 0)
+		return r;
+	_Static_assert(HTML_CLASSES == CLASSIFY_NCLASSES, "one row per class");
 	h.rows = open_memstream(&h.rows_buf, &h.rows_len);
 	h.leaks = open_memstream(&h.leaks_buf, &h.leaks_len);
 	for (int i = 0; i < 2; i++)

@@ -50,8 +50,9 @@ static int vec_push(struct vec *v, void *p)
 struct pprof {
 	struct strtab strings, funcs, locs, maps;
 	struct vec samples, locations, functions, mappings;
-	pb_label class_label[3];
-	pb_label *class_label_p[3];
+	pb_label class_label[CLASSIFY_NCLASSES];
+	pb_label *class_label_p[CLASSIFY_NCLASSES];
+	struct classify_evidence ev;   /* the store's, for every context's class */
 	bool has_lines, has_files, has_inline;
 	struct progress pr;
 };
@@ -269,7 +270,7 @@ static int sample_cb(const struct store_ctx_row *r, void *arg)
 	s->value[2] = clamp64(r->mib.total_access_count);
 	s->value[3] = clamp64(r->mib.total_lifetime_ns / 1000000);
 	s->n_label = 1;
-	s->label = &p->class_label_p[classify_mib(&r->mib)];
+	s->label = &p->class_label_p[classify_mib(&r->mib, &p->ev)];
 	return 0;
 }
 
@@ -362,7 +363,8 @@ int export_pprof(FILE *out, struct store *s, const struct export_opts *o)
 	int r = 0;
 
 	perftools__profiles__profile__init(&prof);
-	if (str(&p, "") < 0)   /* string_table[0] must be "" */
+	r = classify_evidence_load(s, &p.ev);
+	if (r == 0 && str(&p, "") < 0)   /* string_table[0] must be "" */
 		r = -ENOMEM;
 	for (unsigned i = 0; i < PPROF_NVALUES && r == 0; i++) {
 		perftools__profiles__value_type__init(&vt[i]);
@@ -372,7 +374,7 @@ int export_pprof(FILE *out, struct store *s, const struct export_opts *o)
 		if (vt[i].type < 0 || vt[i].unit < 0)
 			r = -ENOMEM;
 	}
-	for (unsigned c = 0; c < 3 && r == 0; c++) {
+	for (unsigned c = 0; c < CLASSIFY_NCLASSES && r == 0; c++) {
 		perftools__profiles__label__init(&p.class_label[c]);
 		p.class_label[c].key = str(&p, "class");
 		p.class_label[c].str = str(&p, classify_name((enum classify_class)c));

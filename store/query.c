@@ -351,6 +351,9 @@ struct ctx_emit {
 static const char ctx_names_sql[] = "SELECT b.build_id, b.path, s.frames FROM contexts c"
 	" JOIN binaries b ON b.id = c.binary_id JOIN stacks s ON s.id = c.stack_id"
 	" WHERE c.id = ?1";
+static const char ctx_names_v10_sql[] = "SELECT b.build_id, b.path, s.frames, s.truncated"
+	" FROM contexts c JOIN binaries b ON b.id = c.binary_id JOIN stacks s ON s.id = c.stack_id"
+	" WHERE c.id = ?1";
 #define MIB_COL(f, agg) ", m." #f
 static const char ctx_rows_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
 	" FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
@@ -422,7 +425,8 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 	}
 	if (!row.mib.alloc_count)
 		return 0;
-	st = store__stmt(s, ctx_names_sql);
+	bool v10 = store_schema_version(s) >= 10;   /* stacks.truncated */
+	st = store__stmt(s, v10 ? ctx_names_v10_sql : ctx_names_sql);
 	if (!st)
 		return -EIO;
 
@@ -438,6 +442,7 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 		return store__fail(s, rc, "querying a context");
 	row.build_id = col_text(st, 0);
 	row.binary = col_text(st, 1);
+	row.truncated = v10 && sqlite3_column_int(st, 3) != 0;
 	r = load_frames(s, &e->fc, sqlite3_column_blob(st, 2), sqlite3_column_bytes(st, 2),
 			&row.nframes);
 	if (r == 0)

@@ -246,6 +246,10 @@ static const char *const migrations[] = {
 	"ALTER TABLE mib ADD COLUMN live_at_exit_count INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE mib ADD COLUMN live_at_exit_bytes INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE mib ADD COLUMN live_at_exit_lifetime_ns INTEGER NOT NULL DEFAULT 0;",
+	/* issue 16: 9 -> 10: a stack whose unwinding stopped before its outermost frame
+	 * (no CFI, a read outside the copied stack, an address outside the executable
+	 * mappings) is marked, never completed by a guess. */
+	"ALTER TABLE stacks ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

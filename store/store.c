@@ -616,6 +616,8 @@ int store_rollback(struct store *s)
 
 /* ---- interning: natural key -> rowid, cache first ---- */
 
+static const char bin_path_sql[] = "UPDATE binaries SET path = ?2 WHERE id = ?1 AND path = ''";
+
 static int intern_binary(struct store *s, const char *build_id, const char *path, int64_t *id)
 {
 	build_id = build_id ? build_id : "";
@@ -651,6 +653,20 @@ static int intern_binary(struct store *s, const char *build_id, const char *path
 		if (r < 0)
 			return r;
 	}
+	if (r == 1 && *path && *build_id) {
+		/* Named since it was first stored without a path (a library's frames). */
+		sqlite3_stmt *st = store__stmt(s, bin_path_sql);
+
+		if (!st)
+			return -EIO;
+		_cleanup_reset_ sqlite3_stmt *guard = st;
+		sqlite3_bind_int64(st, 1, *id);
+		bind_text(st, 2, path);
+		r = step_done(s, st, "naming a binary");
+		if (r < 0)
+			return r;
+		r = 1;
+	}
 	if (r == 0) {
 		_cleanup_reset_ sqlite3_stmt *st = hot(s, ST_BIN_INS);
 
@@ -661,6 +677,8 @@ static int intern_binary(struct store *s, const char *build_id, const char *path
 			return r;
 		*id = sqlite3_last_insert_rowid(s->db);
 	}
+	if (!*path && *build_id)
+		return 0;   /* not cached until a frame names it (looked up in SQL till then) */
 	return cache_add(s, &s->binaries, key, klen, h, *id);
 }
 
@@ -1050,4 +1068,22 @@ int store__forget_ids(struct store *s)
 struct sqlite3 *store__db(struct store *s)
 {
 	return s->db;
+}
+
+static const char stack_truncated_sql[] = "UPDATE stacks SET truncated = 1 WHERE hash = ?1";
+
+int store_mark_truncated(struct store *s, uint64_t stack_hash)
+{
+	int r = need_writer(s);
+
+	if (r < 0)
+		return r;
+	if (store_schema_version(s) < 10)
+		return 0;
+	sqlite3_stmt *st = store__stmt(s, stack_truncated_sql);
+	if (!st)
+		return -EIO;
+	_cleanup_reset_ sqlite3_stmt *guard = st;
+	sqlite3_bind_int64(st, 1, (int64_t)stack_hash);
+	return step_done(s, st, "marking a stack truncated");
 }

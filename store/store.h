@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 9
+#define STORE_SCHEMA_VERSION 10
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -109,6 +109,9 @@ struct store_proc {
  * frames already removed); frames are only read the first time a hash is seen.
  * bucket_start is the CLOCK_REALTIME ns at which the time bucket starts. MIBs with
  * alloc_count == 0 are stored but, being empty for mib_combine(), never reported. */
+/* The stack with this hash (stored by a put before) was cut before its outermost frame:
+ * `query contexts` says "truncated": true. Idempotent. */
+int store_mark_truncated(struct store *s, uint64_t stack_hash);
 int store_put_mib(struct store *s, const struct store_proc *p, uint64_t stack_hash,
 		  const struct store_frame *frames, unsigned nframes, int64_t bucket_start,
 		  const struct mib *m);
@@ -156,6 +159,7 @@ struct store_ctx_row {
 	const char *build_id, *binary;  /* the process executable the context belongs to */
 	struct store_frame *frames;     /* leaf first */
 	unsigned nframes;
+	bool truncated;                 /* the stack was cut before its outermost frame */
 	struct mib mib;                 /* combined over buckets and processes */
 	struct mib_hist hist;           /* with filter.hist: combined by mib_hist_merge(); else
 	                                 * or when no row has one, len 0 */

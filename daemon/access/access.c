@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "alloc.skel.h"
@@ -17,6 +18,7 @@
 #include "daemon/alloc/alloc_sampled.h"
 #include "daemon/access/src_soft.h"
 #include "daemon/access/src_spe.h"
+#include "daemon/access/watch.h"
 
 int recorder_targets_fd(const struct recorder *r)
 {
@@ -151,12 +153,29 @@ int access_setup(struct recorder *r, const char *mode, bool required, uint64_t f
 	if (r->sampled) {
 		attrib_alloc_watermark(r->attrib, 0);
 		sampled_send_allocs(r->sampled, true);
+		/* The sampled objects' own access rates, whatever their share of the heap. */
+		if (!r->no_watch && (e = watch_open(&r->watch, NULL)) < 0) {
+			fprintf(stderr, "memprofd: access: watch: breakpoints unavailable (%s); "
+				"sampled objects get %s samples only\n", strerror(-e),
+				access_src_name(r->access.src));
+			r->watch = NULL;
+		}
 	}
 	return 0;
 }
 
+static uint64_t mono_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
 int access_poll(struct recorder *r)
 {
+	if (r->watch)
+		watch_tick(r->watch, mono_now());
 	if (r->spe) {
 		int n = src_spe_poll(r->spe);
 		if (n >= 0)
@@ -185,6 +204,8 @@ void access_forget(struct recorder *r, uint32_t tgid)
 void access_exit(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns)
 {
 	access_forget(r, tgid);
+	if (r->watch)
+		watch_process_exit(r->watch, tgid, start_ns);
 	if (r->attrib)
 		attrib_process_exit(r->attrib, tgid, start_ns, ts_ns);
 }
@@ -224,10 +245,23 @@ void access_report(struct recorder *r)
 		(unsigned long long)st.events, (unsigned long long)st.no_access,
 		(unsigned long long)st.bpf[SOFTCNT_DROP_RINGBUF], (unsigned long long)c->samples,
 		n ? cls : "none");
+	if (r->watch) {
+		struct watch_counts wc;
+
+		watch_get_counts(r->watch, &wc);
+		fprintf(stderr, "memprofd: access: watch: %llu windows on %llu objects, %llu traps "
+			"(%.1f us each, budget %.0f/s), %llu accesses estimated, %llu unwatched "
+			"objects given their context's density\n",
+			(unsigned long long)wc.windows, (unsigned long long)wc.objects,
+			(unsigned long long)wc.traps, wc.trap_ns / 1e3, wc.traps_per_s,
+			(unsigned long long)r->watch_est, (unsigned long long)r->watch_imputed);
+	}
 }
 
 void access_close(struct recorder *r)
 {
+	watch_close(r->watch);
+	r->watch = NULL;
 	if (r->soft)
 		src_soft_close(r->soft);
 	src_spe_close(r->spe);

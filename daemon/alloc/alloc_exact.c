@@ -13,6 +13,8 @@
 #include "alloc.skel.h"
 #include "base/log.h"
 #include "daemon/alloc/events.h"
+#include "daemon/alloc/ustack.h"
+#include "daemon/record/recorder.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/probesite.h"
@@ -102,6 +104,7 @@ int exact_open(struct recorder *r)
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+	r->unwind_modes_fd = bpf_map__fd(r->skel->maps.unwind_modes);
 	err = events_attach_lifecycle(r->skel->progs.on_fork, r->skel->progs.on_exec,
 				      r->skel->progs.on_exit, &r->links, &r->nlinks, &r->links_cap);
 	if (err)
@@ -128,7 +131,10 @@ int exact_attach_binary(struct recorder *r, const char *path)
 	elfsym_close(e);
 	if (err <= 0)
 		return err;   /* error, or defines no allocator function */
-	bin_register(&r->procs, path, path);
+	/* Not under the daemon's descriptor path (targets.c file_probe): that names another
+	 * file once closed; the processes' maps name it. */
+	if (strncmp(path, "/proc/self/fd/", 14))
+		bin_register(&r->procs, path, path);
 
 	uint64_t aoff[NPROBES], acookie[NPROBES], foff[NPROBES], fcookie[NPROBES];
 	size_t na = 0, nf = 0;
@@ -220,9 +226,10 @@ static void add_object(struct recorder *r, struct proc *p, uint64_t key, uint64_
 		       uint64_t size, uint64_t alloc_ns, uint64_t dead_ns, uint32_t acpu,
 		       uint32_t dcpu)
 {
-	struct istack *s = key ? hmap_find(&p->stacks, key, NULL, NULL) : NULL;
+	struct istack *s = key ? hmap_find(&p->stacks, stack_slot(key), NULL, NULL) : NULL;
 	struct mib m;
 
+	ustack_key_done(p, key);   /* a copied stack's key is this object's alone */
 	if (!s) {
 		s = r->unknown_stack;
 		r->unknown_stack_objs++;

@@ -43,7 +43,9 @@
 #include <bpf/bpf.h>
 #include "sampled.skel.h"
 #include "base/log.h"
+#include "daemon/access/watch.h"
 #include "daemon/alloc/events.h"
+#include "daemon/alloc/ustack.h"
 #include "daemon/attrib/attrib.h"
 #include "daemon/alloc/alloc_sampled.h"
 #include "symbolizer/rootfs.h"
@@ -57,6 +59,7 @@ struct carry {
 	double wsum;              /* sum of the weights of this context's samples */
 	uint64_t emitted;         /* objects already given to aggregates */
 	uint64_t pending;         /* samples whose weight waits for the next emitted one */
+	double watch_acc, watch_bs;   /* its watched objects: accesses, byte-seconds of life */
 };
 
 #define SAMPLED_WATERMARK_SLACK_NS 2000000ULL  /* records may trail the ring's order by this much */
@@ -104,6 +107,7 @@ int sampled_open(struct sampled **out, struct recorder *r)
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+	r->unwind_modes_fd = bpf_map__fd(s->skel->maps.unwind_modes);
 	err = events_attach_lifecycle(s->skel->progs.on_fork, s->skel->progs.on_exec,
 				      s->skel->progs.on_exit, &s->links, &s->nlinks, &s->links_cap);
 	if (err)
@@ -195,6 +199,7 @@ int sampled_find_library(char *out, size_t outsz)
 		/* Build tree (cli/memprofd -> sampler/), then an installed prefix. */
 		static const char *const rel[] = {
 			"/../sampler/libmemprofd_sampler.so", "/../lib/x86_64-linux-gnu/libmemprofd_sampler.so",
+			"/../lib/x86_64-linux-gnu/libmemprofd_sampler.so.0",   /* runtime package, no -dev */
 			"/../lib/aarch64-linux-gnu/libmemprofd_sampler.so", "/../lib64/libmemprofd_sampler.so",
 			"/../lib/libmemprofd_sampler.so",
 		};
@@ -205,7 +210,8 @@ int sampled_find_library(char *out, size_t outsz)
 		}
 	}
 	static const char *const sys[] = {
-		"/usr/lib/x86_64-linux-gnu/libmemprofd_sampler.so", "/usr/local/lib/x86_64-linux-gnu/libmemprofd_sampler.so",
+		"/usr/lib/x86_64-linux-gnu/libmemprofd_sampler.so", "/usr/lib/x86_64-linux-gnu/libmemprofd_sampler.so.0",
+		"/usr/local/lib/x86_64-linux-gnu/libmemprofd_sampler.so",
 		"/usr/lib/aarch64-linux-gnu/libmemprofd_sampler.so", "/usr/lib64/libmemprofd_sampler.so",
 		"/usr/local/lib/libmemprofd_sampler.so", "/usr/lib/libmemprofd_sampler.so",
 	};
@@ -350,8 +356,7 @@ static bool carry_eq(const void *val, const void *key)
 /* How many whole objects this sample adds to its context: the running sum of weights,
  * floored, minus what was already given (so the count stays within 1 of the estimate).
  * *samples: how many samples those objects rest on (this one and those carried). */
-static uint64_t carry_take(struct sampled *s, const struct istack *st, double w,
-			   uint64_t *samples)
+static struct carry *carry_get(struct sampled *s, const struct istack *st)
 {
 	uint64_t h = st->hash ? st->hash : 1;
 	struct carry *c = hmap_find(&s->carries, h, carry_eq, st);
@@ -360,10 +365,21 @@ static uint64_t carry_take(struct sampled *s, const struct istack *st, double w,
 		c = calloc(1, sizeof(*c));
 		if (!c || hmap_insert(&s->carries, h, c)) {
 			free(c);
-			*samples = 1;
-			return (uint64_t)llround(w);
+			return NULL;
 		}
 		c->stack = st;
+	}
+	return c;
+}
+
+static uint64_t carry_take(struct sampled *s, const struct istack *st, double w,
+			   uint64_t *samples)
+{
+	struct carry *c = carry_get(s, st);
+
+	if (!c) {
+		*samples = 1;
+		return (uint64_t)llround(w);
 	}
 	c->wsum += w;
 	uint64_t total = (uint64_t)floor(c->wsum + 1e-9);
@@ -379,7 +395,7 @@ static uint64_t carry_take(struct sampled *s, const struct istack *st, double w,
 /* The context of stack key `key` in p, or the unknown-stack context (counted). */
 static struct istack *context_of(struct sampled *s, struct proc *p, uint64_t key)
 {
-	struct istack *st = key ? hmap_find(&p->stacks, key, NULL, NULL) : NULL;
+	struct istack *st = key ? hmap_find(&p->stacks, stack_slot(key), NULL, NULL) : NULL;
 
 	if (!st) {
 		st = s->r->unknown_stack;
@@ -487,11 +503,16 @@ static int on_event(void *ctx, void *data, size_t len)
 		const struct ev_sfree *e = data;
 		if (len < sizeof(*e) || !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
 			return 0;
+		if (r->watch)
+			watch_free(r->watch, h->tgid, h->start_ns, e->addr);
 		if (r->attrib && (e->flags & SAMPLER_F_REGION) &&
-		    attrib_free(r->attrib, h->tgid, h->start_ns, e->addr, e->free_ns, e->free_cpu) == 0)
+		    attrib_free(r->attrib, h->tgid, h->start_ns, e->addr, e->free_ns, e->free_cpu) == 0) {
+			ustack_key_done(p, e->key);
 			return 0;   /* aggregated when it settles: sampled_object() */
+		}
 		add_sample(s, p, context_of(s, p, e->key), e->size, e->weight_q16, e->alloc_ns,
 			   e->free_ns, e->alloc_cpu, e->free_cpu, 0, 0);
+		ustack_key_done(p, e->key);   /* a copied stack's key is this sample's alone */
 		return 0;
 	}
 	if (h->type == EV_SALLOC) {
@@ -500,8 +521,10 @@ static int on_event(void *ctx, void *data, size_t len)
 		    !(p = proc_get(&r->procs, h->tgid, h->start_ns)))
 			return 0;
 		/* On failure (index full) the object is aggregated at its death, without accesses. */
-		attrib_alloc(r->attrib, h->tgid, h->start_ns, e->addr, e->size,
-			     context_of(s, p, e->key), e->alloc_ns, e->cpu, e->weight_q16);
+		if (attrib_alloc(r->attrib, h->tgid, h->start_ns, e->addr, e->size,
+				 context_of(s, p, e->key), e->alloc_ns, e->cpu, e->weight_q16) == 0 &&
+		    r->watch)
+			watch_add(r->watch, h->tgid, h->start_ns, e->addr, e->size);
 		return 0;
 	}
 	events_common(r, data, len, reap_cb);
@@ -558,13 +581,45 @@ void sampled_send_allocs(struct sampled *s, bool on)
 	s->skel->bss->send_allocs = on;
 }
 
+static uint64_t d2u(double a)
+{
+	return a >= 1.8e19 ? UINT64_MAX : a <= 0 ? 0 : (uint64_t)(a + 0.5);
+}
+
+/* A watched object's accesses come from its windows' rate over its whole life (the
+ * soft samples that hit it are a far smaller share); the traps count as its samples.
+ * An object the budget left unwatched gets its context's watched density so far (a
+ * ratio estimate: accesses / byte-seconds of the watched ones), none before the first. */
 void sampled_object(struct sampled *s, const struct attrib_object *o)
 {
-	struct proc *p = proc_find(&s->r->procs, o->tgid, o->start_ns);
+	struct recorder *r = s->r;
+	struct proc *p = proc_find(&r->procs, o->tgid, o->start_ns);
+	uint64_t samples = o->samples, est = o->est_accesses;
+	struct watch_est we;
 
+	if (r->watch) {
+		struct carry *c = o->ctx ? carry_get(s, o->ctx) : NULL;
+		double bs = (double)o->size * (double)(o->free_ns - o->alloc_ns) / 1e9;
+
+		if (watch_take(r->watch, o->tgid, o->start_ns, o->addr, &we)) {
+			double a = watch_est_accesses(&we, o->size, o->free_ns - o->alloc_ns);
+
+			est = d2u(a);
+			samples += we.hits;
+			r->watch_hits += we.hits;
+			r->watch_est += est;
+			if (c) {
+				c->watch_acc += a;
+				c->watch_bs += bs;
+			}
+		} else if (c && c->watch_bs > 0 && !samples) {
+			est = d2u(c->watch_acc / c->watch_bs * bs);
+			r->watch_imputed++;
+		}
+	}
 	if (p)
 		add_sample(s, p, o->ctx, o->size, o->weight_q16, o->alloc_ns, o->free_ns,
-			   o->alloc_cpu, o->free_cpu, o->samples, o->est_accesses);
+			   o->alloc_cpu, o->free_cpu, samples, est);
 }
 
 int sampled_drain(struct sampled *s)

@@ -11,10 +11,13 @@
 #include <bpf/libbpf.h>
 #include <stdarg.h>
 #include <time.h>
+#include <sys/mman.h>
 #include "base/log.h"
 #include "daemon/alloc/events.h"
 #include "daemon/access/access.h"
 #include "symbolizer/elfsym.h"
+#include "daemon/alloc/ustack.h"
+#include "daemon/alloc/unwind.h"
 #include "base/array.h"
 
 /* An IP the kernel could not turn into (build-id, offset): try the process's maps. */
@@ -46,6 +49,13 @@ static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
 	return f;
 }
 
+static bool exec_mapped(struct proc *p, uint64_t ip)
+{
+	const struct map_entry *m = p->maps_loaded ? maps_find(&p->maps, ip) : NULL;
+
+	return m && (m->prot & PROT_EXEC);
+}
+
 static unsigned stack_unresolved(const struct iframe *f, unsigned n)
 {
 	unsigned u = 0;
@@ -64,10 +74,12 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 	struct iframe f[ALLOC_MAX_FRAMES];
 	unsigned n = 0, max = e->nframes, bare = 0;
 	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
-	bool scanned = false;
+	bool scanned = false, truncated = false;
 
 	if (!p)
 		return;
+	if (!p->fp_checked)
+		ustack_decide(r, p);
 	if (max > ALLOC_MAX_FRAMES || offsetof(struct ev_stack, frames) + max * sizeof(e->frames[0]) > len)
 		max = (len - offsetof(struct ev_stack, frames)) / sizeof(e->frames[0]);
 	for (unsigned i = 0; i < max; i++)
@@ -87,6 +99,7 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 			}
 			if (b) {
 				f[n].build_id = b->build_id;
+				ustack_check_fp_frame(r, p, b);
 			} else {
 				char hex[41];
 				elf_hex(ef->build_id, 20, hex, sizeof(hex));
@@ -95,6 +108,10 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 			f[n].offset = ef->offset;
 		} else if (ef->status == 2) {
 			f[n] = resolve_ip(r, p, ef->ip);
+			if (!*f[n].build_id && !exec_mapped(p, ef->ip)) {
+				truncated = true;   /* never a frame outside the executable mappings */
+				break;
+			}
 		} else {
 			break;
 		}
@@ -103,20 +120,20 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 		}
 		n++;
 	}
-	struct istack *s = intern_stack(&r->in, f, n);
+	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
 	if (!s)
 		return;
 	unsigned unresolved = stack_unresolved(f, n);
-	struct istack *old = hmap_find(&p->stacks, e->key, NULL, NULL);
+	struct istack *old = hmap_find(&p->stacks, stack_slot(e->key), NULL, NULL);
 	if (old) {
 		unsigned was = stack_unresolved(old->frames, old->nframes);
 		if (unresolved >= was)
 			return;
-		hmap_remove(&p->stacks, e->key, old);
+		hmap_remove(&p->stacks, stack_slot(e->key), old);
 		r->unresolved_frames -= was;
 	}
 	r->unresolved_frames += unresolved;
-	hmap_insert(&p->stacks, e->key, s);
+	hmap_insert(&p->stacks, stack_slot(e->key), s);
 }
 
 static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
@@ -124,6 +141,10 @@ static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
 	struct proc *parent = proc_find(&r->procs, e->ppid, e->parent_start_ns);
 
 	p->ppid = e->ppid;
+	if (parent && !p->fp_checked) {   /* BPF copied the parent's unwinding mode */
+		p->fp_checked = parent->fp_checked;
+		p->fp_mode = parent->fp_mode;
+	}
 	if (parent && (!*p->exe || !*p->build_id)) {
 		p->exe = parent->exe;
 		p->build_id = parent->build_id;
@@ -154,6 +175,11 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 	hmap_free(&p->stacks);   /* stack keys were per image */
 	maps_free(&p->maps);
 	p->maps_loaded = false;
+	unwinder_free(p->uw);     /* the new image maps other objects */
+	p->uw = NULL;
+	p->fp_checked = false;   /* decided again at the new image's first stack */
+	p->maps_reloads = 0;
+	ustack_decide_exec(r, p);
 }
 
 bool events_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap)
@@ -165,6 +191,10 @@ bool events_common(struct recorder *r, const void *data, size_t len, events_reap
 	case EV_STACK:
 		if (len >= offsetof(struct ev_stack, frames))
 			on_stack(r, data, len);
+		return true;
+	case EV_USTACK:
+		if (len >= offsetof(struct ev_ustack, data))
+			ustack_handle(r, data, len);
 		return true;
 	case EV_FORK:
 		if (len >= sizeof(struct ev_fork) && (p = proc_get(&r->procs, h->tgid, h->start_ns)))

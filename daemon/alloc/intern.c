@@ -135,14 +135,14 @@ const char *intern_str(struct interner *in, const char *s)
 	return intern_strn(in, s, strlen(s));
 }
 
-struct stackkey { const struct iframe *f; unsigned n; };
+struct stackkey { const struct iframe *f; unsigned n; bool truncated; };
 
 static bool stack_eq(const void *val, const void *key)
 {
 	const struct istack *s = val;
 	const struct stackkey *k = key;
 
-	if (s->nframes != k->n)
+	if (s->nframes != k->n || s->truncated != k->truncated)
 		return false;
 	for (unsigned i = 0; i < k->n; i++)
 		if (s->frames[i].offset != k->f[i].offset || s->frames[i].build_id != k->f[i].build_id)
@@ -151,7 +151,7 @@ static bool stack_eq(const void *val, const void *key)
 }
 
 /* The hash covers build-id text and offsets, not pointers, so it is stable across runs. */
-static uint64_t stack_hash(const struct iframe *f, unsigned n)
+static uint64_t stack_hash(const struct iframe *f, unsigned n, bool truncated)
 {
 	uint64_t h = 0x6d656d70726f66ULL;
 
@@ -159,13 +159,21 @@ static uint64_t stack_hash(const struct iframe *f, unsigned n)
 		h = hash_bytes(f[i].build_id, strlen(f[i].build_id), h);
 		h = hash_bytes(&f[i].offset, sizeof(f[i].offset), h);
 	}
+	if (truncated)   /* a cut stack is a context of its own, not its prefix's */
+		h = hash_u64(h ^ 0x7472756e63ULL);
 	return fix_hash(hash_u64(h ^ n));
 }
 
 struct istack *intern_stack(struct interner *in, const struct iframe *f, unsigned n)
 {
-	struct stackkey k = { f, n };
-	uint64_t h = stack_hash(f, n);
+	return intern_stack_cut(in, f, n, false);
+}
+
+struct istack *intern_stack_cut(struct interner *in, const struct iframe *f, unsigned n,
+				bool truncated)
+{
+	struct stackkey k = { f, n, truncated };
+	uint64_t h = stack_hash(f, n, truncated);
 	struct istack *s = hmap_find(&in->stacks, h, stack_eq, &k);
 
 	if (s)
@@ -181,6 +189,7 @@ struct istack *intern_stack(struct interner *in, const struct iframe *f, unsigne
 		return NULL;
 	s->hash = h;
 	s->nframes = n;
+	s->truncated = truncated;
 	s->symbolized = false;
 	for (unsigned i = 0; i < n; i++) {
 		s->frames[i] = f[i];

@@ -32,6 +32,15 @@ static inline uint64_t hash_u64(uint64_t x)
 	return x;
 }
 
+/* The slot of a BPF stack key in a process's stacks map: frame-pointer keys are hashes
+ * already; an allocation's own key (bpf/alloc.h ALLOC_USTACK_KEY, a sequence number in
+ * its middle bits) is mixed, bijectively, so that linear probing spreads them. */
+#define STACK_KEY_OWN (1ULL << 63)
+static inline uint64_t stack_slot(uint64_t key)
+{
+	return key & STACK_KEY_OWN ? hash_u64(key) : key;
+}
+
 /* One frame of a context: a return address as (build-id, file offset). An empty
  * build_id means unresolvable; offset is then the absolute address. */
 struct iframe {
@@ -42,6 +51,7 @@ struct iframe {
 struct istack {
 	uint64_t hash;          /* stable across processes and runs: the store's stack_hash */
 	unsigned nframes;
+	bool truncated;         /* the walk stopped before the outermost frame */
 	bool symbolized;        /* function[]/mangled[] filled (NULL where unknown) */
 	const char **function;  /* per frame, demangled, NULL until symbolized */
 	const char **mangled;
@@ -59,4 +69,7 @@ struct interner {
 const char *intern_str(struct interner *in, const char *s);            /* NULL on ENOMEM */
 const char *intern_strn(struct interner *in, const char *s, size_t n);
 struct istack *intern_stack(struct interner *in, const struct iframe *f, unsigned n);
+/* The same, for a stack whose walk stopped before its outermost frame when truncated. */
+struct istack *intern_stack_cut(struct interner *in, const struct iframe *f, unsigned n,
+				bool truncated);
 void interner_free(struct interner *in);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "daemon/alloc/procs.h"
+#include "daemon/alloc/unwind.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/datasym.h"
 
@@ -283,6 +284,8 @@ void proc_forget(struct proctab *t, struct proc *p)
 	hmap_remove(&t->procs, proc_hash(p->pid, p->start_ns), p);
 	hmap_free(&p->stacks);
 	maps_free(&p->maps);
+	unwinder_free(p->uw);
+	p->uw = NULL;
 	free(p);
 }
 
@@ -292,6 +295,7 @@ void proctab_free(struct proctab *t)
 		struct proc *p = t->procs.vals[i];
 		hmap_free(&p->stacks);
 		maps_free(&p->maps);
+		unwinder_free(p->uw);
 		free(p);
 	}
 	hmap_foreach(&t->bins, i) {
@@ -302,6 +306,9 @@ void proctab_free(struct proctab *t)
 			datasym_close(b->ds);
 		free(b);
 	}
+	hmap_foreach(&t->files, i)
+		free(t->files.vals[i]);
 	hmap_free(&t->procs);
 	hmap_free(&t->bins);
+	hmap_free(&t->files);
 }

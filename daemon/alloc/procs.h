@@ -24,6 +24,10 @@ struct proc {
 	struct hmap stacks;        /* BPF stack key -> struct istack * */
 	struct maps maps;          /* /proc/PID/maps, loaded on demand */
 	bool maps_loaded;
+	struct unwinder *uw;       /* DWARF unwinder of this image (daemon/alloc/unwind.c), lazily */
+	bool fp_checked;           /* its objects were checked for frame pointers (fpcheck.c) */
+	bool fp_mode;              /* and all keep them: BPF walks them (unwind_modes) */
+	unsigned maps_reloads;     /* re-reads of maps for frames outside them (ustack.c) */
 	bool forget;               /* recorder_forget_exited's scratch mark */
 };
 
@@ -34,11 +38,13 @@ struct binary {
 	bool sym_failed;
 	struct datasym *ds;        /* data symbols, opened lazily by access attribution */
 	bool ds_failed;
+	signed char fp;            /* keeps frame pointers: 1 yes, -1 no, 0 not checked */
 };
 
 struct proctab {
 	struct hmap procs;         /* hash(tgid, start) -> struct proc * */
 	struct hmap bins;          /* hash(20-byte padded build-id) -> struct binary * */
+	struct hmap files;         /* hash(dev, inode, path) -> struct filebin * (ustack.c) */
 	struct interner *in;
 };
 

@@ -88,11 +88,15 @@ static int write_agg(struct agg *a, void *arg)
 			.build_id = s->frames[i].build_id, .offset = s->frames[i].offset,
 			.function = s->function[i], .mangled = s->mangled[i],
 			.lines = s->lines[i], .nlines = s->nlines[i],
+			.path = *s->frames[i].build_id ? bin_path(&r->procs, s->frames[i].build_id) : NULL,
 		};
 	fill_proc(r, a->proc, &sp);
 	/* The store keys buckets by their start in CLOCK_REALTIME ns. */
-	return store_put_mib_hist(r->store, &sp, s->hash, f, s->nframes,
-				  a->bucket * 1000000000LL, &a->mib, &a->hist);
+	int err = store_put_mib_hist(r->store, &sp, s->hash, f, s->nframes,
+				     a->bucket * 1000000000LL, &a->mib, &a->hist);
+	if (!err && s->truncated)
+		err = store_mark_truncated(r->store, s->hash);
+	return err;
 }
 
 static int write_exits(struct recorder *r)
@@ -137,6 +141,11 @@ static int write_access(struct recorder *r)
 		if ((err = store_put_access_class(r->store, r->run_id, attrib_class_name(k),
 						  c->by_class[k], c->est_by_class[k])))
 			return err;
+	/* The watch's traps and the accesses they stand for: reporter/classify.c's evidence
+	 * (accesses per sample) covers the watched objects too. */
+	if (r->watch && (err = store_put_access_class(r->store, r->run_id, "watch",
+						      r->watch_hits, r->watch_est)))
+		return err;
 	char reasons[ACCESS_SRC_MAX * SRC_PMU_WHY_MAX + 8] = "";
 	size_t len = 0;
 	for (unsigned i = 0; i < r->access.nreasons && len < sizeof(reasons); i++)

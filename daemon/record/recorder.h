@@ -35,6 +35,9 @@ struct recorder {
 	int64_t mono_to_real_ns;         /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	uint64_t events;
 	uint64_t unresolved_frames;
+	uint64_t ustacks, ustacks_truncated;  /* stacks unwound from DWARF CFI, of them cut short */
+	int unwind_modes_fd;             /* BPF unwind_modes map (daemon/alloc/ustack.c), 0: none */
+	bool unwind_mode_logged;
 	uint64_t unknown_stack_objs;     /* objects attributed to unknown_stack */
 	uint64_t objects;                /* objects aggregated (deaths + live at end) */
 	bool flush_error_logged;
@@ -46,6 +49,12 @@ struct recorder {
 	struct attrib *attrib;
 	struct addrspace *addrspace;     /* attrib's region and data-symbol resolver */
 	struct sampled *sampled;         /* --alloc sampled: its state (alloc_sampled.c), else NULL */
+	/* --alloc sampled with --access: watchpoint windows over the sampled objects
+	 * (daemon/access/watch.h; NULL: none), and what they gave the settled objects. */
+	struct watch *watch;
+	bool no_watch;                   /* set before access_setup: --watch off */
+	uint64_t watch_hits, watch_est;  /* traps behind the estimates, accesses estimated */
+	uint64_t watch_imputed;          /* unwatched objects given their context's ratio */
 	/* The daemon's view of the process lifecycle (NULL in record mode): called after
 	 * EV_FORK, EV_EXEC and EV_EXIT are handled, and for EV_NEWEXEC. */
 	bool watch_all_exec;             /* set before exact_open: BPF reports every exec */

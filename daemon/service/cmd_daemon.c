@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include "daemon/service/cmd_daemon.h"
 #include "daemon/service/config.h"
+#include "daemon/access/watch.h"
 #include "daemon/service/governor.h"
 #include "base/log.h"
 #include "daemon/service/notify.h"
@@ -34,6 +35,7 @@
 #include "daemon/access/src_soft.h"
 #include "daemon/service/targets.h"
 #include "store/store.h"
+#include "symbolizer/symcache.h"
 #include "base/clock.h"
 
 #define DAEMON_STOP_BUDGET_MS 1200   /* SIGTERM -> flushed, leaving 0.8 s of the 2 s
@@ -42,6 +44,7 @@
 #define DAEMON_BUSY_TIMEOUT_MS 200   /* SQLite lock wait of a running flush (then: retry) */
 #define DAEMON_FLUSH_RETRY_MS 100    /* pause between final flush attempts */
 #define DAEMON_LOCK_SUFFIX ".lock"   /* DB.lock: the one-daemon-per-database flock */
+#define DAEMON_SYMCACHE_BYTES ((size_t)128 << 20)  /* opened symbolizers kept (LRU) */
 #define DAEMON_FIRST_MAINT_MS 60000  /* first maintenance after start: not in the start-up rush */
 #define MS_PER_S 1000
 
@@ -63,6 +66,10 @@ struct daemon {
 	struct governor gov;
 	int gov_alloc, gov_access;       /* governor source indices, -1 if none */
 	uint64_t gov_events_alloc, gov_events_access;   /* counters at the previous tick */
+	int gov_watch;                   /* the watch's traps (index, -1 if none): the targets'
+	                                  * CPU in traps counts against the budget too */
+	uint64_t gov_traps;              /* the watch's traps at the previous tick */
+	double watch_traps_full;         /* its traps/s at scale 1 */
 	double keep;                     /* sampled records kept (thinning), 1 = all */
 	int64_t gov_changed_ns;          /* CLOCK_REALTIME of the governor's last rate change */
 	int sfd;
@@ -170,6 +177,12 @@ static void governor_store(struct daemon *d, enum gov_action act)
 			src->unit = "% of samples kept";
 		} else if ((int)i == d->gov_access) {
 			src->rate = src_soft_rate(d->r.soft, &src->unit);
+		} else if ((int)i == d->gov_watch) {
+			struct watch_counts wc;
+
+			watch_get_counts(d->r.watch, &wc);
+			src->rate = wc.traps_per_s;
+			src->unit = "traps/s allowed";
 		}
 	}
 	int err = store_begin(d->r.store);
@@ -201,6 +214,13 @@ static void governor_events(struct daemon *d, uint64_t ev[GOV_MAX_SOURCES])
 		ev[d->gov_access] = st.events - d->gov_events_access;
 		d->gov_events_access = st.events;
 	}
+	if (d->gov_watch >= 0) {
+		struct watch_counts wc;
+
+		watch_get_counts(d->r.watch, &wc);
+		ev[d->gov_watch] = wc.traps - d->gov_traps;
+		d->gov_traps = wc.traps;
+	}
 }
 
 /* The governor's scales in force: thinning of the sampled records, the access source's
@@ -215,6 +235,9 @@ static void governor_apply(struct daemon *d)
 		if (e < 0)
 			log_warn("governor: changing the access sampling rate: %s", strerror(-e));
 	}
+	if (d->gov_watch >= 0)
+		watch_set_budget(d->r.watch, d->watch_traps_full *
+				 governor_scale(&d->gov, (unsigned)d->gov_watch));
 }
 
 static void governor_job(struct daemon *d, int64_t now)
@@ -222,8 +245,11 @@ static void governor_job(struct daemon *d, int64_t now)
 	uint64_t cpu = cpu_ns(), ev[GOV_MAX_SOURCES];
 
 	governor_events(d, ev);
+	/* The targets' time in the watch's traps is this daemon's cost as well. */
+	uint64_t traps_ns = d->gov_watch >= 0 ?
+		(uint64_t)(watch_cpu_of(d->r.watch, (double)ev[d->gov_watch]) * 1e9) : 0;
 	enum gov_action act = governor_tick(&d->gov, (uint64_t)(now - d->gov_at) * 1000000ULL,
-					    cpu - d->gov_cpu_ns, ev);
+					    cpu - d->gov_cpu_ns + traps_ns, ev);
 	d->gov_cpu_ns = cpu;
 	d->gov_at = now;
 	if (act == GOV_LOWER || act == GOV_RAISE) {
@@ -372,6 +398,12 @@ static int open_sources(struct daemon *d)
 
 	d->r.cmd = "daemon";
 	d->r.watch_all_exec = true;
+	/* Contexts get file:line and inline chains as record's do, at flush (write_agg), never
+	 * on the ring reader's path; the cache is bounded. Without it: ELF symbols only. */
+	struct symcache_opts so = { .max_bytes = DAEMON_SYMCACHE_BYTES,
+				    .debug = { .debuginfod = true } };
+	if (symcache_new(&d->r.symcache, &so) < 0)
+		d->r.symcache = NULL;
 	d->r.lifecycle = targets_lifecycle;
 	d->r.lifecycle_arg = &d->tg;
 	if (d->cfg.alloc == CFG_ALLOC_SAMPLED) {
@@ -457,6 +489,16 @@ static void schedule_jobs(struct daemon *d)
 	d->keep = 1;
 	d->gov_alloc = d->smp ? governor_add_source(&d->gov, "alloc") : -1;
 	d->gov_access = d->r.soft ? governor_add_source(&d->gov, "access") : -1;
+	d->gov_watch = -1;
+	if (d->r.watch) {
+		/* At full scale the traps may take half the budget, at most WATCH_CPU_SHARE. */
+		double share = d->cfg.cpu_budget / 2 < WATCH_CPU_SHARE ? d->cfg.cpu_budget / 2 :
+			       WATCH_CPU_SHARE;
+
+		d->watch_traps_full = watch_traps_for(d->r.watch, share);
+		watch_set_budget(d->r.watch, d->watch_traps_full);
+		d->gov_watch = governor_add_source(&d->gov, "watch");
+	}
 	int64_t now = mono_ms();
 	d->gov_at = now;
 	d->gov_cpu_ns = cpu_ns();
@@ -521,6 +563,8 @@ static int event_loop(struct daemon *d)
 			wait = 0;
 		if (wait > DAEMON_MAX_WAIT_MS)
 			wait = DAEMON_MAX_WAIT_MS;
+		if (d->r.watch && wait > WATCH_POLL_MS)
+			wait = WATCH_POLL_MS;    /* windows close (and open) at wake-ups */
 		if (poll(pfd, 3, (int)wait) < 0 && errno != EINTR) {
 			int e = errno;
 
@@ -635,6 +679,8 @@ int cmd_daemon(int argc, char **argv)
 	access_close(&d->r);
 	sampled_close(d->smp);
 	exact_close(&d->r);
+	if (d->r.symcache)
+		symcache_free(d->r.symcache);
 	agg_free(&d->r.aggs);
 	proctab_free(&d->r.procs);
 	interner_free(&d->r.in);

@@ -123,6 +123,11 @@ def main():
         if not ac or abs(ac["scale"] - FLOOR) > 1e-9 or ac["rate"] != FREQ * FLOOR or \
                 ac["unit"] != "Hz per CPU":
             fails.append("access source not at the floor: %r" % ac)
+        # The watch (issue 15): a source of its own whose traps count against the budget;
+        # churn's objects die young, so it has little to lower, but it is governed.
+        wa = source(final, "watch")
+        if not wa or wa["unit"] != "traps/s allowed" or not wa["rate"] > 0:
+            fails.append("no governed watch source: %r" % wa)
         if final["lowered"] < 2 or final["action"] not in ("lower", "at_floor"):
             fails.append("the governor should have lowered the rates: %r" % final)
         for want in ("alloc: scale 0.125 of the configured rate, 12.5 % of samples kept",

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-HINTS = {'cold': 1, 'notcold': 128, 'hot': 254, 'ambiguous': 222}
+HINTS = {'cold': 1, 'notcold': 128, 'hot': 254, 'ambiguous': 222, 'unknown': 128}
 
 
 def blocks(md, after):

@@ -6,7 +6,7 @@ Builds tests/workloads/pgo_workload.cc with the seed's flags, records it with
 llvm-profdata-19, rebuilds with -fmemory-profile-use (cold context matched as cold, hot as
 hot/notcold), checks the memprof-yaml export of the same recording against LLVM 20's
 schema (check_memprof_yaml.py), then with ThinLTO + lld-19 + context disambiguation +
-hot/cold new against libmemprofd_hotcold: the cold clone of alloc_buf calls an __hot_cold_t operator new with
+hot/cold new against libmemprofd_hotcold (linked alone, as any library is): the cold clone of alloc_buf calls an __hot_cold_t operator new with
 hint 1, the output matches, and the cold bytes sit in the cold jemalloc arena.
 Exits 77 (skip) without root/BPF or without the clang-19 toolchain."""
 import argparse, os, re, shutil, subprocess, sys, tempfile
@@ -80,8 +80,7 @@ def main():
     run(['clang++-19'] + FLAGS + use + [
         '-flto=thin', '-fuse-ld=lld', '-Wl,-mllvm,-enable-memprof-context-disambiguation',
         '-Wl,-mllvm,-optimize-hot-cold-new', '-Wl,-mllvm,-supports-hot-cold-new', a.source,
-        '-o', lto, '-L' + a.hotcold_dir, '-Wl,-rpath,' + a.hotcold_dir, '-lmemprofd_hotcold',
-        '-ljemalloc'])
+        '-o', lto, '-L' + a.hotcold_dir, '-Wl,-rpath,' + a.hotcold_dir, '-lmemprofd_hotcold'])
     dis = run(['llvm-objdump-19', '-d', '--no-show-raw-insn', '-C', lto]).stdout
     clone = re.search(r'<alloc_buf\(unsigned long\) \(\.memprof\.\d+\)>:\n(.*?)\n\n', dis, re.S)
     if not clone:

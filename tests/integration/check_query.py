@@ -17,6 +17,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import os
 import shutil
 import sqlite3
@@ -40,6 +41,17 @@ while not os.path.exists(sys.argv[3]):
 print(n)
 """
 COLD_DENSITY, HOT_DENSITY, COLD_LIFE_NS = 0.05, 1000.0, 200 * 10**9   # reporter/classify.h
+MIN_EXPECTED, SAMPLER_MEAN = 3.0, 512 << 10      # reporter/classify.h, sampler/sampler.h
+EVIDENCE = {"weight": 0.0, "mean": 0.0}           # the store's, set by load_evidence()
+
+
+def load_evidence(db):
+    """classify_evidence_load(): mean accesses per sample, the sampler's mean if sampled."""
+    n, est = db.execute("SELECT coalesce(sum(samples), 0), coalesce(sum(est_accesses), 0)"
+                        " FROM access_classes").fetchone()
+    EVIDENCE["weight"] = est / n if n else 0.0
+    sampled = db.execute("SELECT count(*) FROM runs WHERE alloc_mode = 'sampled'").fetchone()[0]
+    EVIDENCE["mean"] = float(SAMPLER_MEAN) if sampled else 0.0
 
 
 def fail(msg):
@@ -61,11 +73,25 @@ def density(ac, ts, tl, acc):
     return acc / ts / max(tl / (ac * 1e9), 0.001)
 
 
+def expected_hot(ac, ts, tl):
+    w, mean = EVIDENCE["weight"], EVIDENCE["mean"]
+    if w <= 0 or not ac:
+        return 0.0
+    b = float(ts)
+    if mean > 0:
+        b *= -math.expm1(-(b / ac) / mean)
+    return HOT_DENSITY * b * max((tl // ac) / 1e9, 0.001) / w
+
+
 def classify(ac, ts, tl, acc):
     d = density(ac, ts, tl, acc)
+    if d > HOT_DENSITY:
+        return "hot"
+    if not acc and expected_hot(ac, ts, tl) < MIN_EXPECTED:
+        return "unknown"
     if d < COLD_DENSITY and ac and tl // ac >= COLD_LIFE_NS:
         return "cold"
-    return "hot" if d > HOT_DENSITY else "notcold"
+    return "notcold"
 
 
 def reference(db, binary=None, pid=None, since=None, until=None, sort="bytes", limit=20,
@@ -116,6 +142,7 @@ def check_generated(path):
 
 def check_filters(a, path):
     db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+    load_evidence(db)
     noon = T0_S + 720 * 60
     cases = [
         ({}, []),
@@ -135,6 +162,7 @@ def check_filters(a, path):
                                                              "--since", str(noon)]),
         ({"cls": "notcold", "sort": "density", "pid": 1001},
          ["--class", "notcold", "--sort", "density", "--pid", "1001"]),
+        ({"cls": "unknown", "limit": 0}, ["--class", "unknown", "--limit", "0"]),
         ({"limit": 0, "binary": "9e00000000000001", "until": (T0_S + 60) * 10**9},
          ["--limit", "0", "--binary", "9e00000000000001", "--until", str(T0_S + 60)]),
     ]
@@ -197,7 +225,8 @@ def check_csv(a, path):
         f = dict(zip(header, r))
         if f["build_id"] != j["build_id"] or f["binary"] != j["binary"] or f["class"] != j["class"]:
             fail("CSV record %d: %r vs JSON %r" % (i, r[:2], [j["build_id"], j["binary"]]))
-        if [int(f[k]) for k in nums] != [j[k] for k in nums]:
+        # An unknown bound is empty in CSV and null in JSON.
+        if [int(f[k]) if f[k] != "" else None for k in nums] != [j[k] for k in nums]:
             fail("CSV record %d numbers differ from the JSON's" % i)
         if abs(float(f["lifetime_access_density"]) - j["lifetime_access_density"]) > \
                 1e-9 * max(1.0, j["lifetime_access_density"]):

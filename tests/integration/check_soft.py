@@ -51,7 +51,7 @@ def main():
     db = os.path.join(tmp, "soft.db")
     errs = []
     p = mpdtest.record(a.memprofd, db, [a.workload, "--seconds", a.seconds, "--pieces", a.pieces],
-                       extra=("--access", "soft", "--freq", a.freq), timeout=120, alloc=a.alloc,
+                       extra=("--access", "soft", "--freq", a.freq, "--watch", "off"), timeout=120, alloc=a.alloc,
                        env={"MEMPROFD_SAMPLE_BYTES": a.sample_bytes} if sampled else None)
     if p.returncode != 0:
         mpdtest.finish(["record failed: " + mpdtest.describe(p)], "soft source", tmp)

@@ -1,22 +1,26 @@
 #!/bin/sh
-# The systemd units in deploy/ pass `systemd-analyze verify` (PID 1 need not be systemd),
-# with ExecStart pointed at the built binary and script, and the main service's
+# The systemd units deploy/ generates (BUILD/deploy) pass `systemd-analyze verify` (PID 1
+# need not be systemd), with ExecStart pointed at the built binary and script, and the main service's
 # `systemd-analyze security --offline=yes` exposure stays at or below MAX_EXPOSURE.
 # A deliberately broken copy must fail verification, so the check can fail at all.
-# Usage: check_units.sh DEPLOY_DIR MEMPROFD_BINARY [MAX_EXPOSURE]
+# Usage: check_units.sh GENERATED_DIR DEPLOY_SRC_DIR MEMPROFD_BINARY [MAX_EXPOSURE]
 set -eu
 deploy=$1
-memprofd=$2
-max=${3:-2.0}
+src=$2
+memprofd=$3
+max=${4:-2.0}
 
 command -v systemd-analyze >/dev/null 2>&1 || { echo "SKIP: no systemd-analyze (Debian package systemd)"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 for u in memprofd.service memprofd-export.service memprofd-export.timer memprofd-push.service; do
-	sed -e "s|/usr/bin/memprofd|$memprofd|g" \
-	    -e "s|/usr/libexec/memprofd/memprofd-nightly-export|$deploy/memprofd-nightly-export|g" \
-	    "$deploy/$u" > "$tmp/$u"
+	f=$deploy/$u
+	[ -f "$f" ] || f=$src/$u
+	sed -e "s|^ExecStart=[^ ]*/memprofd |ExecStart=$memprofd |" \
+	    -e "s|^ExecStart=[^ ]*/memprofd-nightly-export\$|ExecStart=$deploy/memprofd-nightly-export|" \
+	    -e "s|^Environment=MEMPROFD=.*|Environment=MEMPROFD=$memprofd|" \
+	    "$f" > "$tmp/$u"
 done
 
 fail=0
@@ -45,9 +49,9 @@ for want in 'Type=notify' 'WatchdogSec=' 'NoNewPrivileges=yes' 'ProtectSystem=st
 	    'StateDirectory=memprofd' 'PrivateTmp=yes' 'RestrictAddressFamilies=AF_UNIX' \
 	    'CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_RESOURCE CAP_SYS_PTRACE CAP_DAC_READ_SEARCH' \
 	    'ExecReload=/bin/kill -HUP $MAINPID'; do
-	grep -qF -- "$want" "$deploy/memprofd.service" || { echo "FAIL: memprofd.service lacks $want"; exit 1; }
+	grep -qF -- "$want" "$tmp/memprofd.service" || { echo "FAIL: memprofd.service lacks $want"; exit 1; }
 done
-grep -q '^Persistent=true' "$deploy/memprofd-export.timer" || { echo "FAIL: timer not Persistent"; exit 1; }
+grep -q '^Persistent=true' "$tmp/memprofd-export.timer" || { echo "FAIL: timer not Persistent"; exit 1; }
 echo "ok: required directives present"
 
 sec=$(cd "$tmp" && systemd-analyze security --offline=yes --no-pager ./memprofd.service 2>&1) || true

@@ -29,7 +29,7 @@ CONTEXT_KEYS = {
     "alloc_count": int, "total_size": int, "min_size": int, "max_size": int,
     "total_lifetime_ms": int, "min_lifetime_ms": int, "max_lifetime_ms": int,
     "access_samples": int, "est_accesses": int, "lifetime_access_density": (int, float),
-    "class": str,
+    "density_interval": list, "class": str, "truncated": bool,
 }
 # Additive fields (issue 21): live at exit (DESIGN.md), the evidence behind the estimates.
 # Allowed beside CONTEXT_KEYS; each of type int or null (unknown) unless said.
@@ -44,8 +44,9 @@ EVIDENCE_KEYS = {
 FRAME_KEYS = {
     "function": (str, type(None)), "file": (str, type(None)), "line": (int, type(None)),
     "column": (int, type(None)), "inlined": bool, "address": str,
+    "module": (str, type(None)), "build_id": str,
 }
-CLASSES = {"cold", "notcold", "hot"}
+CLASSES = {"cold", "notcold", "hot", "unknown"}
 
 # Names that must never be a context's first frame: allocator frames are removed.
 ALLOCATOR_NAMES = {

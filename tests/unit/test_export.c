@@ -108,6 +108,8 @@ static int setup(void **state)
 	OK(store_begin(w));
 	for (unsigned i = 0; i < sizeof(data) / sizeof(data[0]); i++)
 		OK(store_put_data(w, run, &data[i]));
+	/* 1e4 accesses per sample: the contexts have the evidence for a class. */
+	OK(store_put_access_class(w, run, "heap", 10, 100000));
 	OK(store_commit(w));
 	store_close(w);
 	if (store_open(&f->s, f->db, STORE_RDONLY, err, sizeof(err)) < 0)

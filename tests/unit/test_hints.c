@@ -30,6 +30,8 @@ static void ctx(struct cf_ctx *x, struct cf_frame *f, struct cf_line *l, unsigne
 	x->mib.total_size = 4096;
 	x->mib.total_lifetime_ns = cold ? 300 * S : 1000;
 	x->mib.total_access_count = cold ? 0 : 100;
+	/* One access per sample: 4096 B would have given millions of samples if hot. */
+	x->cls = classify_mib(&x->mib, &(struct classify_evidence){ .access_weight = 1 });
 }
 
 static char *write_hints(struct cf_ctx *v, size_t n, bool json)
@@ -78,8 +80,33 @@ static void test_trim(void **state)
 	free(t);
 }
 
+/* A cold-looking context (no access in 300 s) whose samples could not have been seen (1e9
+ * accesses per sample: 4096 B * 300 s * 1000 / 1e9 = 1.2 expected) gets no cold hint. */
+static void test_unknown(void **state)
+{
+	static const uint64_t oc[] = { 0x10, 0x20 };
+	static const char *const nc[] = { "wrap", "main" };
+	struct cf_frame f[2];
+	struct cf_line l[2];
+	struct cf_ctx v;
+
+	ctx(&v, f, l, 2, oc, nc, true);
+	assert_int_equal(v.cls, CLASSIFY_COLD);
+	v.cls = classify_mib(&v.mib, &(struct classify_evidence){ .access_weight = 1e9 });
+	assert_int_equal(v.cls, CLASSIFY_UNKNOWN);
+	char *t = write_hints(&v, 1, false);
+
+	assert_non_null(strstr(t, "\nunknown\t128\t4096\t1\twrap a.cc:10\n"));
+	assert_null(strstr(t, "\ncold\t"));
+	free(t);
+	t = write_hints(&v, 1, true);
+	assert_non_null(strstr(t, "\"class\": \"unknown\", \"hint\": 128"));
+	free(t);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = { cmocka_unit_test(test_trim) };
+	const struct CMUnitTest tests[] = { cmocka_unit_test(test_trim),
+					    cmocka_unit_test(test_unknown) };
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

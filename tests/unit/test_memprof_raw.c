@@ -35,7 +35,7 @@ static void test_mib_layout(void **state)
 	for (int i = 0; i < MEMPROF_MIB_NFIELDS; i++)
 		widths += memprof_mib_fields_def[i].width;
 	assert_int_equal(widths + 4 + 8, MEMPROF_RAW_MIB_SIZE);
-	memprof_raw_mib(b, &m, 0, 1000000000ull);
+	memprof_raw_mib(b, &m, false, 0, 1000000000ull);
 	assert_int_equal(rd(b + 0, 4), 2);           /* AllocCount */
 	assert_int_equal(rd(b + 4, 8), 400);         /* TotalAccessCount */
 	assert_int_equal(rd(b + 28, 8), 200);        /* TotalSize */
@@ -71,8 +71,8 @@ static void test_mib_record_with_histogram(void **state)
 
 	assert_int_equal(memprof_raw_mib_record_size(&h), 8 + 144 + 32);
 	assert_int_equal(memprof_raw_mib_record_size(NULL), 8 + 144);
-	n += memprof_raw_mib_record(buf + n, 0x1111, &m, &h, 0);
-	n += memprof_raw_mib_record(buf + n, 0x2222, &m, NULL, 0);
+	n += memprof_raw_mib_record(buf + n, 0x1111, &m, false, &h, 0);
+	n += memprof_raw_mib_record(buf + n, 0x2222, &m, false, NULL, 0);
 	assert_int_equal(n, sizeof(buf));
 	assert_int_equal(n % 8, 0);                        /* sections stay 8-aligned */
 

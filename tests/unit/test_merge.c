@@ -158,6 +158,13 @@ static void test_merge_two_hosts(void **state)
 
 	host(a, 42, 777, ca, 2, "shared_alloc");
 	host(b, 42, 777, cb, 2, NULL);    /* same pid and start: another host */
+	{   /* b's stacks were cut before their outermost frame (issue 16) */
+		sqlite3 *h;
+		assert_int_equal(sqlite3_open(b, &h), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(h, "UPDATE stacks SET truncated = 1", NULL, NULL, NULL),
+				 SQLITE_OK);
+		sqlite3_close(h);
+	}
 	const char *in[] = { a, b };
 	int r = merge_dbs(out, in, 2, err, sizeof(err));
 	if (r)
@@ -180,6 +187,7 @@ static void test_merge_two_hosts(void **state)
 	assert_int_equal(q(out, "SELECT count(*) FROM processes WHERE pid = 42 AND start_ns IN (777, 778)"), 2);
 	assert_int_equal(q(out, "SELECT count(*) FROM binaries"), 2);
 	assert_int_equal(q(out, "SELECT count(*) FROM stacks"), 3);
+	assert_int_equal(q(out, "SELECT count(*) FROM stacks WHERE truncated = 1"), 2);
 	assert_int_equal(q(out, "SELECT count(*) FROM frames"), 4);
 	assert_int_equal(q(out, "SELECT count(*) FROM contexts"), 3);
 	assert_int_equal(q(out, "SELECT count(*) FROM runs"), 2);

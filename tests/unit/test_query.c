@@ -17,6 +17,7 @@
 #include "tests/unit/mpd_cmocka.h"
 
 #include "reporter/classify.h"
+#include "sampler/sampler.h"
 #include "reporter/format.h"
 #include "reporter/query.h"
 #include "store/store.h"
@@ -328,6 +329,8 @@ static void build(struct fixture *f)
 
 	OK(store_run_begin(s, &rd, &run));
 	OK(store_run_update(s, run, &st));
+	/* 1e4 accesses per sample: every context has the evidence for a class. */
+	OK(store_put_access_class(s, run, "heap", 10, 100000));
 	store_close(s);
 	if (store_open(&f->s, f->db, STORE_RDONLY, err, sizeof(err)) < 0)
 		fail_msg("%s", err);
@@ -363,10 +366,12 @@ static void test_contexts_json(void **state)
 	const char *p = out;
 	const char *keys[] = { "{\"build_id\": \"abcd01\"", "\"binary\": \"/srv/app\"",
 		"\"frames\": [{\"function\": \"cold_path\", \"file\": null, \"line\": null, "
-		"\"column\": null, \"inlined\": false, \"address\": \"0x1234\"}, "
+		"\"column\": null, \"inlined\": false, \"address\": \"0x1234\", "
+		"\"module\": \"/srv/app\", \"build_id\": \"abcd01\"}, "
 		"{\"function\": null, \"file\": null, \"line\": null, \"column\": null, "
-		"\"inlined\": false, \"address\": \"0x1300\"}, {\"function\": \"main\"",
-		"\"alloc_count\": 7,", "\"total_size\": 7340032,", "\"min_size\": 1048576,",
+		"\"inlined\": false, \"address\": \"0x1300\", \"module\": \"/srv/app\", "
+		"\"build_id\": \"abcd01\"}, {\"function\": \"main\"",
+		"\"truncated\": false,", "\"alloc_count\": 7,", "\"total_size\": 7340032,", "\"min_size\": 1048576,",
 		"\"max_size\": 1048576,", "\"total_lifetime_ms\": 21000,",
 		"\"min_lifetime_ms\": 2900,", "\"max_lifetime_ms\": 3100,",
 		"\"access_samples\": 3,", "\"est_accesses\": 30000,",
@@ -446,42 +451,93 @@ static void test_classification(void **state)
 {
 	/* density = accesses / size / avg lifetime s; size 1000, one object. */
 	struct mib m = { .alloc_count = 1, .total_size = 1000 };
+	/* One access per sample: every context here expects thousands at the hot threshold. */
+	const struct classify_evidence ev = { .access_weight = 1 };
 
 	m.total_lifetime_ns = CLASSIFY_COLD_MIN_AVG_LIFETIME_NS;          /* exactly 200 s */
 	m.total_access_count = 0;
-	assert_int_equal(classify_mib(&m), CLASSIFY_COLD);                /* never accessed */
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_COLD);                /* never accessed */
 	m.total_access_count = 9999;                                      /* 0.049995 */
-	assert_int_equal(classify_mib(&m), CLASSIFY_COLD);
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_COLD);
 	m.total_access_count = 10000;                                     /* 0.05: not < */
 	assert_true(classify_density(&m) == 0.05);
-	assert_int_equal(classify_mib(&m), CLASSIFY_NOTCOLD);
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_NOTCOLD);
 	m.total_access_count = 0;
 	m.total_lifetime_ns = CLASSIFY_COLD_MIN_AVG_LIFETIME_NS - 1;      /* just short */
-	assert_int_equal(classify_mib(&m), CLASSIFY_NOTCOLD);
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_NOTCOLD);
 	/* Average, not total: two objects of 150 s each are not cold. */
 	m.alloc_count = 2;
 	m.total_size = 2000;
 	m.total_lifetime_ns = 300000000000ull;
-	assert_int_equal(classify_mib(&m), CLASSIFY_NOTCOLD);
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_NOTCOLD);
 	m.total_lifetime_ns = 400000000000ull;
-	assert_int_equal(classify_mib(&m), CLASSIFY_COLD);
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_COLD);
 	/* Hot: strictly above 1000 per byte per second. */
 	m = (struct mib){ .alloc_count = 1, .total_size = 1, .total_lifetime_ns = 1000000000 };
 	m.total_access_count = 1000;
-	assert_int_equal(classify_mib(&m), CLASSIFY_NOTCOLD);
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_NOTCOLD);
 	m.total_access_count = 1001;
-	assert_int_equal(classify_mib(&m), CLASSIFY_HOT);
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_HOT);
 	/* Sub-millisecond lifetimes count as 1 ms: 2 accesses of 1 byte -> 2000. */
 	m = (struct mib){ .alloc_count = 1, .total_size = 1, .total_lifetime_ns = 10,
 			  .total_access_count = 2 };
 	assert_true(classify_density(&m) == 2000.0);
-	assert_int_equal(classify_mib(&m), CLASSIFY_HOT);
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_HOT);
 	m = (struct mib){0};
-	assert_int_equal(classify_mib(&m), CLASSIFY_NOTCOLD);
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_UNKNOWN);     /* nothing expected */
 	assert_string_equal(classify_name(CLASSIFY_COLD), "cold");
 	assert_string_equal(classify_name(CLASSIFY_NOTCOLD), "notcold");
 	assert_string_equal(classify_name(CLASSIFY_HOT), "hot");
+	assert_string_equal(classify_name(CLASSIFY_UNKNOWN), "unknown");
 }
+
+/* Cold needs evidence: at 1e7 accesses per sample, 1000 B living 200 s would have given
+ * 1000 * 1000 * 200 / 1e7 = 20 samples at the hot threshold; 64 B only 1.28. */
+static void test_classification_evidence(void **state)
+{
+	struct classify_evidence ev = { .access_weight = 1e7 };
+
+	assert_int_equal(CLASSIFY_SAMPLER_MEAN, SAMPLER_DEFAULT_MEAN);
+	struct mib big = { .alloc_count = 1, .total_size = 1000,
+			   .total_lifetime_ns = CLASSIFY_COLD_MIN_AVG_LIFETIME_NS };
+	struct mib small = big;
+
+	small.total_size = 64;
+	assert_true(fabs(classify_expected_hot_samples(&big, &ev) - 20) < 1e-9);
+	assert_int_equal(classify_mib(&big, &ev), CLASSIFY_COLD);
+	assert_int_equal(classify_mib(&small, &ev), CLASSIFY_UNKNOWN);
+	/* Just below and at the minimum: 3 samples expected is enough. */
+	big.total_size = 149;   /* 2.98 */
+	assert_int_equal(classify_mib(&big, &ev), CLASSIFY_UNKNOWN);
+	big.total_size = 150;   /* 3.0 */
+	assert_int_equal(classify_mib(&big, &ev), CLASSIFY_COLD);
+	/* Seen accesses decide what missing ones cannot: n samples at density d would have
+	 * been n * 1000 / d at the hot threshold. Notcold at >= the cold density... */
+	small.access_samples = 1;
+	small.total_access_count = 1000;          /* 1000 / 64 / 200 = 0.078 */
+	assert_int_equal(classify_mib(&small, &ev), CLASSIFY_NOTCOLD);
+	small.total_access_count = 100;           /* ...cold below it (0.0078, 200 s) */
+	assert_int_equal(classify_mib(&small, &ev), CLASSIFY_COLD);
+	small.total_lifetime_ns = 1000000;        /* 1e5 / 64 B / 1 ms: hot on what was seen */
+	small.total_access_count = 100000;
+	assert_int_equal(classify_mib(&small, &ev), CLASSIFY_HOT);
+	/* No access source: no decision but hot. */
+	assert_int_equal(classify_mib(&big, NULL), CLASSIFY_UNKNOWN);
+	ev.access_weight = 0;
+	assert_int_equal(classify_mib(&big, &ev), CLASSIFY_UNKNOWN);
+	/* Sampled mode: 1000 objects of 64 B stand for 64000 B, of which the sampler watched
+	 * 64000 * (1 - exp(-64 / 512 KiB)) ~ 7.8 B. */
+	struct mib w = { .alloc_count = 1000, .total_size = 64000,
+			 .total_lifetime_ns = 1000 * CLASSIFY_COLD_MIN_AVG_LIFETIME_NS };
+
+	ev = (struct classify_evidence){ .access_weight = 1e4 };
+	assert_int_equal(classify_mib(&w, &ev), CLASSIFY_COLD);      /* exact: 1.28e6 expected */
+	ev.sampler_mean = 512 << 10;
+	assert_true(fabs(classify_expected_hot_samples(&w, &ev) - 156.25) < 0.1);
+	ev.access_weight = 1e6;                                      /* 1.56 expected */
+	assert_int_equal(classify_mib(&w, &ev), CLASSIFY_UNKNOWN);
+}
+
 
 static void test_csv(void **state)
 {
@@ -945,7 +1001,7 @@ static void test_data_json(void **state)
 	const char *p = after(out, "[\n{\"build_id\": \"abcd01\", \"binary\": \"/srv/app\", "
 			      "\"symbol\": \"hot_global\", \"section\": \".data\", \"address\": \"0x4020\", "
 			      "\"size\": 8, \"access_samples\": 600, \"est_accesses\": 6000000, "
-			      "\"est_accesses_lo\": 5529434, \"est_accesses_hi\": 6499906, "
+			      "\"est_accesses_lo\": 5529449, \"est_accesses_hi\": 6499891, "
 			      "\"class\": \"hot\"},\n");
 	/* By access samples, descending. */
 	const char *order[] = { "\"symbol\": \"mid_table\"", "\"symbol\": \"warm\"",
@@ -957,15 +1013,15 @@ static void test_data_json(void **state)
 		p = after(p, order[i]);
 	assert_non_null(strstr(out, "\"symbol\": \"mid_table\", \"section\": \".rodata\", "
 				    "\"address\": \"0x6000\", \"size\": 100, \"access_samples\": 20, "
-				    "\"est_accesses\": 10000, \"est_accesses_lo\": 6105, "
-				    "\"est_accesses_hi\": 15445, \"class\": \"notcold\"}"));
+				    "\"est_accesses\": 10000, \"est_accesses_lo\": 6108, "
+				    "\"est_accesses_hi\": 15444, \"class\": \"notcold\"}"));
 	assert_non_null(strstr(out, "\"symbol\": \"warm\", \"section\": \".data\", "
 				    "\"address\": \"0x9000\", \"size\": 1000, \"access_samples\": 10, "
 				    "\"est_accesses\": 700, \"est_accesses_lo\": 335, "
 				    "\"est_accesses_hi\": 1287, \"class\": \"cold\"}"));
 	assert_non_null(strstr(out, "\"address\": \"0x8000\", \"size\": 4096, \"access_samples\": 1, "
-				    "\"est_accesses\": 100, \"est_accesses_lo\": 1, "
-				    "\"est_accesses_hi\": 556, \"class\": \"cold\"}"));
+				    "\"est_accesses\": 100, \"est_accesses_lo\": 2, "
+				    "\"est_accesses_hi\": 557, \"class\": \"cold\"}"));
 	/* No section: "", never null (every field keeps its type); hostile names escaped. */
 	assert_non_null(strstr(out, "\"build_id\": \"\", \"binary\": \"/srv/o,d\\\"d\", "
 				    "\"symbol\": \"we\\\"ird\\\\ \\n\\t\\u0001 \\ufffd\\ufffd caf\xc3\xa9 "
@@ -1014,8 +1070,8 @@ static void test_data_csv_table(void **state)
 	CAPTURE(out, query_print_data(fp, f->s, NULL, QUERY_CSV));
 	STARTS_WITH(out, "build_id,binary,symbol,section,address,size,access_samples,"
 		    "est_accesses,class,est_accesses_lo,est_accesses_hi\r\n"
-		    "abcd01,/srv/app,hot_global,.data,0x4020,8,600,6000000,hot,5529434,6499906\r\n"
-		    "abcd01,/srv/app,mid_table,.rodata,0x6000,100,20,10000,notcold,6105,15445\r\n");
+		    "abcd01,/srv/app,hot_global,.data,0x4020,8,600,6000000,hot,5529449,6499891\r\n"
+		    "abcd01,/srv/app,mid_table,.rodata,0x6000,100,20,10000,notcold,6108,15444\r\n");
 	assert_non_null(strstr(out, "\r\n,\"/srv/o,d\"\"d\",\"we\"\"ird"));
 	assert_null(strstr(out, "0x4010"));   /* no symbol: no row */
 	free(out);
@@ -1345,9 +1401,12 @@ static int f_cmp(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* Enough evidence for some contexts and not for others: every class occurs. */
+static const struct classify_evidence f_ev = { .access_weight = 1e6 };
+
 static bool f_accept(const struct mib *sums, void *arg)
 {
-	return (int)classify_mib(sums) == *(int *)arg;
+	return (int)classify_mib(sums, &f_ev) == *(int *)arg;
 }
 
 static unsigned f_reference(const struct f_ctx *c, const struct store_ctx_filter *f, int cls,
@@ -1370,7 +1429,7 @@ static unsigned f_reference(const struct f_ctx *c, const struct store_ctx_filter
 				continue;
 			mib_combine(&m, &r->m);
 		}
-		if (!m.alloc_count || (cls >= 0 && (int)classify_mib(&m) != cls))
+		if (!m.alloc_count || (cls >= 0 && (int)classify_mib(&m, &f_ev) != cls))
 			continue;
 		out[n++] = (struct f_want){ k + 1, m };
 	}
@@ -1467,7 +1526,7 @@ static void test_filters_match_reference(void **state)
 	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		for (int k = 0; k <= STORE_SORT_ACCESSES; k++)
 			for (unsigned lim = 0; lim <= 10; lim += 5)
-				for (int cls = -1; cls <= CLASSIFY_HOT; cls++) {
+				for (int cls = -1; cls < CLASSIFY_NCLASSES; cls++) {
 					struct store_ctx_filter q = rows[i];
 
 					q.sort = (enum store_sort)k;
@@ -1493,6 +1552,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_contexts_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_reports_json, setup, teardown),
 		cmocka_unit_test(test_classification),
+		cmocka_unit_test(test_classification_evidence),
 		cmocka_unit_test_setup_teardown(test_csv, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_width, setup, teardown),
 		cmocka_unit_test(test_units),

@@ -219,6 +219,35 @@ static void test_round_trip(void **state)
 	store_close(s);
 }
 
+/* issue 16 (schema 9): a stack cut before its outermost frame is marked truncated, the
+ * others are not; a library first stored without a path is named by a later frame. */
+static void test_truncated_and_library_path(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_proc p = proc(100, 555, "/usr/bin/app", "aaaa");
+	struct mib m1 = mib_n(1), m2 = mib_n(2);
+	struct store_frame unnamed[1] = { { .build_id = "11bb", .offset = 0x10 } };
+	struct store_frame named[2] = { { .build_id = "11bb", .path = "/usr/lib/libz.so.1",
+					  .offset = 0x20 }, { .build_id = "aaaa", .offset = 0x30 } };
+
+	OK(store_begin(s));
+	OK(store_put_mib(s, &p, 0xc1, unnamed, 1, 0, &m1));
+	OK(store_mark_truncated(s, 0xc1));
+	OK(store_put_mib(s, &p, 0xc2, named, 2, 0, &m2));
+	OK(store_commit(s));
+
+	struct got g = query(s, NULL);
+
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.c[0].nframes, 2);          /* m2: more bytes */
+	assert_false(g.c[0].row.truncated);
+	assert_int_equal(g.c[1].nframes, 1);
+	assert_true(g.c[1].row.truncated);
+	assert_string_equal(g.c[1].f[0].path, "/usr/lib/libz.so.1");
+	store_close(s);
+}
+
 static int collect_lines(const struct store_ctx_row *r, void *arg)
 {
 	char *out = arg;
@@ -1576,6 +1605,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_v5_hist, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_governor_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_truncated_and_library_path, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,474 @@
+/* Hardware-watchpoint windows over the sampler's objects (watch.h). Invariants: at most
+ * WATCH_SLOTS windows are open, each on a live object of a live process; a window's
+ * traps are bounded by max_hits per thread and reserved from the token bucket before it
+ * opens (unused ones are given back when it closes), so the traps taken never exceed
+ * the budget plus one window's worth. Lookups are linear over WATCH_OBJECTS_MAX objects:
+ * the sampler keeps about one object per 512 KiB live, so the table stays short. */
+#include <dirent.h>
+#include <errno.h>
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/access/watch.h"
+
+struct wobj {
+	uint32_t tgid;
+	uint64_t start_ns, addr, size;
+	bool dead;                /* freed or its process ended: not watched any more */
+	struct watch_est est;
+	double rate_sum;          /* sum of the windows' rates */
+};
+
+struct window {
+	int obj;                  /* index in objs, -1: slot free */
+	uint64_t opened_ns;
+	int fds[WATCH_THREADS_MAX];
+	void *rings[WATCH_THREADS_MAX];     /* each watch's ring: the time of its max_hits-th trap */
+	uint64_t armed_ns[WATCH_THREADS_MAX];
+	unsigned nfds;
+};
+
+struct watch {
+	struct watch_opts o;
+	double trap_s;            /* one trap's cost in seconds */
+	struct wobj *objs;
+	unsigned nobjs;
+	unsigned next;            /* round-robin cursor over objs */
+	struct window win[WATCH_SLOTS];
+	double tokens;            /* traps that may still be spent */
+	uint64_t last_tick_ns;
+	uint64_t rng;
+	struct watch_counts c;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* One read/write watch of WATCH_GRANULE bytes at addr in thread tid (0: the caller),
+ * disarming itself after max_hits traps once enabled by PERF_EVENT_IOC_REFRESH (which the
+ * kernel refuses for inherited events: threads born during a window are not watched). */
+static int bp_open(pid_t tid, uint64_t addr, uint32_t max_hits)
+{
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_BREAKPOINT, .size = sizeof(a),
+		.bp_type = HW_BREAKPOINT_RW, .bp_addr = addr, .bp_len = HW_BREAKPOINT_LEN_8,
+		.sample_period = max_hits, .disabled = 1,
+		.sample_type = PERF_SAMPLE_TIME, .use_clockid = 1, .clockid = CLOCK_MONOTONIC,
+		.exclude_kernel = 1, .exclude_hv = 1,
+		.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
+	};
+	int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static volatile uint64_t calib_word;
+
+/* One run of the self-test: seconds per trap of a loop of accesses under a watch, less
+ * the same loop without it. */
+static int calibrate_run(double *trap_s)
+{
+	uint64_t t0 = now_ns();
+
+	for (int i = 0; i < WATCH_CALIBRATE_HITS; i++)
+		calib_word = calib_word + 1;
+	uint64_t plain = now_ns() - t0;
+	int fd = bp_open(0, (uint64_t)(uintptr_t)&calib_word, 2 * WATCH_CALIBRATE_HITS + 1);
+
+	if (fd < 0)
+		return fd;
+	t0 = now_ns();
+	for (int i = 0; i < WATCH_CALIBRATE_HITS; i++)
+		calib_word = calib_word + 1;
+	uint64_t watched = now_ns() - t0, v[3] = { 0 };
+	ssize_t n = read(fd, v, sizeof(v));
+
+	close(fd);
+	if (n != sizeof(v) || !v[0])
+		return -EOPNOTSUPP;     /* armed but blind: no usable breakpoint PMU */
+	*trap_s = (double)(watched > plain ? watched - plain : 1) / 1e9 / (double)v[0];
+	return 0;
+}
+
+/* The cost of one trap: the cheapest of WATCH_CALIBRATE_RUNS runs. */
+static int calibrate(struct watch *w)
+{
+	w->trap_s = INFINITY;
+	for (int i = 0; i < WATCH_CALIBRATE_RUNS; i++) {
+		double t;
+		int r = calibrate_run(&t);
+
+		if (r < 0)
+			return r;
+		if (t < w->trap_s)
+			w->trap_s = t;
+	}
+	w->c.trap_ns = w->trap_s * 1e9;
+	return 0;
+}
+
+int watch_open(struct watch **out, const struct watch_opts *o)
+{
+	struct watch *w = calloc(1, sizeof(*w));
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	if (o)
+		w->o = *o;
+	if (!w->o.max_hits)
+		w->o.max_hits = WATCH_MAX_HITS;
+	if (!w->o.window_ns)
+		w->o.window_ns = WATCH_WINDOW_NS;
+	w->objs = calloc(WATCH_OBJECTS_MAX, sizeof(*w->objs));
+	for (int i = 0; i < WATCH_SLOTS; i++)
+		w->win[i].obj = -1;
+	w->rng = now_ns() | 1;
+	if (!w->objs) {
+		free(w);
+		return -ENOMEM;
+	}
+	if ((r = calibrate(w)) < 0) {
+		watch_close(w);
+		return r;
+	}
+	watch_set_budget(w, w->o.traps_per_s > 0 ? w->o.traps_per_s :
+			 watch_traps_for(w, WATCH_CPU_SHARE));
+	*out = w;
+	return 0;
+}
+
+static size_t ring_bytes(void)
+{
+	return (size_t)WATCH_RING_PAGES * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static void window_close_fds(struct window *win)
+{
+	for (unsigned i = 0; i < win->nfds; i++) {
+		if (win->rings[i])
+			munmap(win->rings[i], ring_bytes());
+		close(win->fds[i]);
+	}
+	win->nfds = 0;
+	win->obj = -1;
+}
+
+/* The time of the first sample in a watch's ring (the trap that disarmed it), 0 if none. */
+static uint64_t ring_first_time(const void *ring)
+{
+	const struct perf_event_mmap_page *pg = ring;
+	const uint8_t *data = (const uint8_t *)ring + pg->data_offset;
+	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE), off = pg->data_tail;
+
+	while (off + sizeof(struct perf_event_header) <= head) {
+		struct perf_event_header h;
+		uint64_t t;
+		size_t at = (size_t)(off % pg->data_size);
+
+		if (at + sizeof(h) + sizeof(t) > pg->data_size)
+			return 0;   /* wrapped: one sample per window never wraps a page */
+		memcpy(&h, data + at, sizeof(h));
+		if (h.size < sizeof(h))
+			return 0;
+		if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + sizeof(t)) {
+			memcpy(&t, data + at + sizeof(h), sizeof(t));
+			return t;
+		}
+		off += h.size;
+	}
+	return 0;
+}
+
+void watch_close(struct watch *w)
+{
+	if (!w)
+		return;
+	for (int i = 0; i < WATCH_SLOTS; i++)
+		window_close_fds(&w->win[i]);
+	free(w->objs);
+	free(w);
+}
+
+static int find(const struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr)
+{
+	for (unsigned i = 0; i < w->nobjs; i++)
+		if (w->objs[i].addr == addr && w->objs[i].tgid == tgid &&
+		    w->objs[i].start_ns == start_ns)
+			return (int)i;
+	return -1;
+}
+
+int watch_add(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr, uint64_t size)
+{
+	if (w->nobjs == WATCH_OBJECTS_MAX) {
+		w->c.dropped_objects++;
+		return -ENOSPC;
+	}
+	w->objs[w->nobjs++] = (struct wobj){ .tgid = tgid, .start_ns = start_ns, .addr = addr,
+					     .size = size ? size : 1 };
+	w->c.objects++;
+	return 0;
+}
+
+/* Per thread: hits over the wall time it was watched, less the traps' own time. A watch
+ * that disarmed (max_hits reached) was watched until its last trap (t_k, from its ring);
+ * one that did not, for the whole window. Returns the rate; *sat when traps took most
+ * of the time (the rate is then a lower bound). */
+static double thread_rate(const struct watch *w, const uint64_t v[3], double wall_s,
+			  double to_k_s, uint64_t *hits, double *watched_s, bool *sat)
+{
+	double h = (double)v[0], t = v[0] >= w->o.max_hits && to_k_s > 0 ? to_k_s : wall_s;
+	double trap = h * w->trap_s, eff = t - trap;
+
+	/* Traps took most of the time (a target's trap can cost more than the calibration
+	 * loop's, hence the margin): the thread was trapping back to back, and the true rate
+	 * is at least what one trap per trap cost shows. */
+	if (v[0] >= w->o.max_hits && eff < WATCH_SATURATED * trap) {
+		*sat = true;
+		eff = trap;
+	} else if (eff < trap) {
+		eff = trap > 0 ? trap : t;
+	}
+	if (eff <= 0)
+		return 0;
+	*hits += v[0];
+	*watched_s += eff;
+	return h / eff;
+}
+
+/* Reads and closes a window: the object gets one more rate (the sum over its threads). */
+static void window_end(struct watch *w, struct window *win, uint64_t now)
+{
+	struct wobj *o = &w->objs[win->obj];
+	double wall_s = (double)(now - win->opened_ns) / 1e9, rate = 0, watched = 0;
+	uint64_t hits = 0;
+	bool sat = false;
+
+	for (unsigned i = 0; i < win->nfds; i++) {
+		uint64_t v[3], tk = win->rings[i] ? ring_first_time(win->rings[i]) : 0;
+		double to_k = tk > win->armed_ns[i] ? (double)(tk - win->armed_ns[i]) / 1e9 : 0;
+
+		if (read(win->fds[i], v, sizeof(v)) == sizeof(v))
+			rate += thread_rate(w, v, wall_s, to_k, &hits, &watched, &sat);
+	}
+	/* Unused reservations go back to the bucket. */
+	w->tokens += (double)win->nfds * w->o.max_hits - (double)hits;
+	w->c.traps += hits;
+	w->c.windows++;
+	o->est.windows++;
+	o->est.hits += hits;
+	o->est.saturated += sat;
+	o->est.watched_s += win->nfds ? watched / win->nfds : 0;
+	o->rate_sum += rate;
+	window_close_fds(win);
+}
+
+void watch_free(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr)
+{
+	int i = find(w, tgid, start_ns, addr);
+
+	if (i < 0)
+		return;
+	w->objs[i].dead = true;
+	for (int s = 0; s < WATCH_SLOTS; s++)
+		if (w->win[s].obj == i)
+			window_end(w, &w->win[s], now_ns());
+}
+
+void watch_process_exit(struct watch *w, uint32_t tgid, uint64_t start_ns)
+{
+	for (unsigned i = 0; i < w->nobjs; i++)
+		if (w->objs[i].tgid == tgid && w->objs[i].start_ns == start_ns)
+			watch_free(w, tgid, start_ns, w->objs[i].addr);
+}
+
+static void fill_est(const struct wobj *o, struct watch_est *e)
+{
+	*e = o->est;
+	e->rate = e->windows ? o->rate_sum / (double)e->windows : 0;
+	if (e->hits) {
+		double rel = WATCH_Z / sqrt((double)e->hits);
+
+		e->lo = e->rate * (rel < 1 ? 1 - rel : 0);
+		e->hi = e->rate * (1 + rel);
+	} else {
+		e->lo = 0;
+		e->hi = e->watched_s > 0 ? 3.0 / e->watched_s : INFINITY;
+	}
+}
+
+bool watch_take(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr,
+		struct watch_est *out)
+{
+	int i = find(w, tgid, start_ns, addr);
+
+	if (i < 0)
+		return false;
+	watch_free(w, tgid, start_ns, addr);
+	fill_est(&w->objs[i], out);
+	/* Swap-remove; a window on the moved object follows it. */
+	unsigned last = --w->nobjs;
+
+	if ((unsigned)i != last) {
+		w->objs[i] = w->objs[last];
+		for (int s = 0; s < WATCH_SLOTS; s++)
+			if (w->win[s].obj == (int)last)
+				w->win[s].obj = i;
+	}
+	if (w->next > w->nobjs)
+		w->next = 0;
+	return out->windows > 0;
+}
+
+/* Opens a window on object i: one watch per thread of its process. */
+static int window_open(struct watch *w, struct window *win, int i, uint64_t now)
+{
+	const struct wobj *o = &w->objs[i];
+	char path[64];
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", o->tgid);
+	if (!(d = opendir(path)))
+		return -errno;
+	w->rng ^= w->rng << 13, w->rng ^= w->rng >> 7, w->rng ^= w->rng << 17;
+	uint64_t granules = (o->size + WATCH_GRANULE - 1) / WATCH_GRANULE;
+	uint64_t at = (o->addr & ~(uint64_t)(WATCH_GRANULE - 1)) + (w->rng % granules) * WATCH_GRANULE;
+
+	win->nfds = 0;
+	while ((de = readdir(d)) && win->nfds < WATCH_THREADS_MAX) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end || tid <= 0)
+			continue;
+		int fd = bp_open((pid_t)tid, at, w->o.max_hits);
+
+		if (fd < 0) {
+			w->c.open_errors++;
+			continue;
+		}
+		void *ring = mmap(NULL, ring_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		win->rings[win->nfds] = ring == MAP_FAILED ? NULL : ring;
+		win->armed_ns[win->nfds] = now_ns();
+		win->fds[win->nfds++] = fd;
+	}
+	closedir(d);
+	if (!win->nfds)
+		return -ESRCH;
+	win->obj = i;
+	win->opened_ns = now;
+	return 0;
+}
+
+static bool watched_now(const struct watch *w, int i)
+{
+	for (int s = 0; s < WATCH_SLOTS; s++)
+		if (w->win[s].obj == i)
+			return true;
+	return false;
+}
+
+/* The live object not in a window with the fewest windows so far (round-robin among
+ * equals), so that the budget reaches every object before any gets a second; -1 if none. */
+static int next_object(struct watch *w)
+{
+	int best = -1;
+
+	for (unsigned k = 0; k < w->nobjs; k++) {
+		unsigned i = (w->next + k) % w->nobjs;
+
+		if (w->objs[i].dead || watched_now(w, (int)i))
+			continue;
+		if (best < 0 || w->objs[i].est.windows < w->objs[best].est.windows)
+			best = (int)i;
+	}
+	if (best >= 0)
+		w->next = ((unsigned)best + 1) % w->nobjs;
+	return best;
+}
+
+int watch_tick(struct watch *w, uint64_t now)
+{
+	int closed = 0;
+
+	if (w->last_tick_ns) {
+		double cap = w->o.traps_per_s;   /* at most one second's worth saved up */
+
+		w->tokens += w->o.traps_per_s * (double)(now - w->last_tick_ns) / 1e9;
+		if (w->tokens > cap)
+			w->tokens = cap;
+	}
+	w->last_tick_ns = now;
+	for (int s = 0; s < WATCH_SLOTS; s++)
+		if (w->win[s].obj >= 0 && now - w->win[s].opened_ns >= w->o.window_ns) {
+			window_end(w, &w->win[s], now);
+			closed++;
+		}
+	for (int s = 0; s < WATCH_SLOTS; s++) {
+		if (w->win[s].obj >= 0)
+			continue;
+		int i = next_object(w);
+
+		if (i < 0 || w->tokens < w->o.max_hits)
+			break;
+		if (window_open(w, &w->win[s], i, now) < 0) {
+			w->objs[i].dead = true;     /* its process is gone */
+			continue;
+		}
+		w->tokens -= (double)w->win[s].nfds * w->o.max_hits;
+	}
+	return closed;
+}
+
+void watch_set_budget(struct watch *w, double traps_per_s)
+{
+	w->o.traps_per_s = traps_per_s < 1 ? 1 : traps_per_s;
+	w->c.traps_per_s = w->o.traps_per_s;
+}
+
+double watch_cpu_of(const struct watch *w, double traps_per_s)
+{
+	return traps_per_s * w->trap_s;
+}
+
+double watch_traps_for(const struct watch *w, double cpu)
+{
+	return cpu / w->trap_s;
+}
+
+void watch_get_counts(const struct watch *w, struct watch_counts *out)
+{
+	*out = w->c;
+}
+
+double watch_est_accesses(const struct watch_est *e, uint64_t size, uint64_t lifetime_ns)
+{
+	double granules = (double)((size + WATCH_GRANULE - 1) / WATCH_GRANULE);
+
+	return e->rate * granules * (double)lifetime_ns / 1e9;
+}

@@ -1,0 +1,181 @@
+/* DWARF unwinding over a BPF stack copy with libdwfl: modules come from /proc/PID/maps
+ * (reported once per process image and again only when an address falls outside every
+ * known module), CFI from each module's .eh_frame (libdwfl caches it per module), stack
+ * reads from the copy only: a read outside it ends the walk (the context is truncated),
+ * never a guess. Cost: one dwfl_getthread_frames per record, a few microseconds per frame
+ * once the modules' CFI is loaded. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <elfutils/libdwfl.h>
+#include "daemon/alloc/unwind.h"
+
+#define UNWIND_REPORTS_MAX 8     /* module re-reports per process image (dlopen storms) */
+
+struct unwinder {
+	Dwfl *dwfl;
+	uint32_t pid;
+	unsigned reports;
+	const struct ev_ustack *u;   /* the record being unwound */
+	size_t len;                  /* its stack bytes */
+	bool read_failed;            /* a read fell outside the copy: libdwfl takes an
+	                              * unreadable return address for the outermost frame */
+};
+
+struct walk {
+	uint64_t *pcs;
+	unsigned max, n;
+	bool full;                   /* max reached */
+};
+
+/* No separate debug files: .eh_frame is in the object itself. */
+static int no_debuginfo(Dwfl_Module *mod, void **ud, const char *name, Dwarf_Addr base,
+			const char *file, const char *debuglink, GElf_Word crc, char **dbg)
+{
+	(void)mod; (void)ud; (void)name; (void)base; (void)file; (void)debuglink; (void)crc;
+	*dbg = NULL;
+	return -1;
+}
+
+static const Dwfl_Callbacks proc_callbacks = {
+	.find_elf = dwfl_linux_proc_find_elf,
+	.find_debuginfo = no_debuginfo,
+};
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_arg)
+{
+	struct unwinder *uw = arg;
+
+	(void)dwfl;
+	if (*thread_arg)
+		return 0;
+	*thread_arg = uw;
+	return (pid_t)uw->pid;
+}
+
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct unwinder *uw = arg;
+	uint64_t lo = uw->u->sp;
+
+	(void)dwfl;
+	if (addr < lo || addr - lo > uw->len || uw->len - (addr - lo) < sizeof(*result)) {
+		uw->read_failed = true;
+		return false;
+	}
+	memcpy(result, uw->u->data + (addr - lo), sizeof(*result));
+	return true;
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	struct unwinder *uw = arg;
+	Dwarf_Word regs[ALLOC_NREGS - 1];
+
+	for (unsigned i = 0; i < ALLOC_NREGS - 1; i++)
+		regs[i] = uw->u->regs[i];
+	return dwfl_thread_state_registers(thread, 0, ALLOC_NREGS - 1, regs) &&
+	       (dwfl_thread_state_register_pc(thread, uw->u->regs[ALLOC_NREGS - 1]), true);
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = next_thread,
+	.memory_read = memory_read,
+	.set_initial_registers = set_initial_registers,
+};
+
+/* (Re)reads the process's modules. */
+static int report(struct unwinder *uw)
+{
+	if (uw->dwfl)
+		dwfl_end(uw->dwfl);
+	uw->dwfl = dwfl_begin(&proc_callbacks);
+	if (!uw->dwfl)
+		return -ENOMEM;
+	uw->reports++;
+	dwfl_report_begin(uw->dwfl);
+	int err = dwfl_linux_proc_report(uw->dwfl, (pid_t)uw->pid);
+	if (dwfl_report_end(uw->dwfl, NULL, NULL) || err) {
+		dwfl_end(uw->dwfl);
+		uw->dwfl = NULL;
+		return err > 0 ? -err : -ESRCH;
+	}
+	if (!dwfl_attach_state(uw->dwfl, NULL, (pid_t)uw->pid, &thread_callbacks, uw)) {
+		dwfl_end(uw->dwfl);
+		uw->dwfl = NULL;
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+static int on_frame(Dwfl_Frame *f, void *arg)
+{
+	struct walk *w = arg;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dwfl_frame_pc(f, &pc, &activation))
+		return DWARF_CB_ABORT;
+	if (w->n == w->max) {
+		w->full = true;
+		return DWARF_CB_ABORT;
+	}
+	w->pcs[w->n++] = pc;
+	return DWARF_CB_OK;
+}
+
+/* Whether every frame lies in a module the Dwfl knows. */
+static bool all_known(Dwfl *dwfl, const uint64_t *pcs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (!dwfl_addrmodule(dwfl, pcs[i]))
+			return false;
+	return true;
+}
+
+int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct ev_ustack *u, size_t len,
+		 uint64_t *pcs, unsigned max, unsigned *n, bool *truncated)
+{
+	struct unwinder *uw = *uwp;
+	struct walk w = { .pcs = pcs, .max = max };
+	int rc;
+
+	*n = 0;
+	*truncated = true;
+	if (!uw) {
+		uw = *uwp = calloc(1, sizeof(*uw));
+		if (!uw)
+			return -ENOMEM;
+		uw->pid = pid;
+	}
+	if (!uw->dwfl) {
+		if (uw->reports >= UNWIND_REPORTS_MAX)
+			return -ESRCH;
+		if ((rc = report(uw)))
+			return rc;
+	}
+	uw->u = u;
+	uw->len = len;
+	uw->read_failed = false;
+	rc = dwfl_getthread_frames(uw->dwfl, (pid_t)pid, on_frame, &w);
+	if (!all_known(uw->dwfl, pcs, w.n) && uw->reports < UNWIND_REPORTS_MAX && !report(uw)) {
+		/* An object mapped since the modules were read (dlopen): read them again. */
+		w.n = 0;
+		w.full = false;
+		uw->read_failed = false;
+		rc = dwfl_getthread_frames(uw->dwfl, (pid_t)pid, on_frame, &w);
+	}
+	/* 0: the outermost frame was reached (its return address is undefined in the CFI). */
+	*truncated = rc != 0 || w.full || uw->read_failed;
+	*n = w.n;
+	return w.n ? 0 : -ENOENT;
+}
+
+void unwinder_free(struct unwinder *uw)
+{
+	if (!uw)
+		return;
+	if (uw->dwfl)
+		dwfl_end(uw->dwfl);
+	free(uw);
+}

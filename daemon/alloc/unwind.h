@@ -1,0 +1,20 @@
+/* DWARF unwinding of a stack copied by BPF (bpf/alloc.h struct ev_ustack) with elfutils'
+ * libdwfl, one Dwfl per process (its modules and their CFI cached until the process
+ * execs or is forgotten). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "bpf/alloc.h"
+
+struct unwinder;
+
+/* Unwinds u (len bytes of it arrived) of process pid into at most max return addresses,
+ * innermost first; *n is how many. *truncated is set when the walk stopped before the
+ * stack's outermost frame (a read outside the copy, no CFI, max reached). Every address
+ * is a code address of a module the process maps (not checked against permissions
+ * here). *uw is created on first use. 0 or -errno (no frame at all). */
+int unwind_stack(struct unwinder **uw, uint32_t pid, const struct ev_ustack *u, size_t len,
+		 uint64_t *pcs, unsigned max, unsigned *n, bool *truncated);
+/* Forgets the process's modules (after exec, or when a new object was mapped). */
+void unwinder_free(struct unwinder *uw);

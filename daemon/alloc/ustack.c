@@ -1,0 +1,298 @@
+/* Copied stacks into contexts. Invariants: a context's frames are return addresses in
+ * executable file mappings of the process, innermost first, and a walk that ended
+ * anywhere but the outermost frame marks the context truncated; a process is walked by
+ * frame pointers in BPF only once every object it maps (but libc and the dynamic loader,
+ * whose frames sit below main) was found to keep them. Cost: one libdwfl walk per record;
+ * one ELF open per (file, inode) mapped and per object checked. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
+#include "base/log.h"
+#include "daemon/alloc/ustack.h"
+#include "daemon/alloc/unwind.h"
+#include "bpf/sampled.h"
+#include "symbolizer/fpcheck.h"
+
+/* Runtime objects whose frames sit below main or rarely between an allocation and its
+ * caller (libstdc++ calls operator new from out-of-line string and container code: such
+ * frames can be lost by the frame-pointer walk, a known limit): their lack of frame
+ * pointers does not send a process to copied stacks. */
+static const char *const fp_exempt[] = { "libc.so.6", "ld-linux-x86-64.so.2", "libstdc++.so.6",
+					  "libgcc_s.so.1", "libm.so.6" };
+
+#define USTACK_MAPS_RELOADS 64   /* maps re-read per process for unknown frames (dlopen) */
+
+_Static_assert(STACK_KEY_OWN == ALLOC_USTACK_KEY, "intern.h's stack_slot knows own keys");
+
+struct filebin {
+	unsigned dev_major, dev_minor;
+	uint64_t inode;
+	const char *path;          /* interned */
+	struct binary *b;
+};
+
+static uint64_t file_hash(const struct map_entry *e)
+{
+	uint64_t h = hash_u64(((uint64_t)e->dev_major << 40) ^ ((uint64_t)e->dev_minor << 20) ^ e->inode);
+
+	return hash_bytes(e->path, strlen(e->path), h);
+}
+
+static bool file_eq(const void *val, const void *key)
+{
+	const struct filebin *f = val;
+	const struct map_entry *e = key;
+
+	return f->dev_major == e->dev_major && f->dev_minor == e->dev_minor &&
+	       f->inode == e->inode && !strcmp(f->path, e->path);
+}
+
+struct binary *ustack_map_binary(struct recorder *r, struct proc *p, const struct map_entry *e)
+{
+	uint64_t h = file_hash(e);
+	struct filebin *f = hmap_find(&r->procs.files, h, file_eq, e);
+	char open_path[128], path[MAPS_PATH_MAX + 64];
+
+	if (f)
+		return f->b;
+	if (e->path[0] != '/')
+		return NULL;
+	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
+		 (unsigned long long)e->start, (unsigned long long)e->end);
+	proc_file_path(p, e->path, path, sizeof(path));
+	struct binary *b = bin_register(&r->procs, path, open_path);
+	if (!b)
+		b = bin_register(&r->procs, path, path);
+	if (!b)
+		return NULL;   /* not cached: the process may be gone, a later one may tell */
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return b;
+	*f = (struct filebin){ e->dev_major, e->dev_minor, e->inode, intern_str(&r->in, e->path), b };
+	if (!f->path || hmap_insert(&r->procs.files, h, f))
+		free(f);
+	return b;
+}
+
+/* The executable mapping of p that holds ip; the maps are read again once when none
+ * does (an object mapped since they were read). */
+static const struct map_entry *exec_map(struct proc *p, uint64_t ip, bool *reloaded)
+{
+	const struct map_entry *m;
+
+	if (!p->maps_loaded) {
+		p->maps_loaded = true;
+		maps_read_pid(&p->maps, p->pid);
+	}
+	m = maps_find(&p->maps, ip);
+	if ((!m || !(m->prot & PROT_EXEC)) && !*reloaded && p->maps_reloads < USTACK_MAPS_RELOADS) {
+		*reloaded = true;
+		p->maps_reloads++;
+		maps_free(&p->maps);
+		maps_read_pid(&p->maps, p->pid);
+		m = maps_find(&p->maps, ip);
+	}
+	return m && (m->prot & PROT_EXEC) ? m : NULL;
+}
+
+/* Whether b keeps frame pointers: 1, -1, or 0 when its file could not be read (then
+ * asked again next time). Read through the mapping of process p when given (e: the
+ * registered path may be a descriptor of another process, or replaced since). */
+static signed char binary_fp(struct binary *b, const struct proc *p, const struct map_entry *e)
+{
+	char open_path[128];
+	int rc;
+
+	if (b->fp)
+		return b->fp;
+	rc = -ENOENT;
+	if (p && e) {   /* the very file mapped */
+		snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
+			 (unsigned long long)e->start, (unsigned long long)e->end);
+		rc = fpcheck_path(open_path);
+	}
+	if (rc < 0 && strncmp(b->path, "/proc/self/", 11))
+		rc = fpcheck_path(b->path);
+	if (rc >= 0)
+		b->fp = rc > 0 ? 1 : -1;
+	return b->fp;
+}
+
+static bool fp_exempt_path(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (size_t i = 0; i < sizeof(fp_exempt) / sizeof(fp_exempt[0]); i++)
+		if (!strncmp(base, fp_exempt[i], strlen(fp_exempt[i])))   /* libstdc++.so.6.0.30 */
+			return true;
+	return false;
+}
+
+/* MEMPROFD_UNWIND=fp|dwarf overrides the per-object decision, for bench/unwind_cost.py's
+ * side-by-side cost of the two walks on one program (fp on code without frame pointers
+ * records wrong stacks: never for real use). */
+static unsigned forced_mode(unsigned mode)
+{
+	const char *e = getenv("MEMPROFD_UNWIND");
+
+	if (e && !strcmp(e, "fp"))
+		return UNWIND_FP;
+	if (e && !strcmp(e, "dwarf"))
+		return UNWIND_DWARF;
+	return mode;
+}
+
+static void set_mode(struct recorder *r, struct proc *p, unsigned mode)
+{
+	struct unwind_mode_val v = { .start_ns = p->start_ns, .mode = mode };
+	uint32_t tgid = p->pid;
+
+	if (bpf_map_update_elem(r->unwind_modes_fd, &tgid, &v, BPF_ANY) && !r->unwind_mode_logged) {
+		r->unwind_mode_logged = true;
+		log_warn("%s: unwind_modes: %s (stacks stay copied)", recorder_cmd(r), strerror(errno));
+	}
+}
+
+void ustack_decide(struct recorder *r, struct proc *p)
+{
+	bool all;
+
+	if (r->unwind_modes_fd <= 0)
+		return;
+	if (!p->maps_loaded) {
+		p->maps_loaded = true;
+		maps_read_pid(&p->maps, p->pid);
+	}
+	if (!p->maps.n)
+		return;   /* gone (or unreadable): undecided, its frame-pointer stacks stand */
+	p->fp_checked = true;
+	all = true;
+	for (size_t i = 0; i < p->maps.n && all; i++) {
+		const struct map_entry *e = &p->maps.v[i];
+		if (!(e->prot & PROT_EXEC) || e->path[0] != '/' || fp_exempt_path(e->path))
+			continue;
+		struct binary *b = ustack_map_binary(r, p, e);
+		all = b && binary_fp(b, p, e) > 0;
+	}
+	p->fp_mode = forced_mode(all ? UNWIND_FP : UNWIND_DWARF) == UNWIND_FP;
+	set_mode(r, p, forced_mode(all ? UNWIND_FP : UNWIND_DWARF));
+}
+
+void ustack_decide_exec(struct recorder *r, struct proc *p)
+{
+	bool all = true;
+
+	if (r->unwind_modes_fd <= 0)
+		return;
+	maps_free(&p->maps);
+	p->maps_loaded = false;
+	if (maps_read_pid(&p->maps, p->pid) || !p->maps.n)
+		return;
+	for (size_t i = 0; i < p->maps.n && all; i++) {
+		const struct map_entry *e = &p->maps.v[i];
+		if (!(e->prot & PROT_EXEC) || e->path[0] != '/' || fp_exempt_path(e->path))
+			continue;
+		struct binary *b = ustack_map_binary(r, p, e);
+		all = b && binary_fp(b, p, e) > 0;
+	}
+	/* Libraries are not mapped yet: an executable with frame pointers is checked
+	 * again, whole, at its first stack. */
+	p->fp_checked = !all;
+	p->fp_mode = forced_mode(all ? UNWIND_FP : UNWIND_DWARF) == UNWIND_FP;
+	set_mode(r, p, forced_mode(all ? UNWIND_FP : UNWIND_DWARF));
+	maps_free(&p->maps);
+}
+
+void ustack_check_fp_frame(struct recorder *r, struct proc *p, struct binary *b)
+{
+	if (r->unwind_modes_fd <= 0 || !p->fp_mode || forced_mode(UNWIND_DWARF) != UNWIND_DWARF ||
+	    binary_fp(b, NULL, NULL) >= 0 ||
+	    fp_exempt_path(b->path))
+		return;   /* not walked by frame pointers, or b keeps them (or is unreadable) */
+	p->fp_mode = false;
+	set_mode(r, p, UNWIND_DWARF);
+}
+
+static unsigned stack_unresolved(const struct istack *s)
+{
+	unsigned u = 0;
+
+	for (unsigned i = 0; i < s->nframes; i++)
+		u += !*s->frames[i].build_id;
+	return u;
+}
+
+/* Frames from the sampler's caller on (sampled mode), as sampled.bpf.c cuts them. */
+static unsigned caller_skip(const struct ev_ustack *e, const uint64_t *pcs, unsigned n)
+{
+	if (!e->caller)
+		return 0;
+	for (unsigned i = 0; i < SAMPLED_CALLER_SEARCH && i < n; i++)
+		if (pcs[i] == e->caller)
+			return i;
+	return SAMPLED_DEFAULT_SKIP;
+}
+
+void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
+{
+	uint64_t pcs[ALLOC_MAX_FRAMES + SAMPLED_CALLER_SEARCH];
+	struct iframe f[ALLOC_MAX_FRAMES];
+	unsigned got = 0, n = 0, i, unresolved = 0;
+	bool truncated, reloaded = false;
+	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
+	size_t have = len - offsetof(struct ev_ustack, data);
+
+	if (!p)
+		return;
+	if (!p->fp_checked)
+		ustack_decide(r, p);
+	bool replaces = hmap_find(&p->stacks, stack_slot(e->key), NULL, NULL) != NULL;
+	if (replaces && (p->fp_mode || !p->fp_checked))
+		return;   /* an undecided process's copy; its frame-pointer stack stands */
+	if (e->len < have)
+		have = e->len;
+	unwind_stack(&p->uw, p->pid, e, have, pcs, e->caller ? ALLOC_MAX_FRAMES + SAMPLED_CALLER_SEARCH
+							      : ALLOC_MAX_FRAMES, &got, &truncated);
+	for (i = caller_skip(e, pcs, got); i < got && n < ALLOC_MAX_FRAMES; i++) {
+		const struct map_entry *m = exec_map(p, pcs[i], &reloaded);
+		struct binary *b = m ? ustack_map_binary(r, p, m) : NULL;
+		if (!m) {
+			truncated = true;   /* never a frame outside the executable mappings */
+			break;
+		}
+		f[n].build_id = b ? b->build_id : "";
+		f[n].offset = b ? map_entry_file_offset(m, pcs[i]) : pcs[i];
+		unresolved += !b;
+		n++;
+	}
+	if (i < got)
+		truncated = true;
+	if (replaces && !n)
+		return;   /* nothing unwound: the frame-pointer walk's frames are better */
+	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
+	struct istack *old = hmap_find(&p->stacks, stack_slot(e->key), NULL, NULL);
+	if (!s)
+		return;
+	if (old) {   /* the frame-pointer walk's context of an undecided process: replaced */
+		r->unresolved_frames -= stack_unresolved(old);
+		hmap_remove(&p->stacks, stack_slot(e->key), old);
+	}
+	if (hmap_insert(&p->stacks, stack_slot(e->key), s))
+		return;
+	r->unresolved_frames += unresolved;
+	r->ustacks++;
+	if (truncated)
+		r->ustacks_truncated++;
+}
+
+void ustack_key_done(struct proc *p, uint64_t key)
+{
+	struct istack *s;
+
+	if (!(key & ALLOC_USTACK_KEY) || !(s = hmap_find(&p->stacks, stack_slot(key), NULL, NULL)))
+		return;
+	hmap_remove(&p->stacks, stack_slot(key), s);
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Whole stacks on Debian binaries built without frame pointers (issue 16): python3
+recorded in exact and default (sampled) mode, sqlite3 in default mode. Each run must put
+>= 90% of its bytes in contexts >= 5 frames deep that reach main (their stack holds
+__libc_start_call_main, main's caller: python3's and sqlite3's main has no symbol),
+every frame must name a module (an address outside the process's file mappings is never
+stored), and two exact runs of python3 must give the same top-10 stacks. Frames name
+their object: libc's frames say libc.so.6 (module, build-id of that file) and, with
+libc6-dbg's separate debug file by build-id, file:line; `export folded` names a frame
+without a symbol by its own object (python3.11+0x...), not by the executable."""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpdtest  # noqa: E402
+
+PY_PROG = "d = {}\nfor i in range(200000): d[i] = [i] * 10\n"
+SQL = ("create table t(a, b); with recursive c(x) as (select 1 union all select x + 1 "
+       "from c where x < 100000) insert into t select x, printf('%0100d', x) from c; "
+       "create index ti on t(b); select count(*) from t;")
+MIN_DEPTH = 5
+MIN_SHARE = 0.90
+MAIN_CALLER = "__libc_start_call_main"
+
+
+def reaches_main(c):
+    return len(c["frames"]) >= MIN_DEPTH and any(
+        f.get("function") == MAIN_CALLER for f in c["frames"])
+
+
+def stack_id(c):
+    return tuple((f["module"], f["address"]) for f in c["frames"])
+
+
+def check_run(memprofd, tmp, name, argv, alloc, errs):
+    db = os.path.join(tmp, name + ".db")
+    p = mpdtest.record(memprofd, db, argv, extra=["--access", "off"], alloc=alloc, timeout=120)
+    if p.returncode != 0:
+        errs.append("%s: record failed: %s" % (name, mpdtest.describe(p)))
+        return None
+    ctxs = mpdtest.query_contexts(memprofd, db)
+    errs += ["%s: %s" % (name, e) for e in mpdtest.contract_errors(ctxs)]
+    total = sum(c["total_size"] for c in ctxs)
+    good = sum(c["total_size"] for c in ctxs if reaches_main(c))
+    share = good / total if total else 0
+    mpdtest.log("%s: %d contexts, %.1f%% of %d bytes in contexts >= %d frames reaching main" %
+                (name, len(ctxs), 100 * share, total, MIN_DEPTH))
+    if share < MIN_SHARE:
+        top = max(ctxs, key=lambda c: c["total_size"], default=None)
+        errs.append("%s: only %.1f%% of bytes in whole stacks (want >= %d%%); largest context: %s" %
+                    (name, 100 * share, 100 * MIN_SHARE,
+                     top and [(f["function"], f["address"], f["module"]) for f in top["frames"]]))
+    for c in ctxs:
+        for f in c["frames"]:
+            if not f["module"] or not f["build_id"]:
+                errs.append("%s: frame %s of %s names no module: outside the file mappings" %
+                            (name, f["address"], mpdtest.first_fn(c)))
+                break
+    return ctxs
+
+
+def libc_debug_file(path):
+    bid = mpdtest.elf_build_id(path)
+    return bid and "/usr/lib/debug/.build-id/%s/%s.debug" % (bid[:2], bid[2:])
+
+
+def check_objects(memprofd, db, ctxs, errs):
+    """libc frames name libc with its build-id and carry file:line (libc6-dbg); folded
+    names unsymbolized frames by their object."""
+    libc = [f for c in ctxs for f in c["frames"] if (f["module"] or "").endswith("/libc.so.6")]
+    if not libc:
+        errs.append("python3-exact: no frame names libc.so.6 as its module")
+        return
+    path = libc[0]["module"]
+    if any(f["build_id"] != mpdtest.elf_build_id(path) for f in libc):
+        errs.append("python3-exact: libc frames' build_id is not %s's" % path)
+    dbg = libc_debug_file(path)
+    if not (dbg and os.path.exists(dbg)):
+        errs.append("libc6-dbg's %s is missing (deploy/bootstrap.sh installs libc6-dbg)" % dbg)
+    else:
+        start = [f for f in libc if f["function"] == MAIN_CALLER]
+        if not start or not all(f["file"] and f["line"] for f in start):
+            errs.append("python3-exact: %s in libc has no file:line although %s exists: %s" %
+                        (MAIN_CALLER, dbg, start[:1]))
+    exe = ctxs[0]["binary"]
+    out = os.path.join(os.path.dirname(db), "py.folded")
+    p = mpdtest.run([memprofd, "export", "folded", "--db", db, "--binary", exe, "-o", out])
+    if p.returncode != 0:
+        errs.append("export folded failed: " + mpdtest.describe(p))
+        return
+    with open(out) as f:
+        text = f.read()
+    base = os.path.basename(exe)
+    if base + "+0x" not in text or "[unknown]+0x" in text:
+        errs.append("export folded does not name unsymbolized frames by their object "
+                    "(%s+0x...): %r" % (base, text[:300]))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--memprofd", required=True)
+    args = ap.parse_args()
+    mpdtest.require_bpf()
+    for prog in ("/usr/bin/python3", "/usr/bin/sqlite3"):
+        if not os.access(prog, os.X_OK):
+            mpdtest.skip(prog + " is not installed (deploy/bootstrap.sh installs it)")
+    tmp = tempfile.mkdtemp(prefix="mpd-dwarf-")
+    errs = []
+    py = ["/usr/bin/python3", "-c", PY_PROG]
+    a = check_run(args.memprofd, tmp, "python3-exact", py, "exact", errs)
+    b = check_run(args.memprofd, tmp, "python3-exact-again", py, "exact", errs)
+    if a:
+        check_objects(args.memprofd, os.path.join(tmp, "python3-exact.db"), a, errs)
+    check_run(args.memprofd, tmp, "python3-default", py, "sampled", errs)
+    check_run(args.memprofd, tmp, "sqlite3-default", ["/usr/bin/sqlite3", ":memory:", SQL],
+              "sampled", errs)
+    if a is not None and b is not None:
+        top = lambda cs: [stack_id(c) for c in sorted(cs, key=lambda c: -c["total_size"])[:10]]
+        if set(top(a)) != set(top(b)):
+            errs.append("two exact runs of python3 give different top-10 stacks: %s vs %s" %
+                        (top(a)[:3], top(b)[:3]))
+    mpdtest.finish(errs, "DWARF-unwound stacks on python3 and sqlite3", tmp)
+
+
+if __name__ == "__main__":
+    main()
