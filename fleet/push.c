@@ -512,7 +512,7 @@ static bool sending(struct pusher *p, int64_t run)
 static int push_runs(struct pusher *p)
 {
 	_cleanup_(stmt_freep) sqlite3_stmt *st = NULL;
-	int rc, r = prepare(p, "SELECT id, command, started_ns, ended_ns, status FROM runs"
+	int rc, r = prepare(p, "SELECT id, command, started_ns, ended_ns, status, alloc_mode FROM runs"
 			    " ORDER BY id", &st);
 
 	if (!r)
@@ -526,9 +526,32 @@ static int push_runs(struct pusher *p)
 		col_i64(p, sqlite3_column_int64(st, 2));
 		col_i64(p, sqlite3_column_int64(st, 3));
 		col_str(p, text(st, 4));
+		col_str(p, text(st, 5));
 		r = row_end(p);
 	}
 	return r ? r : rc == SQLITE_DONE ? 0 : sql_fail(p, "reading runs");
+}
+
+/* Access samples per run and class (store schema >= 4): the evidence rule's weight. */
+static int push_access_classes(struct pusher *p)
+{
+	_cleanup_(stmt_freep) sqlite3_stmt *st = NULL;
+	int rc = SQLITE_DONE, r = p->version < 4 ? 0 :
+		prepare(p, "SELECT run_id, class, samples, est_accesses FROM access_classes", &st);
+
+	if (!r && st)
+		r = begin_table(p, "access_classes");
+	while (!r && st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!sending(p, sqlite3_column_int64(st, 0)))
+			continue;
+		row_start(p);
+		col_i64(p, sqlite3_column_int64(st, 0));
+		col_str(p, text(st, 1));
+		col_u64(p, (uint64_t)sqlite3_column_int64(st, 2));
+		col_u64(p, (uint64_t)sqlite3_column_int64(st, 3));
+		r = row_end(p);
+	}
+	return r ? r : rc == SQLITE_DONE ? 0 : sql_fail(p, "reading access classes");
 }
 
 #define PUSH_MIB_COL(f, agg) ", m." #f
@@ -699,7 +722,8 @@ int push_store(const struct push_opts *o, struct push_stats *st, char *err, size
 	if (!r && st->runs_sent) {
 		p.push_id = (uint64_t)realtime_ns();
 		int (*const steps[])(struct pusher *) = { push_binaries, push_processes, push_frames,
-			push_contexts, push_runs, push_mib, push_data, push_ledger };
+			push_contexts, push_runs, push_access_classes, push_mib, push_data,
+			push_ledger };
 
 		for (size_t i = 0; !r && i < sizeof(steps) / sizeof(steps[0]); i++)
 			r = steps[i](&p);

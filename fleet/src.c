@@ -438,7 +438,8 @@ static void src_close(void *ctx)
 
 static const struct store_rows_ops src_ops = {
 	.contexts = fleet_src_contexts, .buckets = fleet_src_buckets,
-	.binaries = src_binaries, .data = src_data, .close = src_close,
+	.binaries = src_binaries, .data = src_data, .runs = fleet_src_runs,
+	.access_classes = fleet_src_access_classes, .close = src_close,
 };
 
 int fleet_open_store(struct store **out, const struct fleet_src_opts *o, char *err, size_t errsz)

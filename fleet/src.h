@@ -51,4 +51,8 @@ int fleet_src_contexts(void *ctx, struct store *s, const struct store_ctx_filter
 		       store_ctx_cb cb, void *arg);
 int fleet_src_buckets(void *ctx, struct store *s, const struct store_ctx_filter *f,
 		      store_bucket_cb cb, void *arg);
+/* fleet/src_runs.c: the evidence rule's inputs (store_query_runs, _access_classes). */
+int fleet_src_runs(void *ctx, struct store *s, store_run_cb cb, void *arg);
+int fleet_src_access_classes(void *ctx, struct store *s, int64_t run_id,
+			     store_access_class_cb cb, void *arg);
 void fleet_fcache_free(struct fleet_fcache *fc);

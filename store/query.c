@@ -987,6 +987,11 @@ static const char runs_v4_sql[] = RUNS_COLS ", access_source, access_reasons"
 
 int store_query_runs(struct store *s, store_run_cb cb, void *arg)
 {
+	void *rc_;
+	const struct store_rows_ops *ro_ = store__rows(s, &rc_);
+
+	if (ro_ && ro_->runs)
+		return ro_->runs(rc_, s, cb, arg);
 	sqlite3_stmt *st = store__stmt(s, store_schema_version(s) >= 4 ? runs_v4_sql : runs_sql);
 	int rc;
 
@@ -1121,6 +1126,12 @@ static const char classes_sql[] =
 int store_query_access_classes(struct store *s, int64_t run_id, store_access_class_cb cb,
 			       void *arg)
 {
+	void *rc_;
+	const struct store_rows_ops *ro_ = store__rows(s, &rc_);
+
+	if (ro_ && ro_->access_classes)
+		return ro_->access_classes(rc_, s, run_id, cb, arg);
+
 	int rc = store_schema_version(s);
 
 	if (rc < 0)

@@ -450,6 +450,11 @@ struct store_rows_ops {
 	int (*binaries)(void *ctx, struct store *s, store_binary_cb cb, void *arg);
 	int (*data)(void *ctx, struct store *s, const struct store_data_filter *f,
 		    store_data_cb cb, void *arg);
+	/* store_query_runs() and store_query_access_classes() (the evidence rule's inputs,
+	 * reporter/classify.c); NULL: those readers fail like the others. */
+	int (*runs)(void *ctx, struct store *s, store_run_cb cb, void *arg);
+	int (*access_classes)(void *ctx, struct store *s, int64_t run_id,
+			      store_access_class_cb cb, void *arg);
 	void (*close)(void *ctx);
 };
 int store_open_rows(struct store **out, const struct store_rows_ops *ops, void *ctx);

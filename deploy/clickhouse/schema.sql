@@ -20,8 +20,9 @@ CREATE TABLE IF NOT EXISTS memprofd.pushes_local (host String, push_id UInt64, r
     ENGINE = MergeTree ORDER BY (host, run_id, push_id);
 CREATE TABLE IF NOT EXISTS memprofd.pushes AS memprofd.pushes_local
     ENGINE = Distributed(memprofd, memprofd, pushes_local, cityHash64(host));
--- Runs (facts: one row per push of the run).
-CREATE TABLE IF NOT EXISTS memprofd.runs_local (host String, push_id UInt64, run_id Int64, command String, started_ns Int64, ended_ns Int64, status String)
+-- Runs (facts: one row per push of the run); alloc_mode: exact|sampled|off, for the
+-- evidence rule (reporter/classify.c: a sampled run's expected samples at the hot threshold).
+CREATE TABLE IF NOT EXISTS memprofd.runs_local (host String, push_id UInt64, run_id Int64, command String, started_ns Int64, ended_ns Int64, status String, alloc_mode String)
     ENGINE = MergeTree ORDER BY (host, run_id, push_id);
 CREATE TABLE IF NOT EXISTS memprofd.runs AS memprofd.runs_local
     ENGINE = Distributed(memprofd, memprofd, runs_local, cityHash64(host));
@@ -55,5 +56,10 @@ CREATE TABLE IF NOT EXISTS memprofd.data_local (host String, push_id UInt64, run
     ENGINE = MergeTree ORDER BY (bin_key, symbol, address, host, run_id, push_id);
 CREATE TABLE IF NOT EXISTS memprofd.data AS memprofd.data_local
     ENGINE = Distributed(memprofd, memprofd, data_local, cityHash64(bin_key, symbol, address));
+-- Access samples per run and class (facts; store schema >= 4), the evidence rule's weight.
+CREATE TABLE IF NOT EXISTS memprofd.access_classes_local (host String, push_id UInt64, run_id Int64, class String, samples UInt64, est_accesses UInt64)
+    ENGINE = MergeTree ORDER BY (host, run_id, push_id, class);
+CREATE TABLE IF NOT EXISTS memprofd.access_classes AS memprofd.access_classes_local
+    ENGINE = Distributed(memprofd, memprofd, access_classes_local, cityHash64(host));
 -- This node's version row (readers take the largest over the cluster).
-INSERT INTO memprofd.meta_local SELECT 'schema_version', 1 WHERE (SELECT count() FROM memprofd.meta_local WHERE key = 'schema_version') = 0;
+INSERT INTO memprofd.meta_local SELECT 'schema_version', 2 WHERE (SELECT count() FROM memprofd.meta_local WHERE key = 'schema_version') = 0;
