@@ -45,17 +45,22 @@ int fleet_src_runs(void *ctx, struct store *s, store_run_cb cb, void *arg)
 	struct fleet_src *x = ctx;
 	struct tsv_buf q = { 0 }, ans = { 0 };
 	struct tsv_cur cur;
+	size_t n = 0;
 	int r;
 
-	tsv_printf(&q, "SELECT count() OVER (ORDER BY %s, run_id ROWS UNBOUNDED PRECEDING) AS n,"
-		   " command, alloc_mode, started_ns, ended_ns, status FROM " FLEET_DB ".runs"
-		   " WHERE %s ORDER BY n DESC LIMIT %d", x->rank, x->facts, FLEET_MAX_RUNS);
+	tsv_printf(&q, "SELECT command, alloc_mode, started_ns, ended_ns, status FROM " FLEET_DB
+		   ".runs WHERE %s ORDER BY %s DESC, run_id DESC LIMIT %d", x->facts, x->rank,
+		   FLEET_MAX_RUNS);
 	r = fetch(x, &q, &ans);
 	if (r)
 		return fail(s, x, r);
+	/* Numbered from the last row (the first run) up: one row per line (TSV escapes a
+	 * newline inside a field), so the rows are counted first. */
+	for (size_t i = 0; i < ans.len; i++)
+		n += ans.p[i] == '\n';
 	tsv_cur_init(&cur, &ans);
 	while (!r && tsv_next_row(&cur)) {
-		struct store_run_row row = { .id = tsv_get_i64(&cur) };
+		struct store_run_row row = { .id = (int64_t)n-- };
 
 		row.run.command = tsv_get_str(&cur);
 		row.run.alloc_mode = tsv_get_str(&cur);
