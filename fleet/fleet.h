@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include "fleet/ch.h"
 
-#define FLEET_SCHEMA_VERSION 2   /* 2: runs.alloc_mode, access_classes */
+#define FLEET_SCHEMA_VERSION 3   /* 2: runs.alloc_mode, access_classes; 3: contexts.truncated */
 #define FLEET_DB "memprofd"            /* the database schema.sql creates */
 #define FLEET_BATCH_ROWS 50000         /* rows per INSERT request */
 #define FLEET_BATCH_BYTES (16u << 20)  /* or this much TSV, whichever comes first */

@@ -460,7 +460,10 @@ static int push_frames(struct pusher *p)
 static int push_contexts(struct pusher *p)
 {
 	_cleanup_(stmt_freep) sqlite3_stmt *st = NULL;
-	int rc, r = prepare(p, "SELECT c.id, c.binary_id, s.hash, s.frames FROM contexts c"
+	int rc, r = prepare(p, p->version >= 10 ?
+			    "SELECT c.id, c.binary_id, s.hash, s.frames, s.truncated FROM contexts c"
+			    " JOIN stacks s ON s.id = c.stack_id ORDER BY c.id" :
+			    "SELECT c.id, c.binary_id, s.hash, s.frames, 0 FROM contexts c"
 			    " JOIN stacks s ON s.id = c.stack_id ORDER BY c.id", &st);
 
 	if (!r)
@@ -495,6 +498,7 @@ static int push_contexts(struct pusher *p)
 			}
 			tsv_arr_close(&p->buf);
 		}
+		col_u64(p, sqlite3_column_int(st, 4) != 0);
 		r = row_end(p);
 	}
 	return r ? r : rc == SQLITE_DONE ? 0 : sql_fail(p, "reading contexts");

@@ -238,6 +238,7 @@ struct pctx {                      /* one parsed context of the answer */
 	char **fkey;
 	uint64_t *foff;
 	unsigned nframes;
+	bool truncated;                /* cut on any host (merge: truncated if any input's is) */
 };
 
 static void pctx_free(struct pctx *p)
@@ -318,6 +319,8 @@ static int parse_ctx(struct tsv_cur *cur, struct pctx *p)
 	r = parse_hist(cur, p);
 	if (!r)
 		r = parse_frames(cur, p);
+	if (!r)
+		p->truncated = tsv_get_u64(cur) != 0;
 	return r ? r : cur->bad ? -EPROTO : 0;
 }
 
@@ -382,6 +385,7 @@ static int emit(struct fleet_src *x, struct store *s, struct pctx *p, struct sto
 	struct store_ctx_row r = {
 		.context_id = p->id, .build_id = b ? b->build_id : "", .binary = b ? b->path : "",
 		.frames = *row, .nframes = p->nframes, .mib = p->mib, .hist = p->hist,
+		.truncated = p->truncated,
 	};
 	return cb(&r, arg);
 }
@@ -422,7 +426,7 @@ static int ctx_query(struct fleet_src *x, const struct store_ctx_filter *f, stru
 	tsv_printf(q, "SELECT bin_key, stack_hash, id, s_ac, s_ts, s_mins, s_maxs, s_tl, s_minl, s_maxl,"
 		   " tupleElement(s_last, 1), tupleElement(s_last, 2), tupleElement(s_last, 3),"
 		   " tupleElement(s_last, 4), s_mig, s_ovl, s_sac, s_sdc, s_as, s_tac, s_minac, s_maxac,"
-		   " s_asm, s_lc, s_lb, s_ll, s_hist, fb, fo FROM (SELECT * FROM (SELECT bin_key, stack_hash, sum(alloc_count) AS s_ac,"
+		   " s_asm, s_lc, s_lb, s_ll, s_hist, fb, fo, tr FROM (SELECT * FROM (SELECT bin_key, stack_hash, sum(alloc_count) AS s_ac,"
 		   " sum(total_size) AS s_ts, min(min_size) AS s_mins, max(max_size) AS s_maxs,"
 		   " sum(total_lifetime_ns) AS s_tl, min(min_lifetime_ns) AS s_minl,"
 		   " max(max_lifetime_ns) AS s_maxl, argMax(tuple(alloc_ts_ns, dealloc_ts_ns, alloc_cpu,"
@@ -438,7 +442,8 @@ static int ctx_query(struct fleet_src *x, const struct store_ctx_filter *f, stru
 	tsv_printf(q, "%s GROUP BY bin_key, stack_hash) ANY LEFT JOIN ", keys.p ? keys.p : "");
 	ids_sql(x, q);
 	tsv_printf(q, " USING (bin_key, stack_hash)) ANY LEFT JOIN (SELECT bin_key, stack_hash, argMin(f_bin, o) AS fb, argMin(f_off, o)"
-		   " AS fo FROM (SELECT bin_key, stack_hash, f_bin, f_off, tuple(%s, src_id) AS o FROM "
+		   " AS fo, max(truncated) AS tr FROM (SELECT bin_key, stack_hash, f_bin, f_off, truncated,"
+		   " tuple(%s, src_id) AS o FROM "
 		   FLEET_DB ".contexts WHERE %s%s) GROUP BY bin_key, stack_hash) USING (bin_key, stack_hash)"
 		   " ORDER BY %s DESC, id", x->rank, x->dims, keys.p ? keys.p : "", sort_key[f->sort]);
 	if (f->limit && !f->accept)

@@ -36,8 +36,9 @@ CREATE TABLE IF NOT EXISTS memprofd.processes_local (host String, push_id UInt64
     ENGINE = MergeTree ORDER BY (bin_key, host, push_id, src_id);
 CREATE TABLE IF NOT EXISTS memprofd.processes AS memprofd.processes_local
     ENGINE = Distributed(memprofd, memprofd, processes_local, cityHash64(host));
--- An allocation context: (executable, stack hash); its frames leaf first as (binary, offset).
-CREATE TABLE IF NOT EXISTS memprofd.contexts_local (host String, push_id UInt64, src_id Int64, bin_key String, stack_hash Int64, f_bin Array(String), f_off Array(UInt64))
+-- An allocation context: (executable, stack hash); its frames leaf first as (binary, offset);
+-- truncated: the stack was cut before its outermost frame (store schema >= 10).
+CREATE TABLE IF NOT EXISTS memprofd.contexts_local (host String, push_id UInt64, src_id Int64, bin_key String, stack_hash Int64, f_bin Array(String), f_off Array(UInt64), truncated UInt8)
     ENGINE = MergeTree ORDER BY (bin_key, stack_hash, host, push_id);
 CREATE TABLE IF NOT EXISTS memprofd.contexts AS memprofd.contexts_local
     ENGINE = Distributed(memprofd, memprofd, contexts_local, cityHash64(bin_key, stack_hash));
@@ -62,4 +63,4 @@ CREATE TABLE IF NOT EXISTS memprofd.access_classes_local (host String, push_id U
 CREATE TABLE IF NOT EXISTS memprofd.access_classes AS memprofd.access_classes_local
     ENGINE = Distributed(memprofd, memprofd, access_classes_local, cityHash64(host));
 -- This node's version row (readers take the largest over the cluster).
-INSERT INTO memprofd.meta_local SELECT 'schema_version', 2 WHERE (SELECT count() FROM memprofd.meta_local WHERE key = 'schema_version') = 0;
+INSERT INTO memprofd.meta_local SELECT 'schema_version', 3 WHERE (SELECT count() FROM memprofd.meta_local WHERE key = 'schema_version') = 0;
