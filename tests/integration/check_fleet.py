@@ -196,6 +196,12 @@ def run_checks(a, tmp, cl):
     record(m, B, exe, ['--seconds', '1', '--pieces', '4'])
     must([a.gen_store, '--db', G, *GEN], 'gen_store')
     bid = mpdtest.elf_build_id(exe)
+    # issue 16: one stack of B cut before its outermost frame (as the daemon marks it):
+    # the fleet must say "truncated" for that context as merge does.
+    con = sqlite3.connect(B)
+    con.execute("UPDATE stacks SET truncated = 1 WHERE id = (SELECT min(id) FROM stacks)")
+    con.commit()
+    con.close()
     url = cl.start()
 
     for db, host in ((A, 'hostA'), (B, 'hostB')):
@@ -205,6 +211,8 @@ def run_checks(a, tmp, cl):
     merged = os.path.join(tmp, 'ab.db')
     must([m, 'merge', '-o', merged, A, B], 'merge')
     local = compare_readers(m, merged, url, bid, tmp, 'A+B')
+    check(re.search(rb'"truncated": ?true', local['query contexts']) is not None,
+          'merge (and so the fleet) names a truncated context')
 
     # memprof-raw of the fleet read back by LLVM, the same as the merged store's.
     show = run(['llvm-profdata-19', 'show', '--memory', '--profiled-binary', exe,
