@@ -8,7 +8,9 @@
  * Deterministic for a given --seed. Triggers and secondary indexes on mib are dropped
  * during the load and re-created at the end (struct bulk).
  * usage: gen_store --db PATH [--contexts N] [--rows M] [--binaries B] [--procs P]
- *                  [--buckets K] [--seed S] */
+ *                  [--buckets K] [--seed S] [--first-context F]
+ * --first-context F: the contexts are the generator's F..F+N-1 (bench/fleet_bench.py gives
+ * each host its own range, overlapping its neighbour's). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -259,6 +261,7 @@ static void bulk_free(struct bulk *bk)
 
 struct plan {
 	uint64_t nctx, nrows, nbin, nproc, nbuckets;
+	uint64_t first;   /* --first-context: stack hashes start at first + 1 (fleet hosts) */
 	uint64_t heavy_rows, heavy_extra, light_rows, light_extra, nheavy, nlight;
 };
 
@@ -373,7 +376,7 @@ static int put_context(struct store *s, const struct plan *pl, const struct bina
 		struct mib m;
 
 		make_mib(&m, kind, size, is_heavy(k), bucket);
-		r = store_put_mib(s, &p, k + 1, fr, nf, bucket, &m);
+		r = store_put_mib(s, &p, pl->first + k + 1, fr, nf, bucket, &m);
 		if (r == 0 && (*row + 1) % GEN_BATCH == 0) {
 			r = store_commit(s);
 			if (r == 0)
@@ -415,7 +418,7 @@ static int put_data(struct store *s, const struct binary *bin, int64_t run_id, u
 static int usage(void)
 {
 	fprintf(stderr, "usage: gen_store --db PATH [--contexts N] [--rows M] [--binaries B] "
-		"[--procs P] [--buckets K] [--seed S]\n");
+		"[--procs P] [--buckets K] [--seed S] [--first-context F]\n");
 	return 2;
 }
 
@@ -425,7 +428,8 @@ int main(int argc, char **argv)
 		{ "db", required_argument, NULL, 'd' }, { "contexts", required_argument, NULL, 'c' },
 		{ "rows", required_argument, NULL, 'r' }, { "binaries", required_argument, NULL, 'b' },
 		{ "procs", required_argument, NULL, 'p' }, { "buckets", required_argument, NULL, 'k' },
-		{ "seed", required_argument, NULL, 's' }, { 0 },
+		{ "seed", required_argument, NULL, 's' },
+		{ "first-context", required_argument, NULL, 'f' }, { 0 },
 	};
 	struct plan pl = { .nctx = 1000, .nrows = 10000, .nbin = 4, .nproc = 8, .nbuckets = 1440 };
 	const char *db = NULL;
@@ -440,6 +444,7 @@ int main(int argc, char **argv)
 		case 'p': pl.nproc = strtoull(optarg, NULL, 10); break;
 		case 'k': pl.nbuckets = strtoull(optarg, NULL, 10); break;
 		case 's': rng = strtoull(optarg, NULL, 10) * 2654435761u + 1; break;
+		case 'f': pl.first = strtoull(optarg, NULL, 10); break;
 		default: return usage();
 		}
 	}

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cmds.h"
+#include "fleet/src.h"
 #include "reporter/binsel.h"
 #include "reporter/export.h"
 #include "reporter/query.h"
@@ -45,7 +46,7 @@ static const struct format {
 
 static const char usage_text[] =
 	"usage: memprofd export pprof|folded|html|memprof-raw|memprof-yaml|hints|ld-script|\n"
-	"                       symbol-order|section-prefixes [--db PATH] --binary PATH|BUILDID\n"
+	"                       symbol-order|section-prefixes [--db PATH | --from URL] --binary PATH|BUILDID\n"
 	"                       [-o FILE] [--weight bytes|objects|accesses] [--format text|json]\n"
 	"                       [--hot-share F] [--cold-min-samples N]\n"
 	"\n"
@@ -69,6 +70,11 @@ static const char usage_text[] =
 	"\n"
 	"options:\n"
 	"  --db PATH            database file (default " QUERY_DEFAULT_DB ")\n"
+	"  --from URL           the fleet's ClickHouse (HTTP endpoint) instead of --db:\n"
+	"                       every pushed host combined, as `memprofd merge` would\n"
+	"  --host GLOB          with --from: only hosts whose name matches GLOB\n"
+	"  --since T            with --from: only time buckets (data: runs) from T on\n"
+	"  --until T            with --from: only those starting before T\n"
 	"  --binary PATH|ID     the executable: its path (resolved) or its build-id\n"
 	"  -o, --output FILE    write to FILE instead of standard output\n"
 	"  --weight W           bytes|objects|accesses: folded stack values and the HTML\n"
@@ -141,6 +147,8 @@ static int export_to_file(const struct format *fmt, const char *path, struct sto
 struct export_args {
 	const char *db, *output, *binary;  /* binary: as given, resolved by binsel_resolve() */
 	struct export_opts o;
+	struct fleet_src_opts fleet;     /* --from URL (and --host, --since, --until) */
+	bool db_given;
 	const struct format *fmt;
 	char what[64];                   /* "export FORMAT", the messages' prefix */
 };
@@ -185,7 +193,24 @@ static int parse_weight(const char *arg, struct export_args *a)
 			   "(bytes|objects|accesses)", arg);
 }
 
-enum { O_DB = 1, O_BINARY, O_WEIGHT, O_FORMAT, O_HOT_SHARE, O_COLD_MIN };
+enum { O_DB = 1, O_BINARY, O_WEIGHT, O_FORMAT, O_HOT_SHARE, O_COLD_MIN, O_FROM, O_HOST,
+       O_SINCE, O_UNTIL };
+
+/* --from, --host, --since, --until: the fleet's ClickHouse (fleet/src.h). */
+static int parse_fleet_option(int c, char *arg, struct export_args *a)
+{
+	if (!*arg)
+		return usage_error(a->what, "an option has an empty value%s", "");
+	if (c == O_FROM || c == O_HOST) {
+		*(c == O_FROM ? &a->fleet.url : &a->fleet.host_glob) = arg;
+		return EXPORT_GO;
+	}
+	if (query_parse_time(arg, real_ns(), c == O_SINCE ? &a->fleet.since_ns :
+			     &a->fleet.until_ns) < 0)
+		return usage_error(a->what, c == O_SINCE ? "--since: invalid time '%s'" :
+				   "--until: invalid time '%s'", arg);
+	return EXPORT_GO;
+}
 
 /* One option with its value (c as getopt_long returns it). */
 static int parse_option(int c, char *arg, struct export_args *a)
@@ -197,7 +222,10 @@ static int parse_option(int c, char *arg, struct export_args *a)
 		if (!*arg)
 			return usage_error(a->what, "--db: empty path%s", "");
 		a->db = arg;
+		a->db_given = true;
 		break;
+	case O_FROM: case O_HOST: case O_SINCE: case O_UNTIL:
+		return parse_fleet_option(c, arg, a);
 	case O_BINARY:
 		if (!*arg)
 			return usage_error(a->what, "--binary: empty value%s", "");
@@ -241,6 +269,10 @@ static int parse_args(int argc, char **argv, struct export_args *a)
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "hot-share", required_argument, NULL, O_HOT_SHARE },
 		{ "cold-min-samples", required_argument, NULL, O_COLD_MIN },
+		{ "from", required_argument, NULL, O_FROM },
+		{ "host", required_argument, NULL, O_HOST },
+		{ "since", required_argument, NULL, O_SINCE },
+		{ "until", required_argument, NULL, O_UNTIL },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -283,6 +315,10 @@ static int check_args(int argc, char **argv, struct export_args *a)
 		log_error("%s: not available in this build", a->what);
 		return 1;
 	}
+	if (!a->fleet.url && (a->fleet.host_glob || a->fleet.since_ns || a->fleet.until_ns))
+		return usage_error(a->what, "--host, --since and --until apply only with --from%s", "");
+	if (a->fleet.url && a->db_given)
+		return usage_error(a->what, "give --db or --from, not both%s", "");
 	if (!a->binary)
 		return usage_error(a->what, "--binary is required (see memprofd query binaries)%s", "");
 	if (!a->output && a->fmt->binary_output && isatty(STDOUT_FILENO))
@@ -316,13 +352,15 @@ static int run_export(struct export_args *a)
 	_cleanup_(binsel_free) struct binsel bin = { 0 };
 	int r;
 
-	r = store_open(&s, a->db, STORE_RDONLY, err, sizeof(err));
+	r = a->fleet.url ? fleet_open_store(&s, &a->fleet, err, sizeof(err)) :
+		store_open(&s, a->db, STORE_RDONLY, err, sizeof(err));
 	if (r < 0) {
 		log_error("%s: %s", a->what, err);
 		return 1;
 	}
 	/* One resolution for query and export: unknown or rebuilt binaries are refused. */
-	if (binsel_resolve(s, a->binary, a->db, &bin, err, sizeof(err)) < 0) {
+	if (binsel_resolve(s, a->binary, a->fleet.url ? a->fleet.url : a->db, &bin, err,
+			   sizeof(err)) < 0) {
 		log_error("%s: %s", a->what, err);
 		return 1;
 	}

@@ -6,3 +6,4 @@
 int cmd_query(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_export(int argc, char **argv);   /* cli/cmd_export.c */
+int cmd_push(int argc, char **argv);

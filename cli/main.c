@@ -15,6 +15,7 @@ static const struct {
 	{ "export", cmd_export, "pprof, folded stacks, an HTML report (and compiler/linker inputs)" },
 	{ "daemon", cmd_daemon, "the systemd service: profile the processes the config selects" },
 	{ "merge", cmd_merge, "merge several hosts' databases into one" },
+	{ "push", cmd_push, "send a host's store to the fleet's ClickHouse" },
 };
 
 static void usage(FILE *f)

@@ -13,10 +13,11 @@ DEMO_PKGS=(
   libbpf-dev bpftool libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev libssl-dev
   libsqlite3-dev libcmocka-dev libcapstone-dev libpfm4-dev
   libsystemd-dev libprotobuf-c-dev protobuf-c-compiler
-  libinih-dev libjemalloc-dev systemtap-sdt-dev
+  libinih-dev libjemalloc-dev systemtap-sdt-dev libcurl4-openssl-dev
   binutils elfutils
 )
 # Tests and benchmarks only: the PGO toolchain, reference profilers (valgrind, heaptrack),
+# clickhouse-server for the fleet test and benchmark,
 # protoc and sqlite3 to read outputs, Chromium for the HTML report, debug symbols for
 # the symbolization checks, systemd for the unit checks, PyYAML.
 TEST_PKGS=(
@@ -26,6 +27,7 @@ TEST_PKGS=(
   systemd
   chromium
   libstdc++6-12-dbg libc6-dbg
+  clickhouse-server clickhouse-client
   debhelper dpkg-dev fakeroot
 )
 case "${1:-test}" in

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fleet/src.h"
 #include "reporter/binsel.h"
 #include "reporter/classify.h"
 #include "reporter/ctx_table.h"
@@ -1100,10 +1101,12 @@ enum {
 	O_SORT = 1 << 5, O_LIMIT = 1 << 6, O_FORMAT = 1 << 7, O_CLASS = 1 << 8,
 	O_STACKS = 1 << 9,
 	O_ALL = (1 << 10) - 1,
+	O_FROM = 1 << 10, O_HOST = 1 << 11,  /* the fleet's ClickHouse instead of --db */
 };
 
 struct query_opts {
 	const char *db;
+	const char *from, *host;   /* --from URL, --host GLOB */
 	const char *binary_arg;   /* --binary as given, resolved once the store is open */
 	struct binsel bin;        /* that resolution; ctx.binary points into it */
 	struct store_ctx_filter ctx;
@@ -1157,9 +1160,9 @@ static const struct subcmd {
 	unsigned opts;      /* the options that apply */
 	int (*run)(FILE *out, struct store *s, const struct query_opts *o);
 } subcmds[] = {
-	{ "contexts", O_ALL, run_contexts },
-	{ "data", O_ALL & ~(O_PID | O_STACKS), run_data },
-	{ "binaries", O_DB | O_FORMAT, run_binaries },
+	{ "contexts", O_ALL | O_FROM | O_HOST, run_contexts },
+	{ "data", (O_ALL & ~(O_PID | O_STACKS)) | O_FROM | O_HOST, run_data },
+	{ "binaries", O_DB | O_FORMAT | O_FROM | O_HOST, run_binaries },
 	{ "processes", O_DB | O_BINARY | O_PID | O_LIMIT | O_FORMAT, run_processes },
 	{ "status", O_DB | O_FORMAT, run_status },
 };
@@ -1177,6 +1180,9 @@ static const char usage_text[] =
 	"\n"
 	"options:\n"
 	"  --db PATH            database file (default " QUERY_DEFAULT_DB ")\n"
+	"  --from URL           the fleet's ClickHouse (HTTP endpoint) instead of --db:\n"
+	"                       every pushed host combined (contexts, data, binaries)\n"
+	"  --host GLOB          with --from: only hosts whose name matches GLOB\n"
 	"  --binary PATH|ID     only this binary: its path (resolved) or its build-id\n"
 	"                       (contexts, data, processes)\n"
 	"  --pid PID            only processes with this pid (contexts, processes)\n"
@@ -1235,6 +1241,12 @@ static int parse_option(int c, const char *arg, struct query_opts *o, const char
 		return 0;
 	case O_SORT:
 		o->sort = arg;
+		return 0;
+	case O_FROM:
+	case O_HOST:
+		if (!*arg)
+			return usage_error(what, c == O_FROM ? "--from: empty URL%s" : "--host: empty glob%s", "");
+		*(c == O_FROM ? &o->from : &o->host) = arg;
 		return 0;
 	case O_CLASS:
 		for (int i = CLASSIFY_NOTCOLD; i < CLASSIFY_NCLASSES; i++)
@@ -1299,6 +1311,8 @@ static const char *option_name(int c)
 	case O_LIMIT: return "--limit";
 	case O_CLASS: return "--class";
 	case O_STACKS: return "--stacks";
+	case O_FROM: return "--from";
+	case O_HOST: return "--host";
 	default: return "--format";
 	}
 }
@@ -1316,6 +1330,8 @@ int cmd_query(int argc, char **argv)
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "class", required_argument, NULL, O_CLASS },
 		{ "stacks", no_argument, NULL, O_STACKS },
+		{ "from", required_argument, NULL, O_FROM },
+		{ "host", required_argument, NULL, O_HOST },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1376,7 +1392,7 @@ int cmd_query(int argc, char **argv)
 	}
 	if (optind + 1 < argc)
 		return usage_error(what, "unexpected argument '%s'", argv[optind + 1]);
-	for (unsigned bit = 1; bit < O_ALL; bit <<= 1)
+	for (unsigned bit = 1; bit <= O_HOST; bit <<= 1)
 		if ((o.given & bit) && !(sub->opts & bit))
 			return usage_error(what, "%s does not apply to this report",
 					   option_name((int)bit));
@@ -1385,13 +1401,21 @@ int cmd_query(int argc, char **argv)
 		if (r)
 			return r;
 	}
+	if ((o.given & O_FROM) && (o.given & (O_DB | O_PID)))
+		return usage_error(what, "--from reads the fleet: %s does not apply with it",
+				   (o.given & O_DB) ? "--db" : "--pid");
+	if ((o.given & O_HOST) && !(o.given & O_FROM))
+		return usage_error(what, "--host applies only with --from%s", "");
 	if (o.ctx.since_ns && o.ctx.until_ns && o.ctx.since_ns >= o.ctx.until_ns)
 		return usage_error(what, "--since must be before --until%s", "");
 
 	char err[512];
 	_cleanup_(store_closep) struct store *s = NULL;
 
-	r = store_open(&s, o.db, STORE_RDONLY, err, sizeof(err));
+	struct fleet_src_opts fo = { .url = o.from, .host_glob = o.host };
+
+	r = o.from ? fleet_open_store(&s, &fo, err, sizeof(err)) :
+		store_open(&s, o.db, STORE_RDONLY, err, sizeof(err));
 	if (r < 0) {
 		log_error("%s: %s", what, err);
 		return 1;

@@ -831,6 +831,11 @@ static int query_contexts(struct store *s, const struct store_ctx_filter *f,
 int store_query_contexts(struct store *s, const struct store_ctx_filter *f, store_ctx_cb cb,
 			 void *arg)
 {
+	void *rc_;
+	const struct store_rows_ops *ro_ = store__rows(s, &rc_);
+
+	if (ro_)
+		return ro_->contexts(rc_, s, f, cb, arg);
 	struct ctx_emit e = { .cb = cb, .arg = arg };
 	int r = query_contexts(s, f, &e);
 
@@ -850,6 +855,11 @@ static const char buckets_sql[] =
 int store_query_buckets(struct store *s, const struct store_ctx_filter *f, store_bucket_cb cb,
 			void *arg)
 {
+	void *rc_;
+	const struct store_rows_ops *ro_ = store__rows(s, &rc_);
+
+	if (ro_)
+		return ro_->buckets(rc_, s, f, cb, arg);
 	static const struct store_ctx_filter all;
 	sqlite3_stmt *st = store__stmt(s, buckets_sql);
 	int rc;
@@ -890,6 +900,11 @@ static const char binaries_sql[] =
 
 int store_query_binaries(struct store *s, store_binary_cb cb, void *arg)
 {
+	void *rc_;
+	const struct store_rows_ops *ro_ = store__rows(s, &rc_);
+
+	if (ro_)
+		return ro_->binaries(rc_, s, cb, arg);
 	sqlite3_stmt *st = store__stmt(s, binaries_sql);
 	int rc;
 
@@ -975,6 +990,11 @@ static const char runs_v11_sql[] = RUNS_COLS ", access_source, access_reasons, m
 
 int store_query_runs(struct store *s, store_run_cb cb, void *arg)
 {
+	void *rc_;
+	const struct store_rows_ops *ro_ = store__rows(s, &rc_);
+
+	if (ro_ && ro_->runs)
+		return ro_->runs(rc_, s, cb, arg);
 	int v = store_schema_version(s);
 	sqlite3_stmt *st = store__stmt(s, v >= 11 ? runs_v11_sql : v >= 4 ? runs_v4_sql : runs_sql);
 	int rc;
@@ -1062,6 +1082,11 @@ static const char *const data_sql[] = {
 int store_query_data(struct store *s, const struct store_data_filter *f, store_data_cb cb,
 		     void *arg)
 {
+	void *rc_;
+	const struct store_rows_ops *ro_ = store__rows(s, &rc_);
+
+	if (ro_)
+		return ro_->data(rc_, s, f, cb, arg);
 	static const struct store_data_filter all = {0};
 	int rc;
 
@@ -1111,6 +1136,12 @@ static const char classes_sql[] =
 int store_query_access_classes(struct store *s, int64_t run_id, store_access_class_cb cb,
 			       void *arg)
 {
+	void *rc_;
+	const struct store_rows_ops *ro_ = store__rows(s, &rc_);
+
+	if (ro_ && ro_->access_classes)
+		return ro_->access_classes(rc_, s, run_id, cb, arg);
+
 	int rc = store_schema_version(s);
 
 	if (rc < 0)

@@ -210,6 +210,8 @@ struct store {
 	struct { const char *sql; sqlite3_stmt *st; } cache[STMT_CACHE_MAX];
 	unsigned ncache;
 	char err[512];
+	const struct store_rows_ops *rows;  /* store_open_rows(): no db, readers served here */
+	void *rows_ctx;
 };
 
 static struct idmap *store_maps(struct store *s, unsigned i)
@@ -281,6 +283,10 @@ sqlite3_stmt *store__stmt(struct store *s, const char *sql)
 	sqlite3_stmt *st;
 	unsigned i;
 
+	if (!s->db) {
+		store__error(s, -EOPNOTSUPP, "not available from this source");
+		return NULL;
+	}
 	for (i = 0; i < s->ncache; i++)
 		if (s->cache[i].sql == sql) {
 			st = s->cache[i].st;
@@ -312,6 +318,8 @@ void store_close(struct store *s)
 {
 	if (!s)
 		return;
+	if (s->rows && s->rows->close)
+		s->rows->close(s->rows_ctx);
 	for (unsigned i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(s->st[i]);
 	for (unsigned i = 0; i < s->ncache; i++)
@@ -441,6 +449,31 @@ int store_open(struct store **out, const char *path, unsigned flags, char *err, 
 	*out = s;
 	s = NULL;
 	return 0;
+}
+
+int store_open_rows(struct store **out, const struct store_rows_ops *ops, void *ctx)
+{
+	struct store *s = calloc(1, sizeof(*s));
+
+	*out = s;
+	if (!s)
+		return -ENOMEM;
+	s->rows = ops;
+	s->rows_ctx = ctx;
+	s->version = STORE_SCHEMA_VERSION;   /* what its rows stand for; never read */
+	return 0;
+}
+
+int store_rows_error(struct store *s, int err, const char *msg)
+{
+	snprintf(s->err, sizeof(s->err), "%s", msg);
+	return err;
+}
+
+const struct store_rows_ops *store__rows(struct store *s, void **ctx)
+{
+	*ctx = s->rows_ctx;
+	return s->rows;
 }
 
 int store_schema_version(struct store *s)

@@ -244,6 +244,7 @@ int store_query_buckets(struct store *s, const struct store_ctx_filter *f, store
 			void *arg);
 
 /* ---- internal to store/ (store.c, schema.c, query.c); not for other modules ---- */
+
 struct sqlite3;
 struct sqlite3_stmt;
 /* Records "what: <sqlite3_errmsg>" as the store's error and returns the -errno for rc.
@@ -446,3 +447,31 @@ int store_integrity_check(struct store *s, char *msg, size_t msgsz);
 /* Internal to store/: see store.c. */
 int store__forget_ids(struct store *s);
 struct sqlite3 *store__db(struct store *s);
+
+/* ---- rows from elsewhere (the fleet's ClickHouse: fleet/fleet_read.c) ----
+ * A store opened by store_open_rows() has no database: store_query_contexts(), _buckets(),
+ * _binaries() and _data() hand its ops the same filter and callback, and the ops must
+ * give the same rows in the same order as those readers do on a store holding the same
+ * data (`memprofd merge` of the same stores); every other reader fails with an error.
+ * store_close() calls ops->close(ctx). */
+struct store_rows_ops {
+	int (*contexts)(void *ctx, struct store *s, const struct store_ctx_filter *f,
+			store_ctx_cb cb, void *arg);
+	int (*buckets)(void *ctx, struct store *s, const struct store_ctx_filter *f,
+		       store_bucket_cb cb, void *arg);
+	int (*binaries)(void *ctx, struct store *s, store_binary_cb cb, void *arg);
+	int (*data)(void *ctx, struct store *s, const struct store_data_filter *f,
+		    store_data_cb cb, void *arg);
+	/* store_query_runs() and store_query_access_classes() (the evidence rule's inputs,
+	 * reporter/classify.c); NULL: those readers fail like the others. */
+	int (*runs)(void *ctx, struct store *s, store_run_cb cb, void *arg);
+	int (*access_classes)(void *ctx, struct store *s, int64_t run_id,
+			      store_access_class_cb cb, void *arg);
+	void (*close)(void *ctx);
+};
+int store_open_rows(struct store **out, const struct store_rows_ops *ops, void *ctx);
+/* For the ops: sets the store's one-line error (store_errmsg()) and returns err. */
+int store_rows_error(struct store *s, int err, const char *msg);
+
+/* Internal to store/: the ops of a store_open_rows() store (NULL for a database). */
+const struct store_rows_ops *store__rows(struct store *s, void **ctx);

@@ -22,12 +22,15 @@ ALLOWED = {
     'sampler': {'base'},
     'store': {'base'},
     'symbolizer': {'base'},
-    'reporter': {'base', 'store', 'symbolizer'},
+    'reporter': {'base', 'store', 'symbolizer', 'fleet'},
+    # issue 20: the fleet's ClickHouse as a store (a reader layer under reporter/), and
+    # `memprofd push`, which reads the daemon's config ([store] db, [fleet] url).
+    'fleet': {'base', 'store', 'symbolizer', 'daemon'},
     'compiler_feedback': {'base', 'store', 'symbolizer', 'reporter'},
     'linker_script_gen': {'base', 'store', 'symbolizer', 'reporter'},
     'daemon': {'base', 'bpf', 'sampler', 'store', 'symbolizer'},
     'cli': {'base', 'store', 'symbolizer', 'reporter', 'compiler_feedback',
-            'linker_script_gen', 'daemon'},
+            'linker_script_gen', 'daemon', 'fleet'},
 }
 SOURCE_EXT = ('.c', '.cc', '.h')
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

@@ -17,7 +17,7 @@
 
 #define MAX_ERRORS 50    /* further errors are counted, not listed */
 
-enum ktype { K_STR, K_MS, K_SEC, K_SIZE, K_PERCENT, K_UINT, K_FRACTION, K_ALLOC, K_ACCESS,
+enum ktype { K_STR, K_TEXT /* any non-empty string */, K_MS, K_SEC, K_SIZE, K_PERCENT, K_UINT, K_FRACTION, K_ALLOC, K_ACCESS,
 	     K_TIERS };
 
 struct key {
@@ -49,6 +49,8 @@ static const struct key keys[] = {
 	{ "targets", "max_processes", K_UINT, OFF(max_processes), 1, 16384 },
 	{ "targets", "rescan_interval", K_SEC, OFF(rescan_interval_s), 0, 86400 },
 	{ "service", "watchdog", K_SEC, OFF(watchdog_s), 0, 3600 },
+	{ "fleet", "url", K_TEXT, OFF(fleet_url), 0, 0 },     /* issue 20: memprofd push */
+	{ "fleet", "host", K_TEXT, OFF(fleet_host), 0, 0 },
 };
 
 static const char *const alloc_names[] = { "exact", "sampled", "off" };
@@ -443,9 +445,10 @@ static int set_key(struct parse *p, const struct key *k, const char *value)
 	double d;
 
 	switch (k->type) {
-	case K_STR: {
-		if (!*value || value[0] != '/') {
-			bound_error(p, k, value, "is not an absolute path");
+	case K_STR:
+	case K_TEXT: {
+		if (!*value || (k->type == K_STR && value[0] != '/')) {
+			bound_error(p, k, value, k->type == K_STR ? "is not an absolute path" : "is empty");
 			return -EINVAL;
 		}
 		char *dup = strdup(value);
@@ -574,6 +577,8 @@ void config_free(struct config *c)
 {
 	free(c->path);
 	free(c->db);
+	free(c->fleet_url);
+	free(c->fleet_host);
 	for (size_t i = 0; i < c->ntargets; i++) {
 		struct target_rule *t = &c->targets[i];
 

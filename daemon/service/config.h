@@ -72,6 +72,8 @@ struct config {
 	struct deny_rule deny;
 	/* [service] */
 	uint64_t watchdog_s;           /* informational: systemd's WatchdogSec wins */
+	/* [fleet]: where `memprofd push --config` sends the store (NULL: not set) */
+	char *fleet_url, *fleet_host;
 };
 
 /* Defaults only (no file). */

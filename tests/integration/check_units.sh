@@ -14,7 +14,7 @@ command -v systemd-analyze >/dev/null 2>&1 || { echo "SKIP: no systemd-analyze (
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for u in memprofd.service memprofd-export.service memprofd-export.timer; do
+for u in memprofd.service memprofd-export.service memprofd-export.timer memprofd-push.service; do
 	f=$deploy/$u
 	[ -f "$f" ] || f=$src/$u
 	sed -e "s|^ExecStart=[^ ]*/memprofd |ExecStart=$memprofd |" \
@@ -26,14 +26,14 @@ done
 fail=0
 # verify prints nothing for a clean unit; any line (unknown key, bad value) is a failure.
 out=$(cd "$tmp" && systemd-analyze verify --man=no ./memprofd.service ./memprofd-export.service \
-	./memprofd-export.timer 2>&1) || fail=1
+	./memprofd-export.timer ./memprofd-push.service 2>&1) || fail=1
 # Lines about units outside ours (the host's own dependencies) are not ours to fix.
 ours=$(printf '%s\n' "$out" | grep -E 'memprofd' || true)
 if [ -n "$ours" ] || [ $fail -ne 0 ]; then
 	printf 'FAIL: systemd-analyze verify:\n%s\n' "$out"
 	exit 1
 fi
-echo "ok: systemd-analyze verify (3 units)"
+echo "ok: systemd-analyze verify (4 units)"
 
 # The check must be able to fail: an unknown directive is reported.
 sed 's/^NoNewPrivileges=yes/NoNewPrivilegez=yes/' "$tmp/memprofd.service" > "$tmp/broken.service"
