@@ -9,6 +9,10 @@
 #define ALLOC_STACKS_MAX 65536     /* stack keys remembered as already sent (LRU) */
 #define ALLOC_TARGETS_MAX 16384    /* processes traced at once */
 #define ALLOC_RINGBUF_BYTES (16 << 20)
+/* `record`'s exact mode: room for a start-up burst of DWARF stack copies (python3's
+ * ~1,200 at up to 24 KiB each) while the reader unwinds; the daemon keeps the default so
+ * its resident ring stays small. The BPF side reads the size from the ring itself. */
+#define ALLOC_RECORD_RINGBUF_BYTES (64 << 20)
 #define ALLOC_EXEC_NAME 256
 #define ALLOC_USTACK_MAX 24576     /* user stack bytes copied for DWARF unwinding: sqlite3's
                                     * shell needs more than 16 KiB to reach main; a per-CPU

@@ -58,7 +58,7 @@ static __always_inline void count(u32 c)
  * every poll timeout (RECORD_POLL_MS), so records never wait longer than that. */
 static __always_inline u64 rb_flags(void)
 {
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ALLOC_RINGBUF_BYTES / 4 ?
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 4 ?
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
@@ -190,7 +190,8 @@ static __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 	/* Copies are large: within USTACK_RING_RESERVE of a full ring, the small records
 	 * (frees, lifecycle) that keep the counts right go first; the allocation's stack
 	 * is counted lost. */
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ALLOC_RINGBUF_BYTES - USTACK_RING_RESERVE) {
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >
+	    bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) - USTACK_RING_RESERVE) {
 		count(CNT_DROP_STACK);
 		return 0;
 	}

@@ -597,6 +597,7 @@ static int start_tracing(struct record *rec)
 		return *o->cmd ? start_sampled_command(rec) : start_sampled_pid(rec);
 	}
 	rec->r.alloc_off = o->alloc_off;
+	rec->r.ring_bytes = ALLOC_RECORD_RINGBUF_BYTES;
 	err = exact_open(&rec->r);
 	if (err < 0)
 		return err;

@@ -62,6 +62,7 @@ struct recorder {
 	                                  * process a target until the daemon decides */
 	bool no_otel;                    /* set before sampled_open: otel_memory programs are not
 	                                  * loaded (their verification is most of start-up) */
+	size_t ring_bytes;               /* set before exact_open: 0 = ALLOC_RINGBUF_BYTES */
 	bool alloc_off;                  /* alloc = off: exact mode's lifecycle, no allocator probe */
 	void (*lifecycle)(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns);
 	void *lifecycle_arg;
