@@ -273,8 +273,6 @@ static int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	events_common(r, data, len, reap_cb);
-	if (r->lifecycle && h->type >= EV_FORK && h->type <= EV_NEWEXEC)
-		r->lifecycle(r->lifecycle_arg, h->type, h->tgid, h->start_ns);
 	return 0;
 }
 

@@ -194,7 +194,7 @@ struct proc *events_proc(struct recorder *r, uint32_t tgid, uint64_t start_ns)
 	return p;
 }
 
-bool events_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap)
+static bool handle_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap)
 {
 	const struct ev_hdr *h = data;
 	struct proc *p;
@@ -233,6 +233,17 @@ bool events_common(struct recorder *r, const void *data, size_t len, events_reap
 	}
 	}
 	return false;
+}
+
+bool events_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap)
+{
+	const struct ev_hdr *h = data;
+	bool handled = handle_common(r, data, len, reap);
+
+	/* The daemon's target bookkeeping, after the recorder has seen the record. */
+	if (r->lifecycle && h->type >= EV_FORK && h->type <= EV_NEWEXEC)
+		r->lifecycle(r->lifecycle_arg, h->type, h->tgid, h->start_ns);
+	return handled;
 }
 
 int events_live_keys(int fd, uint32_t tgid, struct live_key **out, size_t *nout)

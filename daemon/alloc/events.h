@@ -9,7 +9,8 @@
 typedef void (*events_reap_fn)(struct recorder *r, uint32_t tgid, uint64_t start_ns,
 			       uint64_t ts_ns, uint32_t cpu);
 
-/* Handles EV_STACK, EV_FORK, EV_EXEC and EV_EXIT; false for any other record type. */
+/* Handles EV_STACK, EV_USTACK, EV_FORK, EV_EXEC and EV_EXIT (false for any other record
+ * type), then tells r->lifecycle of EV_FORK..EV_NEWEXEC records. */
 bool events_common(struct recorder *r, const void *data, size_t len, events_reap_fn reap);
 
 /* The process of an allocation record (proc_get), counting the record in
