@@ -255,9 +255,8 @@ static void reap_cb(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64
 	exact_reap(r, tgid, start_ns, ts_ns, cpu);
 }
 
-static int on_event(void *ctx, void *data, size_t len)
+static int handle_event(struct recorder *r, void *data, size_t len)
 {
-	struct recorder *r = ctx;
 	const struct ev_hdr *h = data;
 	struct proc *p;
 
@@ -276,18 +275,16 @@ static int on_event(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-int exact_poll(struct recorder *r, int timeout_ms)
+static int on_event(void *ctx, void *data, size_t len)
 {
-	/* The kernel side wakes us only when the ring is a quarter full, so a poll that
-	 * times out must still consume what is there, or flushes would fall behind. */
-	int n = ring_buffer__poll(r->rb, timeout_ms);
+	handle_event(ctx, data, len);
+	return events_slice_after(ctx);
+}
 
-	if (n == -EINTR)
-		n = 0;
-	if (n >= 0) {
-		int c = ring_buffer__consume(r->rb);
-		n = c < 0 ? c : n + c;
-	}
+int exact_poll(struct recorder *r, int timeout_ms, bool *more)
+{
+	int n = events_poll(r, r->rb, timeout_ms, EVENTS_SLICE_NS, more);
+
 	return n < 0 ? log_error_errno(n, "record: polling ring buffer: %s", strerror(-n)) : n;
 }
 

@@ -17,7 +17,7 @@ int exact_remove_target(struct recorder *r, uint32_t pid);
 bool exact_is_target(struct recorder *r, uint32_t pid);
 /* Number of entries in the BPF targets map (walks it: for periodic use). */
 size_t exact_count_targets(struct recorder *r);
-int exact_poll(struct recorder *r, int timeout_ms);
+int exact_poll(struct recorder *r, int timeout_ms, bool *more);
 /* Counts allocations made before ts (monotonic ns) and still live as dying at ts: of
  * process (tgid, start), or of every process when tgid == 0. */
 int exact_reap(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns, uint32_t cpu);

@@ -534,9 +534,8 @@ static void reap_cb(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64
 	sampled_reap(r->sampled, tgid, start_ns, ts_ns, cpu);
 }
 
-static int on_event(void *ctx, void *data, size_t len)
+static int handle_event(struct sampled *s, void *data, size_t len)
 {
-	struct sampled *s = ctx;
 	struct recorder *r = s->r;
 	const struct ev_hdr *h = data;
 	struct proc *p;
@@ -578,22 +577,26 @@ static int on_event(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-int sampled_poll(struct sampled *s, int timeout_ms)
+static int on_event(void *ctx, void *data, size_t len)
 {
-	/* The kernel side wakes us only when the ring is a quarter full, so a poll that
-	 * times out must still consume what is there, or flushes would fall behind. */
-	int n = ring_buffer__poll(s->rb, timeout_ms);
+	struct sampled *s = ctx;
 
-	if (n == -EINTR)
-		n = 0;
-	if (n >= 0) {
-		uint64_t t0 = mono_ns();
-		int c = ring_buffer__consume(s->rb);
-		n = c < 0 ? c : n + c;
-		/* A drain that began at t0 consumed every record submitted before t0. */
-		if (c >= 0 && t0 > SAMPLED_WATERMARK_SLACK_NS + s->watermark)
-			s->watermark = t0 - SAMPLED_WATERMARK_SLACK_NS;
-	}
+	handle_event(s, data, len);
+	return events_slice_after(s->r);
+}
+
+int sampled_poll(struct sampled *s, int timeout_ms, bool *more)
+{
+	uint64_t t0 = mono_ns();
+	bool cut = false;
+	int n = events_poll(s->r, s->rb, timeout_ms, EVENTS_SLICE_NS, &cut);
+
+	/* A drain that began at t0 and ran to the end consumed every record submitted
+	 * before t0; one cut short by its slice did not. */
+	if (n >= 0 && !cut && t0 > SAMPLED_WATERMARK_SLACK_NS + s->watermark)
+		s->watermark = t0 - SAMPLED_WATERMARK_SLACK_NS;
+	if (more)
+		*more = cut;
 	return n < 0 ? log_error_errno(n, "record: polling ring buffer: %s", strerror(-n)) : n;
 }
 

@@ -44,7 +44,7 @@ int sampled_find_library(char *out, size_t outsz);
 int sampled_setup_child_env(char ***envp_out, const char *sampler_path);
 void sampled_free_env(char **envp);
 int sampled_add_target(struct sampled *s, uint32_t pid);
-int sampled_poll(struct sampled *s, int timeout_ms);
+int sampled_poll(struct sampled *s, int timeout_ms, bool *more);
 /* Every record the BPF side made before this (CLOCK_MONOTONIC ns) has been consumed by
  * sampled_poll: the allocation watermark for attribution. */
 uint64_t sampled_watermark(const struct sampled *s);

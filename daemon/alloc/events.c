@@ -20,6 +20,7 @@
 #include "daemon/alloc/ustack.h"
 #include "daemon/alloc/unwind.h"
 #include "base/array.h"
+#include "base/clock.h"
 
 /* An IP the kernel could not turn into (build-id, offset): try the process's maps. */
 static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
@@ -360,4 +361,37 @@ void events_detach_all(struct bpf_link **links, size_t nlinks, const int *fds, s
 			if (th[j])
 				pthread_join(th[j], NULL);
 	}
+}
+
+int events_slice_after(struct recorder *r)
+{
+	r->slice_records++;
+	if (!r->slice_end_ns || mono_ns() < r->slice_end_ns)
+		return 0;
+	r->slice_spent = true;
+	return -EAGAIN;   /* libbpf stops here; this record is consumed */
+}
+
+/* A stop by events_slice_after is not an error: what was read counts. */
+static int slice_result(struct recorder *r, int n)
+{
+	return n == -EAGAIN && r->slice_spent ? 0 : n == -EINTR ? 0 : n;
+}
+
+int events_poll(struct recorder *r, struct ring_buffer *rb, int timeout_ms, uint64_t max_ns,
+		bool *more)
+{
+	r->slice_records = 0;
+	r->slice_spent = false;
+	r->slice_end_ns = max_ns ? mono_ns() + max_ns : 0;
+	int n = slice_result(r, ring_buffer__poll(rb, timeout_ms));
+
+	/* The kernel side wakes us only when the ring is a quarter full, so a poll that
+	 * times out must still consume what is there, or flushes would fall behind. */
+	if (n >= 0 && !r->slice_spent)
+		n = slice_result(r, ring_buffer__consume(rb));
+	r->slice_end_ns = 0;   /* drains elsewhere (final flush, reaping) run to the end */
+	if (more)
+		*more = r->slice_spent;
+	return n < 0 ? n : (int)(r->slice_records > INT32_MAX ? INT32_MAX : r->slice_records);
 }

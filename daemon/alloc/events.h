@@ -28,6 +28,21 @@ static inline bool events_gate(struct recorder *r, const void *data, size_t len)
  * (NULL when empty). 0 or -ENOMEM. */
 int events_live_keys(int fd, uint32_t tgid, struct live_key **out, size_t *n);
 
+/* A bounded drain of an allocation ring. A producer faster than its reader (a flood of
+ * short-lived objects, DWARF stack copies, a sanitizer build) would keep one
+ * ring_buffer__consume going for seconds, starving the flushes, the governor's ticks and
+ * the watchdog. libbpf 1.1 has no ring_buffer__consume_n, but it stops a consume (or poll)
+ * when the sample callback returns < 0, after moving past that record, so the record is
+ * consumed and handled. Each ring callback returns events_slice_after(r); events_poll()
+ * runs one slice. Costs one clock read (vDSO) per record while a slice is bounded. */
+#define EVENTS_SLICE_NS (50 * 1000000ULL)   /* one wake-up's reading, then the loop's jobs */
+int events_slice_after(struct recorder *r);
+/* ring_buffer__poll(timeout_ms) then a consume, for at most max_ns of reading (0: until
+ * empty). Returns the records handled (>= 0) or -errno; *more (may be NULL) tells whether
+ * the slice ran out with records left: the caller polls again without waiting. */
+int events_poll(struct recorder *r, struct ring_buffer *rb, int timeout_ms, uint64_t max_ns,
+		bool *more);
+
 struct bpf_link;
 struct bpf_program;
 

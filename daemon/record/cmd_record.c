@@ -681,9 +681,11 @@ static void record_loop(struct record *rec)
 		{ .fd = rec->sfd, .events = POLLIN },
 	};
 
+	bool more = false;   /* the last read ran out of its slice: read on without waiting */
+
 	while (!stop) {
-		poll(pfd, 3, rec->r.watch ? WATCH_POLL_MS : RECORD_POLL_MS);
-		if ((rec->smp ? sampled_poll(rec->smp, 0) : exact_poll(&rec->r, 0)) < 0) {
+		poll(pfd, 3, more ? 0 : rec->r.watch ? WATCH_POLL_MS : RECORD_POLL_MS);
+		if ((rec->smp ? sampled_poll(rec->smp, 0, &more) : exact_poll(&rec->r, 0, &more)) < 0) {
 			rec->status = "error: ring buffer";
 			break;
 		}
@@ -702,10 +704,11 @@ static void record_loop(struct record *rec)
 		close(pfd[1].fd);
 	if (rec->ch.pid > 0 && child_stop(&rec->ch, &rec->ws) == 0) {
 		rec->child_ended = true;
-		if (rec->smp)
-			sampled_poll(rec->smp, 0);
-		else
-			exact_poll(&rec->r, 0);
+		do {
+			if ((rec->smp ? sampled_poll(rec->smp, 0, &more) :
+			     exact_poll(&rec->r, 0, &more)) < 0)
+				break;
+		} while (more);
 	}
 }
 

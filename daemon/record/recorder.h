@@ -34,6 +34,9 @@ struct recorder {
 	int64_t run_id;
 	int64_t mono_to_real_ns;         /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	uint64_t events;
+	uint64_t slice_end_ns;           /* events_poll's bound (CLOCK_MONOTONIC), 0: none */
+	uint64_t slice_records;          /* records handled in the current slice */
+	bool slice_spent;                /* the slice ran out with records left */
 	uint64_t unresolved_frames;
 	uint64_t ustacks, ustacks_truncated;  /* stacks unwound from DWARF CFI, of them cut short */
 	int unwind_modes_fd;             /* BPF unwind_modes map (daemon/alloc/ustack.c), 0: none */

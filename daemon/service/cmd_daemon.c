@@ -542,10 +542,12 @@ static int event_loop(struct daemon *d)
 		{ .fd = d->sfd, .events = POLLIN },
 		{ .fd = d->r.soft ? src_soft_ring_fd(d->r.soft) : -1, .events = POLLIN },
 	};
+	bool more = false;   /* the last read ran out of its slice: read on without waiting */
+
 	while (!d->stop) {
 		int64_t wait = min_deadline(d) - mono_ms();
 
-		if (wait < 0)
+		if (wait < 0 || more)
 			wait = 0;
 		if (wait > DAEMON_MAX_WAIT_MS)
 			wait = DAEMON_MAX_WAIT_MS;
@@ -559,7 +561,7 @@ static int event_loop(struct daemon *d)
 		/* Consume on every wake-up, not only on POLLIN: the kernel side wakes us only
 		 * when the ring is a quarter full. Allocations first: their drain time is
 		 * attribution's allocation watermark. */
-		if ((d->smp ? sampled_poll(d->smp, 0) : ring_buffer__consume(d->r.rb)) < 0) {
+		if ((d->smp ? sampled_poll(d->smp, 0, &more) : exact_poll(&d->r, 0, &more)) < 0) {
 			snprintf(d->stop_reason, sizeof(d->stop_reason), "error: ring buffer");
 			break;
 		}
