@@ -704,9 +704,14 @@ void sampled_counters(struct sampled *s, uint64_t out[SCNT_MAX])
 	free(v);
 }
 
-uint64_t sampled_records(const struct sampled *s)
+uint64_t sampled_records(struct sampled *s)
 {
-	return s ? s->records : 0;
+	uint64_t c[SCNT_MAX];
+
+	if (!s)
+		return 0;
+	sampled_counters(s, c);
+	return s->records + c[CNT_DROP_RINGBUF];
 }
 
 void sampled_stats(const struct sampled *s, uint64_t *samples, double *est_objects)

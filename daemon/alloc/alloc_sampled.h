@@ -62,8 +62,11 @@ struct attrib_object;
 void sampled_object(struct sampled *s, const struct attrib_object *o);
 int sampled_reap(struct sampled *s, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns, uint32_t cpu);
 void sampled_counters(struct sampled *s, uint64_t out[SCNT_MAX]);
-/* Sampled allocation and free records read so far (what thinning reduces). */
-uint64_t sampled_records(const struct sampled *s);
+/* Sampled allocation and free records the BPF side made so far (what thinning reduces):
+ * those read, plus every record a full ring lost. Counting only those read would measure
+ * the reader's speed, not the rate, whenever the reader falls behind. Walks the per-CPU
+ * counters once (for periodic use). */
+uint64_t sampled_records(struct sampled *s);
 /* Samples aggregated so far and the objects they stand for (sum of weights). */
 void sampled_stats(const struct sampled *s, uint64_t *samples, double *est_objects);
 void sampled_close(struct sampled *s);
