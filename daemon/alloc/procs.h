@@ -67,6 +67,9 @@ struct binary *bin_by_raw(struct proctab *t, const unsigned char raw[20]);
 /* Where we can open a file the process names `logical`: through /proc/PID/root when the
  * process lives in another mount namespace (a container), else the path itself. */
 void proc_file_path(const struct proc *p, const char *logical, char *out, size_t n);
+/* Registers the file of p's mapping e (through /proc/PID/map_files, checked to be the
+ * file the maps name); NULL when it cannot be read or is no longer mapped there. */
+struct binary *bin_register_map(struct proctab *t, const struct proc *p, const struct map_entry *e);
 /* Registers every file mapped by the live process (via /proc/PID/map_files). */
 void bin_scan_process(struct proctab *t, struct proc *p);
 /* Path to open for the binary with this build-id (hex), or NULL if none is known. */

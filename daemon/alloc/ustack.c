@@ -53,18 +53,12 @@ struct binary *ustack_map_binary(struct recorder *r, struct proc *p, const struc
 {
 	uint64_t h = file_hash(e);
 	struct filebin *f = hmap_find(&r->procs.files, h, file_eq, e);
-	char open_path[128], path[MAPS_PATH_MAX + 64];
 
 	if (f)
 		return f->b;
 	if (e->path[0] != '/')
 		return NULL;
-	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
-		 (unsigned long long)e->start, (unsigned long long)e->end);
-	proc_file_path(p, e->path, path, sizeof(path));
-	struct binary *b = bin_register(&r->procs, path, open_path);
-	if (!b)
-		b = bin_register(&r->procs, path, path);
+	struct binary *b = bin_register_map(&r->procs, p, e);
 	if (!b)
 		return NULL;   /* not cached: the process may be gone, a later one may tell */
 	f = calloc(1, sizeof(*f));
