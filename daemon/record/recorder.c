@@ -68,6 +68,14 @@ static void symbolize(struct recorder *r, struct istack *s)
 	for (unsigned i = 0; i < s->nframes; i++) {
 		if (s->function[i] || !*s->frames[i].build_id)
 			continue;
+		const struct isym *m = intern_sym_find(&r->in, &s->frames[i]);
+		if (m) {   /* found for another context already */
+			s->function[i] = m->function;
+			s->mangled[i] = m->mangled;
+			s->lines[i] = m->lines;
+			s->nlines[i] = m->nlines;
+			continue;
+		}
 		bin_function(&r->procs, s->frames[i].build_id, s->frames[i].offset,
 			     &s->function[i], &s->mangled[i]);
 		frame_lines(r, s, i);
@@ -76,6 +84,10 @@ static void symbolize(struct recorder *r, struct istack *s)
 			s->function[i] = s->lines[i][s->nlines[i] - 1].function;
 			s->mangled[i] = s->lines[i][s->nlines[i] - 1].mangled;
 		}
+		/* Found ones only: a file not readable yet may be at the next context. */
+		if (s->function[i] || s->nlines[i])
+			intern_sym_add(&r->in, &s->frames[i], s->function[i], s->mangled[i],
+				       s->lines[i], s->nlines[i]);
 	}
 }
 
