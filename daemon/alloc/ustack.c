@@ -250,9 +250,14 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 		have = e->len;
 	unwind_stack(&p->uw, p->pid, e, have, pcs, e->caller ? ALLOC_MAX_FRAMES + SAMPLED_CALLER_SEARCH
 							      : ALLOC_MAX_FRAMES, &got, &truncated);
+	const struct map_entry *m = NULL;
+	struct binary *b = NULL;
 	for (i = caller_skip(e, pcs, got); i < got && n < ALLOC_MAX_FRAMES; i++) {
-		const struct map_entry *m = exec_map(p, pcs[i], &reloaded);
-		struct binary *b = m ? ustack_map_binary(r, p, m) : NULL;
+		/* Callers are mostly in the same object: its mapping is asked first. */
+		if (!m || pcs[i] < m->start || pcs[i] >= m->end) {
+			m = exec_map(p, pcs[i], &reloaded);
+			b = m ? ustack_map_binary(r, p, m) : NULL;
+		}
 		if (!m) {
 			truncated = true;   /* never a frame outside the executable mappings */
 			break;
