@@ -22,6 +22,7 @@ struct unwinder {
 	bool read_failed;            /* a read fell outside the copy: libdwfl takes an
 	                              * unreadable return address for the outermost frame */
 	struct unwind_rules *rules;  /* the fast path's per-address rules */
+	uint64_t top;                /* the last walk's highest word read (0: unknown) */
 };
 
 struct walk {
@@ -171,8 +172,11 @@ int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct ev_ustack *u,
 		if ((rc = report(uw)))
 			return rc;
 	}
-	if (rules_on() && rules_walk(&uw->rules, uw->dwfl, u, len, pcs, max, n, truncated) == RULES_WALKED)
+	uw->top = 0;
+	if (rules_on() &&
+	    rules_walk(&uw->rules, uw->dwfl, u, len, pcs, max, n, truncated, &uw->top) == RULES_WALKED)
 		return *n ? 0 : -ENOENT;
+	uw->top = 0;
 	uw->u = u;
 	uw->len = len;
 	uw->read_failed = false;
@@ -188,6 +192,11 @@ int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct ev_ustack *u,
 	*truncated = rc != 0 || w.full || uw->read_failed;
 	*n = w.n;
 	return w.n ? 0 : -ENOENT;
+}
+
+uint64_t unwind_top(const struct unwinder *uw)
+{
+	return uw ? uw->top : 0;
 }
 
 void unwinder_free(struct unwinder *uw)

@@ -194,7 +194,7 @@ static const struct rule *lookup(struct unwind_rules *t, Dwfl *dwfl, uint64_t pc
  * i is known), by rule r; false when its return address is undefined or unreadable
  * (libdwfl's outermost frame). */
 static bool step(const struct rule *r, const struct ev_ustack *u, size_t len, uint64_t *regs,
-		 uint32_t *set, bool *read_failed)
+		 uint32_t *set, bool *read_failed, uint64_t *top)
 {
 	uint64_t out[NREGS], cfa = regs[r->cfa_reg] + (uint64_t)(int64_t)r->cfa_off;
 	bool cfa_ok = *set >> r->cfa_reg & 1;
@@ -219,6 +219,8 @@ static bool step(const struct rule *r, const struct ev_ustack *u, size_t len, ui
 				*read_failed = true;
 				continue;
 			}
+			if (at + sizeof(out[i]) > *top)
+				*top = at + sizeof(out[i]);
 			break;
 		case H_VAL_CFA:
 			if (!cfa_ok)
@@ -241,7 +243,7 @@ static bool step(const struct rule *r, const struct ev_ustack *u, size_t len, ui
 }
 
 int rules_walk(struct unwind_rules **rp, Dwfl *dwfl, const struct ev_ustack *u, size_t len,
-	       uint64_t *pcs, unsigned max, unsigned *n, bool *truncated)
+	       uint64_t *pcs, unsigned max, unsigned *n, bool *truncated, uint64_t *top)
 {
 	struct unwind_rules *t = *rp;
 	uint64_t regs[NREGS];
@@ -253,6 +255,7 @@ int rules_walk(struct unwind_rules **rp, Dwfl *dwfl, const struct ev_ustack *u, 
 	if (!t && !(t = *rp = calloc(1, sizeof(*t))))
 		return RULES_SLOW;
 	memcpy(regs, u->regs, sizeof(regs));
+	*top = 0;
 	for (;;) {
 		if (*n == max) {
 			full = true;
@@ -263,7 +266,7 @@ int rules_walk(struct unwind_rules **rp, Dwfl *dwfl, const struct ev_ustack *u, 
 		pcs[(*n)++] = pc;
 		if (!r || r->slow)
 			return RULES_SLOW;
-		if (!step(r, u, len, regs, &set, &read_failed))
+		if (!step(r, u, len, regs, &set, &read_failed, top))
 			break;
 		pc = regs[RA_REG];
 	}

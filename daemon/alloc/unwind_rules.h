@@ -17,10 +17,11 @@ enum { RULES_WALKED = 0, RULES_SLOW = 1 };
 
 /* Walks u (len bytes of stack) with the rules of dwfl's modules into at most max
  * return addresses, innermost first: RULES_WALKED with *n, *truncated exactly as
- * dwfl_getthread_frames over the same copy gives them; RULES_SLOW when libdwfl must
- * walk (then *n and pcs mean nothing). *rp is created on first use. */
+ * dwfl_getthread_frames over the same copy gives them, and *top the end of the highest
+ * word read; RULES_SLOW when libdwfl must walk (then *n and pcs mean nothing). *rp is
+ * created on first use. */
 int rules_walk(struct unwind_rules **rp, Dwfl *dwfl, const struct ev_ustack *u, size_t len,
-	       uint64_t *pcs, unsigned max, unsigned *n, bool *truncated);
+	       uint64_t *pcs, unsigned max, unsigned *n, bool *truncated, uint64_t *top);
 /* Forgets every rule (the modules were read again). */
 void rules_clear(struct unwind_rules *r);
 void rules_free(struct unwind_rules *r);
