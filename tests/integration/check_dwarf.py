@@ -4,7 +4,8 @@ and sqlite3 recorded in exact and default (sampled) mode. Each run must put
 >= 90% of its bytes in contexts >= 5 frames deep that reach main (their stack holds
 __libc_start_call_main, main's caller: python3's and sqlite3's main has no symbol),
 every frame must name a module (an address outside the process's file mappings is never
-stored), and two exact runs of each must give the same top-10 stacks. Frames name
+stored), and two exact runs of each must give the same top-10 stacks; sqlite3's stacks unwound
+through the per-address rule cache must equal libdwfl's own walk. Frames name
 their object: libc's frames say libc.so.6 (module, build-id of that file) and, with
 libc6-dbg's separate debug file by build-id, file:line; `export folded` names a frame
 without a symbol by its own object (python3.11+0x...), not by the executable."""
@@ -37,9 +38,10 @@ def stack_id(c):
     return tuple((f["module"], f["address"]) for f in c["frames"])
 
 
-def check_run(memprofd, tmp, name, argv, alloc, errs):
+def check_run(memprofd, tmp, name, argv, alloc, errs, env=None):
     db = os.path.join(tmp, name + ".db")
-    p = mpdtest.record(memprofd, db, argv, extra=["--access", "off"], alloc=alloc, timeout=120)
+    p = mpdtest.record(memprofd, db, argv, extra=["--access", "off"], alloc=alloc, timeout=120,
+                       env=env)
     if p.returncode != 0:
         errs.append("%s: record failed: %s" % (name, mpdtest.describe(p)))
         return None
@@ -131,8 +133,20 @@ def main():
     sq = ["/usr/bin/sqlite3", ":memory:", SQL_EXACT]
     c = check_run(args.memprofd, tmp, "sqlite3-exact", sq, "exact", errs)
     d = check_run(args.memprofd, tmp, "sqlite3-exact-again", sq, "exact", errs)
+    # The per-address rule cache (daemon/alloc/unwind_rules.c) against libdwfl alone:
+    # the same stacks, as many times each.
+    e = check_run(args.memprofd, tmp, "sqlite3-exact-libdwfl", sq, "exact", errs,
+                  env={"MEMPROFD_UNWIND_RULES": "off"})
     same_top(a, b, "python3", errs)
     same_top(c, d, "sqlite3", errs)
+    if c is not None and e is not None:
+        counts = lambda cs: sorted((stack_id(x), x["alloc_count"]) for x in cs)
+        if counts(c) != counts(e):
+            diff = set(counts(c)) ^ set(counts(e))
+            errs.append("sqlite3: the rule cache's stacks differ from libdwfl's in %d "
+                        "(stack, count) pairs, e.g. %s" % (len(diff), sorted(diff)[:2]))
+        else:
+            mpdtest.log("sqlite3: rule cache and libdwfl give the same %d stacks" % len(c))
     mpdtest.finish(errs, "DWARF-unwound stacks on python3 and sqlite3", tmp)
 
 
