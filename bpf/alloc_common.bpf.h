@@ -204,6 +204,12 @@ static __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 	struct unwind_mode_val *mv = bpf_map_lookup_elem(&unwind_modes, &tgid);
 	if (mv && mv->start_ns == q->start_ns && mv->stack_top > sp && mv->stack_top <= stack_hi)
 		stack_hi = mv->stack_top;
+	/* The first copy of a process wakes the reader: its modules are read from /proc
+	 * while it lives (a short-lived one is gone by the next poll). */
+	if (mv && mv->start_ns == q->start_ns && !mv->woke) {
+		mv->woke = 1;
+		wake = true;
+	}
 	len = stack_hi > sp ? stack_hi - sp : ALLOC_USTACK_MAX;
 	if (len > ALLOC_USTACK_MAX)
 		len = ALLOC_USTACK_MAX;
