@@ -94,7 +94,10 @@ enum unwind_mode {
 struct unwind_mode_val {
 	unsigned long long start_ns;   /* the process instance it was decided for */
 	unsigned int mode;             /* enum unwind_mode */
-	unsigned int pad;
+	unsigned int woke;             /* BPF: the reader was woken for this process's first
+	                                * copy (user space writes 0) */
+	unsigned long long stack_top;  /* UNWIND_DWARF: the main thread's stack is copied only
+	                                * up to here, above its outermost frame (0: unknown) */
 };
 
 /* A process not in UNWIND_FP mode (its objects lack frame pointers, or are not checked yet):

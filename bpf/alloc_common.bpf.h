@@ -199,6 +199,17 @@ static __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 	tgid = q->tgid;
 	wake = q->wake;
 	sp = PT_REGS_SP(ctx);
+	/* The main thread's stack above its outermost frame (argv, environment) is never
+	 * read: user space says where that frame is once it has seen it. */
+	struct unwind_mode_val *mv = bpf_map_lookup_elem(&unwind_modes, &tgid);
+	if (mv && mv->start_ns == q->start_ns && mv->stack_top > sp && mv->stack_top <= stack_hi)
+		stack_hi = mv->stack_top;
+	/* The first copy of a process wakes the reader: its modules are read from /proc
+	 * while it lives (a short-lived one is gone by the next poll). */
+	if (mv && mv->start_ns == q->start_ns && !mv->woke) {
+		mv->woke = 1;
+		wake = true;
+	}
 	len = stack_hi > sp ? stack_hi - sp : ALLOC_USTACK_MAX;
 	if (len > ALLOC_USTACK_MAX)
 		len = ALLOC_USTACK_MAX;
@@ -314,7 +325,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	/* The child runs the parent's image: its stacks are taken the same way. */
 	struct unwind_mode_val *pm = bpf_map_lookup_elem(&unwind_modes, &ptgid);
 	if (pm && pm->start_ns == BPF_CORE_READ(parent, group_leader, start_time)) {
-		struct unwind_mode_val cm = { .start_ns = start, .mode = pm->mode };
+		struct unwind_mode_val cm = { .start_ns = start, .mode = pm->mode,
+					      .stack_top = pm->stack_top };
 		bpf_map_update_elem(&unwind_modes, &ctgid, &cm, BPF_ANY);
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);

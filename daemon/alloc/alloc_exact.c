@@ -115,6 +115,7 @@ int exact_open(struct recorder *r)
 	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), on_event, r, NULL);
 	if (!r->rb)
 		return log_error_errno(-errno, "%s: ring buffer: %s", recorder_cmd(r), strerror(errno));
+	r->stash = (struct stash){ .rb = r->rb, .handle = on_event, .ctx = r };
 	return 0;
 }
 
@@ -277,6 +278,10 @@ static int handle_event(struct recorder *r, void *data, size_t len)
 
 static int on_event(void *ctx, void *data, size_t len)
 {
+	struct recorder *r = ctx;
+
+	if (r->stash.on)
+		return stash_take(&r->stash, data, len);
 	handle_event(ctx, data, len);
 	return events_slice_after(ctx);
 }
@@ -346,6 +351,8 @@ void exact_close(struct recorder *r)
 	r->nlinks = 0;
 	ring_buffer__free(r->rb);
 	r->rb = NULL;
+	stash_free(&r->stash);
+	r->stash.rb = NULL;
 	alloc_bpf__destroy(r->skel);
 	r->skel = NULL;
 }

@@ -123,6 +123,7 @@ int sampled_open(struct sampled **out, struct recorder *r)
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
 	if (!s->rb)
 		return log_error_errno(-errno, "%s: ring buffer: %s", recorder_cmd(r), strerror(errno));
+	r->stash = (struct stash){ .rb = s->rb, .handle = on_event, .ctx = s };
 	return 0;
 }
 
@@ -581,6 +582,8 @@ static int on_event(void *ctx, void *data, size_t len)
 {
 	struct sampled *s = ctx;
 
+	if (s->r->stash.on)
+		return stash_take(&s->r->stash, data, len);
 	handle_event(s, data, len);
 	return events_slice_after(s->r);
 }
@@ -727,6 +730,8 @@ void sampled_close(struct sampled *s)
 	events_detach_all(s->links, s->nlinks, NULL, 0);
 	free(s->links);
 	ring_buffer__free(s->rb);
+	stash_free(&s->r->stash);
+	s->r->stash.rb = NULL;
 	sampled_bpf__destroy(s->skel);
 	hmap_foreach(&s->carries, i)
 		free(s->carries.vals[i]);

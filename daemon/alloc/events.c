@@ -27,7 +27,6 @@ static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
 {
 	struct iframe f = { "", ip };
 	const struct map_entry *m;
-	char open_path[128];
 	struct binary *b;
 
 	if (!p->maps_loaded) {
@@ -37,13 +36,7 @@ static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
 	m = maps_find(&p->maps, ip);
 	if (!m || m->path[0] != '/')
 		return f;
-	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	char path[4096 + 64];
-	proc_file_path(p, m->path, path, sizeof(path));
-	b = bin_register(&r->procs, path, open_path);
-	if (!b)
-		b = bin_register(&r->procs, path, path);
+	b = bin_register_map(&r->procs, p, m);
 	if (!b)
 		return f;
 	f.build_id = b->build_id;

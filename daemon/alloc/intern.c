@@ -202,8 +202,38 @@ struct istack *intern_stack_cut(struct interner *in, const struct iframe *f, uns
 	return s;
 }
 
+static uint64_t sym_hash(const struct iframe *f)
+{
+	return fix_hash(hash_u64((uint64_t)(uintptr_t)f->build_id ^ hash_u64(f->offset)));
+}
+
+static bool sym_eq(const void *val, const void *key)
+{
+	const struct isym *s = val;
+	const struct iframe *f = key;
+
+	return s->build_id == f->build_id && s->offset == f->offset;
+}
+
+const struct isym *intern_sym_find(const struct interner *in, const struct iframe *f)
+{
+	return hmap_find(&in->syms, sym_hash(f), sym_eq, f);
+}
+
+int intern_sym_add(struct interner *in, const struct iframe *f, const char *function,
+		   const char *mangled, const struct store_line *lines, unsigned nlines)
+{
+	struct isym *s = arena_alloc(&in->arena, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	*s = (struct isym){ f->build_id, f->offset, function, mangled, lines, nlines };
+	return hmap_insert(&in->syms, sym_hash(f), s);
+}
+
 void interner_free(struct interner *in)
 {
+	hmap_free(&in->syms);
 	hmap_free(&in->strs);
 	hmap_free(&in->stacks);
 	arena_free(&in->arena);

@@ -64,6 +64,17 @@ struct interner {
 	struct arena arena;
 	struct hmap strs;
 	struct hmap stacks;
+	struct hmap syms;       /* (build-id, offset) -> struct isym: names found once */
+};
+
+/* What symbolization found for one frame, shared by every context holding it (so each
+ * (object, return address) is looked up once per run, not once per context). */
+struct isym {
+	const char *build_id;   /* interned: compared by pointer */
+	uint64_t offset;
+	const char *function, *mangled;
+	const struct store_line *lines;
+	unsigned nlines;
 };
 
 const char *intern_str(struct interner *in, const char *s);            /* NULL on ENOMEM */
@@ -72,4 +83,9 @@ struct istack *intern_stack(struct interner *in, const struct iframe *f, unsigne
 /* The same, for a stack whose walk stopped before its outermost frame when truncated. */
 struct istack *intern_stack_cut(struct interner *in, const struct iframe *f, unsigned n,
 				bool truncated);
+/* The frame's symbols found earlier, or NULL. */
+const struct isym *intern_sym_find(const struct interner *in, const struct iframe *f);
+/* Keeps what was found for f (strings interned, lines in the arena); -ENOMEM. */
+int intern_sym_add(struct interner *in, const struct iframe *f, const char *function,
+		   const char *mangled, const struct store_line *lines, unsigned nlines);
 void interner_free(struct interner *in);

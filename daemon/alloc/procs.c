@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include "base/cleanup.h"
 #include "daemon/alloc/procs.h"
 #include "daemon/alloc/unwind.h"
 #include "symbolizer/elfsym.h"
@@ -130,9 +132,46 @@ struct proc *proc_get(struct proctab *t, uint32_t tgid, uint64_t start_ns)
 	return p;
 }
 
-void proc_set_exe(struct proctab *t, struct proc *p, const char *path)
+/* Whether the file open as fd is the one at file (or p->exe, deleted since exec). */
+static bool same_file(int fd, const struct proc *p, const char *file)
+{
+	char fdpath[64], target[PATH_MAX + 16];
+	struct stat run, named;
+	ssize_t n;
+
+	if (fstat(fd, &run))
+		return false;
+	if (!stat(file, &named))
+		return run.st_dev == named.st_dev && run.st_ino == named.st_ino;
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	n = readlink(fdpath, target, sizeof(target) - 1);
+	if (n <= 0)
+		return false;
+	target[n] = '\0';
+	size_t len = strlen(p->exe);
+	return !strncmp(target, p->exe, len) && !strcmp(target + len, " (deleted)");
+}
+
+/* The binary p runs, under the name file only when file is that very binary: an exec
+ * record is read late, when the process may run a script's interpreter (the record names
+ * the script) or have exec'd again; the binary then is named from its own mapping. */
+static struct binary *exe_binary(struct proctab *t, struct proc *p, const char *file)
 {
 	char open_path[64];
+	_cleanup_close_ int fd = -1;
+
+	snprintf(open_path, sizeof(open_path), "/proc/%u/exe", p->pid);
+	fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd >= 0 && same_file(fd, p, file)) {
+		/* Through the descriptor: right file even if replaced or deleted. */
+		snprintf(open_path, sizeof(open_path), "/proc/self/fd/%d", fd);
+		return bin_register(t, file, open_path);
+	}
+	return bin_register(t, file, file);
+}
+
+void proc_set_exe(struct proctab *t, struct proc *p, const char *path)
+{
 	size_t len = strlen(path);
 	const char *del = " (deleted)";
 	struct binary *b;
@@ -142,11 +181,9 @@ void proc_set_exe(struct proctab *t, struct proc *p, const char *path)
 	p->exe = intern_strn(t->in, path, len);
 	if (!p->exe)
 		p->exe = "";
-	/* Open through /proc/PID/exe when alive: right file even if replaced or deleted. */
-	snprintf(open_path, sizeof(open_path), "/proc/%u/exe", p->pid);
 	char file[PATH_MAX + 64];
 	proc_file_path(p, p->exe, file, sizeof(file));
-	b = bin_register(t, file, access(open_path, R_OK) == 0 ? open_path : file);
+	b = *p->exe ? exe_binary(t, p, file) : NULL;
 	p->build_id = b ? b->build_id : "";
 	if (!p->comm || !*p->comm) {
 		const char *base = strrchr(p->exe, '/');
@@ -227,10 +264,32 @@ void proc_file_path(const struct proc *p, const char *logical, char *out, size_t
 		snprintf(out, n, "%s", logical);
 }
 
+/* The file of mapping e of p, named by its path only when that is the very file: the
+ * maps may be older than the process's current image (it exec'd since they were read). */
+struct binary *bin_register_map(struct proctab *t, const struct proc *p, const struct map_entry *e)
+{
+	char open_path[128], path[PATH_MAX + 64];
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (e->path[0] != '/')
+		return NULL;
+	proc_file_path(p, e->path, path, sizeof(path));
+	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
+		 (unsigned long long)e->start, (unsigned long long)e->end);
+	fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)   /* gone: the file at path, as it is now */
+		return bin_register(t, path, path);
+	if (fstat(fd, &st) || st.st_ino != e->inode || major(st.st_dev) != e->dev_major ||
+	    minor(st.st_dev) != e->dev_minor)
+		return NULL;   /* another image's mapping now */
+	snprintf(open_path, sizeof(open_path), "/proc/self/fd/%d", fd);
+	return bin_register(t, path, open_path);
+}
+
 void bin_scan_process(struct proctab *t, struct proc *p)
 {
 	struct maps m = { 0 };
-	char open_path[128], path[PATH_MAX + 64];
 
 	if (maps_read_pid(&m, p->pid) < 0)
 		return;
@@ -238,11 +297,7 @@ void bin_scan_process(struct proctab *t, struct proc *p)
 		const struct map_entry *e = &m.v[i];
 		if (e->path[0] != '/' || (i > 0 && strcmp(m.v[i - 1].path, e->path) == 0))
 			continue;
-		snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
-			 (unsigned long long)e->start, (unsigned long long)e->end);
-		proc_file_path(p, e->path, path, sizeof(path));
-		if (!bin_register(t, path, open_path))
-			bin_register(t, path, path);
+		bin_register_map(t, p, e);
 	}
 	maps_free(&m);
 }

@@ -27,6 +27,7 @@ struct proc {
 	struct unwinder *uw;       /* DWARF unwinder of this image (daemon/alloc/unwind.c), lazily */
 	bool fp_checked;           /* its objects were checked for frame pointers (fpcheck.c) */
 	bool fp_mode;              /* and all keep them: BPF walks them (unwind_modes) */
+	uint64_t stack_top;        /* main stack copied up to here (ustack.c), 0: whole */
 	unsigned maps_reloads;     /* re-reads of maps for frames outside them (ustack.c) */
 	bool forget;               /* recorder_forget_exited's scratch mark */
 };
@@ -67,6 +68,9 @@ struct binary *bin_by_raw(struct proctab *t, const unsigned char raw[20]);
 /* Where we can open a file the process names `logical`: through /proc/PID/root when the
  * process lives in another mount namespace (a container), else the path itself. */
 void proc_file_path(const struct proc *p, const char *logical, char *out, size_t n);
+/* Registers the file of p's mapping e (through /proc/PID/map_files, checked to be the
+ * file the maps name); NULL when it cannot be read or is no longer mapped there. */
+struct binary *bin_register_map(struct proctab *t, const struct proc *p, const struct map_entry *e);
 /* Registers every file mapped by the live process (via /proc/PID/map_files). */
 void bin_scan_process(struct proctab *t, struct proc *p);
 /* Path to open for the binary with this build-id (hex), or NULL if none is known. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <elfutils/libdwfl.h>
 #include "daemon/alloc/unwind.h"
+#include "daemon/alloc/unwind_rules.h"
 
 #define UNWIND_REPORTS_MAX 8     /* module re-reports per process image (dlopen storms) */
 
@@ -20,6 +21,8 @@ struct unwinder {
 	size_t len;                  /* its stack bytes */
 	bool read_failed;            /* a read fell outside the copy: libdwfl takes an
 	                              * unreadable return address for the outermost frame */
+	struct unwind_rules *rules;  /* the fast path's per-address rules */
+	uint64_t top;                /* the last walk's highest word read (0: unknown) */
 };
 
 struct walk {
@@ -56,14 +59,14 @@ static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_arg)
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
 	struct unwinder *uw = arg;
-	uint64_t lo = uw->u->sp;
+	uint64_t v;
 
 	(void)dwfl;
-	if (addr < lo || addr - lo > uw->len || uw->len - (addr - lo) < sizeof(*result)) {
+	if (!ustack_read_word(uw->u, uw->len, addr, &v)) {
 		uw->read_failed = true;
 		return false;
 	}
-	memcpy(result, uw->u->data + (addr - lo), sizeof(*result));
+	*result = v;
 	return true;
 }
 
@@ -89,6 +92,8 @@ static int report(struct unwinder *uw)
 {
 	if (uw->dwfl)
 		dwfl_end(uw->dwfl);
+	rules_clear(uw->rules);   /* they hold no pointer into the Dwfl, but a new module
+	                           * may cover an address that had none */
 	uw->dwfl = dwfl_begin(&proc_callbacks);
 	if (!uw->dwfl)
 		return -ENOMEM;
@@ -133,6 +138,19 @@ static bool all_known(Dwfl *dwfl, const uint64_t *pcs, unsigned n)
 	return true;
 }
 
+/* MEMPROFD_UNWIND_RULES=off walks every stack with libdwfl: for tests and benches that
+ * compare the fast path with it (same frames, cost per stack). */
+static bool rules_on(void)
+{
+	static int on = -1;
+
+	if (on < 0) {
+		const char *e = getenv("MEMPROFD_UNWIND_RULES");
+		on = !(e && !strcmp(e, "off"));
+	}
+	return on;
+}
+
 int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct ev_ustack *u, size_t len,
 		 uint64_t *pcs, unsigned max, unsigned *n, bool *truncated)
 {
@@ -154,6 +172,11 @@ int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct ev_ustack *u,
 		if ((rc = report(uw)))
 			return rc;
 	}
+	uw->top = 0;
+	if (rules_on() &&
+	    rules_walk(&uw->rules, uw->dwfl, u, len, pcs, max, n, truncated, &uw->top) == RULES_WALKED)
+		return *n ? 0 : -ENOENT;
+	uw->top = 0;
 	uw->u = u;
 	uw->len = len;
 	uw->read_failed = false;
@@ -171,11 +194,17 @@ int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct ev_ustack *u,
 	return w.n ? 0 : -ENOENT;
 }
 
+uint64_t unwind_top(const struct unwinder *uw)
+{
+	return uw ? uw->top : 0;
+}
+
 void unwinder_free(struct unwinder *uw)
 {
 	if (!uw)
 		return;
 	if (uw->dwfl)
 		dwfl_end(uw->dwfl);
+	rules_free(uw->rules);
 	free(uw);
 }

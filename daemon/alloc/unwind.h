@@ -16,5 +16,7 @@ struct unwinder;
  * here). *uw is created on first use. 0 or -errno (no frame at all). */
 int unwind_stack(struct unwinder **uw, uint32_t pid, const struct ev_ustack *u, size_t len,
 		 uint64_t *pcs, unsigned max, unsigned *n, bool *truncated);
+/* The end of the highest stack word the last unwind_stack read (0: unknown). */
+uint64_t unwind_top(const struct unwinder *uw);
 /* Forgets the process's modules (after exec, or when a new object was mapped). */
 void unwinder_free(struct unwinder *uw);

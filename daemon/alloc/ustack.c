@@ -23,6 +23,8 @@ static const char *const fp_exempt[] = { "libc.so.6", "ld-linux-x86-64.so.2", "l
 					  "libgcc_s.so.1", "libm.so.6" };
 
 #define USTACK_MAPS_RELOADS 64   /* maps re-read per process for unknown frames (dlopen) */
+#define USTACK_TOP_SLACK 256     /* bytes copied above the outermost frame's last word read
+                                  * (start-up code before main may sit a little higher) */
 
 _Static_assert(STACK_KEY_OWN == ALLOC_USTACK_KEY, "intern.h's stack_slot knows own keys");
 
@@ -53,18 +55,12 @@ struct binary *ustack_map_binary(struct recorder *r, struct proc *p, const struc
 {
 	uint64_t h = file_hash(e);
 	struct filebin *f = hmap_find(&r->procs.files, h, file_eq, e);
-	char open_path[128], path[MAPS_PATH_MAX + 64];
 
 	if (f)
 		return f->b;
 	if (e->path[0] != '/')
 		return NULL;
-	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", p->pid,
-		 (unsigned long long)e->start, (unsigned long long)e->end);
-	proc_file_path(p, e->path, path, sizeof(path));
-	struct binary *b = bin_register(&r->procs, path, open_path);
-	if (!b)
-		b = bin_register(&r->procs, path, path);
+	struct binary *b = bin_register_map(&r->procs, p, e);
 	if (!b)
 		return NULL;   /* not cached: the process may be gone, a later one may tell */
 	f = calloc(1, sizeof(*f));
@@ -147,7 +143,8 @@ static unsigned forced_mode(unsigned mode)
 
 static void set_mode(struct recorder *r, struct proc *p, unsigned mode)
 {
-	struct unwind_mode_val v = { .start_ns = p->start_ns, .mode = mode };
+	struct unwind_mode_val v = { .start_ns = p->start_ns, .mode = mode,
+				     .stack_top = mode == UNWIND_DWARF ? p->stack_top : 0 };
 	uint32_t tgid = p->pid;
 
 	if (bpf_map_update_elem(r->unwind_modes_fd, &tgid, &v, BPF_ANY) && !r->unwind_mode_logged) {
@@ -187,6 +184,7 @@ void ustack_decide_exec(struct recorder *r, struct proc *p)
 
 	if (r->unwind_modes_fd <= 0)
 		return;
+	p->stack_top = 0;   /* a new image, a new stack */
 	maps_free(&p->maps);
 	p->maps_loaded = false;
 	if (maps_read_pid(&p->maps, p->pid) || !p->maps.n)
@@ -213,6 +211,23 @@ void ustack_check_fp_frame(struct recorder *r, struct proc *p, struct binary *b)
 	    fp_exempt_path(b->path))
 		return;   /* not walked by frame pointers, or b keeps them (or is unreadable) */
 	p->fp_mode = false;
+	set_mode(r, p, UNWIND_DWARF);
+}
+
+/* A whole walk of the main thread's stack read nothing above its outermost frame: later
+ * copies stop there (plus USTACK_TOP_SLACK), sparing the argv and environment pages. */
+static void note_top(struct recorder *r, struct proc *p, bool truncated)
+{
+	uint64_t top = unwind_top(p->uw);
+	const struct map_entry *m;
+
+	if (truncated || !top || p->fp_mode || !p->fp_checked || !p->maps_loaded ||
+	    !(m = maps_find(&p->maps, top - 1)) || strcmp(m->path, "[stack]"))
+		return;   /* not a whole walk, or another thread's stack */
+	top += USTACK_TOP_SLACK;
+	if (top <= p->stack_top)
+		return;
+	p->stack_top = top;
 	set_mode(r, p, UNWIND_DWARF);
 }
 
@@ -256,9 +271,14 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 		have = e->len;
 	unwind_stack(&p->uw, p->pid, e, have, pcs, e->caller ? ALLOC_MAX_FRAMES + SAMPLED_CALLER_SEARCH
 							      : ALLOC_MAX_FRAMES, &got, &truncated);
+	const struct map_entry *m = NULL;
+	struct binary *b = NULL;
 	for (i = caller_skip(e, pcs, got); i < got && n < ALLOC_MAX_FRAMES; i++) {
-		const struct map_entry *m = exec_map(p, pcs[i], &reloaded);
-		struct binary *b = m ? ustack_map_binary(r, p, m) : NULL;
+		/* Callers are mostly in the same object: its mapping is asked first. */
+		if (!m || pcs[i] < m->start || pcs[i] >= m->end) {
+			m = exec_map(p, pcs[i], &reloaded);
+			b = m ? ustack_map_binary(r, p, m) : NULL;
+		}
 		if (!m) {
 			truncated = true;   /* never a frame outside the executable mappings */
 			break;
@@ -270,6 +290,7 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 	}
 	if (i < got)
 		truncated = true;
+	note_top(r, p, truncated);
 	if (replaces && !n)
 		return;   /* nothing unwound: the frame-pointer walk's frames are better */
 	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);

@@ -68,6 +68,15 @@ static void symbolize(struct recorder *r, struct istack *s)
 	for (unsigned i = 0; i < s->nframes; i++) {
 		if (s->function[i] || !*s->frames[i].build_id)
 			continue;
+		stash_tick(&r->stash);   /* a first look into an object can take long */
+		const struct isym *m = intern_sym_find(&r->in, &s->frames[i]);
+		if (m) {   /* found for another context already */
+			s->function[i] = m->function;
+			s->mangled[i] = m->mangled;
+			s->lines[i] = m->lines;
+			s->nlines[i] = m->nlines;
+			continue;
+		}
 		bin_function(&r->procs, s->frames[i].build_id, s->frames[i].offset,
 			     &s->function[i], &s->mangled[i]);
 		frame_lines(r, s, i);
@@ -76,6 +85,10 @@ static void symbolize(struct recorder *r, struct istack *s)
 			s->function[i] = s->lines[i][s->nlines[i] - 1].function;
 			s->mangled[i] = s->lines[i][s->nlines[i] - 1].mangled;
 		}
+		/* Found ones only: a file not readable yet may be at the next context. */
+		if (s->function[i] || s->nlines[i])
+			intern_sym_add(&r->in, &s->frames[i], s->function[i], s->mangled[i],
+				       s->lines[i], s->nlines[i]);
 	}
 }
 
@@ -86,6 +99,7 @@ static int write_agg(struct agg *a, void *arg)
 	struct store_frame f[ALLOC_MAX_FRAMES];
 	struct store_proc sp;
 
+	stash_tick(&r->stash);
 	if (!s->symbolized) {
 		symbolize(r, s);
 		s->symbolized = true;
@@ -163,6 +177,8 @@ static int write_access(struct recorder *r)
 				len ? reasons : NULL);
 }
 
+static int flush_store(struct recorder *r, const struct store_run_stats *st);
+
 int recorder_flush(struct recorder *r, const char *status)
 {
 	uint64_t c[SCNT_MAX];
@@ -188,7 +204,17 @@ int recorder_flush(struct recorder *r, const char *status)
 		.missed_unknown = r->missed_unknown,
 		.flushed_ns = real_ns(),
 	};
-	err = store_begin(r->store);
+	/* A running flush reads the ring meanwhile; the final one has the whole drain. */
+	r->stash.armed = st.ended_ns == 0;
+	err = flush_store(r, &st);
+	stash_replay(&r->stash);   /* after the aggregates were marked clean or kept dirty */
+	return err;
+}
+
+static int flush_store(struct recorder *r, const struct store_run_stats *st)
+{
+	int err = store_begin(r->store);
+
 	if (!err)
 		err = agg_write_dirty(&r->aggs, write_agg, r);
 	if (!err)
@@ -196,7 +222,7 @@ int recorder_flush(struct recorder *r, const char *status)
 	if (!err)
 		err = write_access(r);
 	if (!err)
-		err = store_run_update(r->store, r->run_id, &st);
+		err = store_run_update(r->store, r->run_id, st);
 	if (!err)
 		err = store_commit(r->store);
 	if (err) {

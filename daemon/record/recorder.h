@@ -6,6 +6,7 @@
 #include "daemon/attrib/aggregate.h"
 #include "daemon/alloc/intern.h"
 #include "daemon/alloc/procs.h"
+#include "daemon/alloc/stash.h"
 #include "bpf/alloc.h"
 #include "daemon/access/src_pmu.h"
 
@@ -39,6 +40,7 @@ struct recorder {
 	bool slice_spent;                /* the slice ran out with records left */
 	uint64_t unresolved_frames;
 	uint64_t ustacks, ustacks_truncated;  /* stacks unwound from DWARF CFI, of them cut short */
+	struct stash stash;              /* the ring read during a running flush (stash.h) */
 	int unwind_modes_fd;             /* BPF unwind_modes map (daemon/alloc/ustack.c), 0: none */
 	bool unwind_mode_logged;
 	uint64_t unknown_stack_objs;     /* objects attributed to unknown_stack */

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Whole stacks on Debian binaries built without frame pointers (issue 16): python3
-recorded in exact and default (sampled) mode, sqlite3 in default mode. Each run must put
+and sqlite3 recorded in exact and default (sampled) mode. Each run must put
 >= 90% of its bytes in contexts >= 5 frames deep that reach main (their stack holds
 __libc_start_call_main, main's caller: python3's and sqlite3's main has no symbol),
 every frame must name a module (an address outside the process's file mappings is never
-stored), and two exact runs of python3 must give the same top-10 stacks. Frames name
+stored), and two exact runs of each must give the same top-10 stacks; sqlite3's stacks unwound
+through the per-address rule cache must equal libdwfl's own walk. git (init, add,
+commit: short-lived processes) in default mode, twice: the same criteria, and the same
+big stacks. Frames name
 their object: libc's frames say libc.so.6 (module, build-id of that file) and, with
 libc6-dbg's separate debug file by build-id, file:line; `export folded` names a frame
 without a symbol by its own object (python3.11+0x...), not by the executable."""
@@ -21,6 +24,8 @@ PY_PROG = "d = {}\nfor i in range(200000): d[i] = [i] * 10\n"
 SQL = ("create table t(a, b); with recursive c(x) as (select 1 union all select x + 1 "
        "from c where x < 100000) insert into t select x, printf('%0100d', x) from c; "
        "create index ti on t(b); select count(*) from t;")
+# Exact mode unwinds every malloc's copied stack (sqlite3 makes ~3 per row): fewer rows.
+SQL_EXACT = SQL.replace("x < 100000", "x < 5000")
 MIN_DEPTH = 5
 MIN_SHARE = 0.90
 MAIN_CALLER = "__libc_start_call_main"
@@ -35,9 +40,10 @@ def stack_id(c):
     return tuple((f["module"], f["address"]) for f in c["frames"])
 
 
-def check_run(memprofd, tmp, name, argv, alloc, errs):
+def check_run(memprofd, tmp, name, argv, alloc, errs, env=None):
     db = os.path.join(tmp, name + ".db")
-    p = mpdtest.record(memprofd, db, argv, extra=["--access", "off"], alloc=alloc, timeout=120)
+    p = mpdtest.record(memprofd, db, argv, extra=["--access", "off"], alloc=alloc, timeout=120,
+                       env=env)
     if p.returncode != 0:
         errs.append("%s: record failed: %s" % (name, mpdtest.describe(p)))
         return None
@@ -60,6 +66,47 @@ def check_run(memprofd, tmp, name, argv, alloc, errs):
                             (name, f["address"], mpdtest.first_fn(c)))
                 break
     return ctxs
+
+
+GIT_SCRIPT = """set -e
+cd "$1"
+git init -q .
+for i in $(seq 1 200); do echo "line $i" > f$i.txt; done
+git add .
+git -c user.name=t -c user.email=t@example.org commit -q -m init
+"""
+BIG_SHARE = 0.10   # sampled runs: the contexts holding this share of bytes each
+
+
+def git_runs(memprofd, tmp, errs):
+    """git init/add/commit on a temporary repository, twice, in the default mode: each a
+    few short-lived processes without frame pointers (their stacks are unwound after
+    they exited, from modules read while they ran). Sampling picks the small contexts
+    at random: the big ones (zlib's deflate windows) must be the same."""
+    script = os.path.join(tmp, "git.sh")
+    with open(script, "w") as f:
+        f.write(GIT_SCRIPT)
+    runs = []
+    for name in ("git-default", "git-default-again"):
+        repo = os.path.join(tmp, name + ".repo")
+        os.mkdir(repo)
+        runs.append(check_run(memprofd, tmp, name, ["/bin/sh", script, repo], "sampled", errs))
+    if None in runs:
+        return
+    big = lambda cs: {stack_id(c) for c in cs
+                      if c["total_size"] >= BIG_SHARE * sum(x["total_size"] for x in cs)}
+    if not big(runs[0]) or big(runs[0]) != big(runs[1]):
+        errs.append("two default runs of git give different big stacks: %d vs %d" %
+                    (len(big(runs[0])), len(big(runs[1]))))
+
+
+def same_top(a, b, name, errs):
+    if a is None or b is None:
+        return
+    top = lambda cs: [stack_id(c) for c in sorted(cs, key=lambda c: -c["total_size"])[:10]]
+    if set(top(a)) != set(top(b)):
+        errs.append("two exact runs of %s give different top-10 stacks: %s vs %s" %
+                    (name, top(a)[:3], top(b)[:3]))
 
 
 def libc_debug_file(path):
@@ -104,7 +151,7 @@ def main():
     ap.add_argument("--memprofd", required=True)
     args = ap.parse_args()
     mpdtest.require_bpf()
-    for prog in ("/usr/bin/python3", "/usr/bin/sqlite3"):
+    for prog in ("/usr/bin/python3", "/usr/bin/sqlite3", "/usr/bin/git"):
         if not os.access(prog, os.X_OK):
             mpdtest.skip(prog + " is not installed (deploy/bootstrap.sh installs it)")
     tmp = tempfile.mkdtemp(prefix="mpd-dwarf-")
@@ -117,12 +164,25 @@ def main():
     check_run(args.memprofd, tmp, "python3-default", py, "sampled", errs)
     check_run(args.memprofd, tmp, "sqlite3-default", ["/usr/bin/sqlite3", ":memory:", SQL],
               "sampled", errs)
-    if a is not None and b is not None:
-        top = lambda cs: [stack_id(c) for c in sorted(cs, key=lambda c: -c["total_size"])[:10]]
-        if set(top(a)) != set(top(b)):
-            errs.append("two exact runs of python3 give different top-10 stacks: %s vs %s" %
-                        (top(a)[:3], top(b)[:3]))
-    mpdtest.finish(errs, "DWARF-unwound stacks on python3 and sqlite3", tmp)
+    sq = ["/usr/bin/sqlite3", ":memory:", SQL_EXACT]
+    c = check_run(args.memprofd, tmp, "sqlite3-exact", sq, "exact", errs)
+    d = check_run(args.memprofd, tmp, "sqlite3-exact-again", sq, "exact", errs)
+    # The per-address rule cache (daemon/alloc/unwind_rules.c) against libdwfl alone:
+    # the same stacks, as many times each.
+    e = check_run(args.memprofd, tmp, "sqlite3-exact-libdwfl", sq, "exact", errs,
+                  env={"MEMPROFD_UNWIND_RULES": "off"})
+    git_runs(args.memprofd, tmp, errs)
+    same_top(a, b, "python3", errs)
+    same_top(c, d, "sqlite3", errs)
+    if c is not None and e is not None:
+        counts = lambda cs: sorted((stack_id(x), x["alloc_count"]) for x in cs)
+        if counts(c) != counts(e):
+            diff = set(counts(c)) ^ set(counts(e))
+            errs.append("sqlite3: the rule cache's stacks differ from libdwfl's in %d "
+                        "(stack, count) pairs, e.g. %s" % (len(diff), sorted(diff)[:2]))
+        else:
+            mpdtest.log("sqlite3: rule cache and libdwfl give the same %d stacks" % len(c))
+    mpdtest.finish(errs, "DWARF-unwound stacks on python3, sqlite3 and git", tmp)
 
 
 if __name__ == "__main__":
