@@ -78,7 +78,10 @@ struct sampled {
 	double est_objects;       /* sum of their weights */
 	uint64_t watermark;       /* every record made before this has been consumed */
 	uint64_t records;         /* sampled allocations and frees read (EV_SALLOC, EV_SFREE) */
-	/* Samplers attached before the watch opened: memprofd:watch waits for it. */
+	/* Samplers attached before the watch opened: memprofd:watch waits for it. Attaching
+	 * it (its semaphore) is what turns the sampler's in-process watches on, so only
+	 * `record` does (sampled_attach_binary): the daemon attaches per sampler file for
+	 * every process that maps it, selected or not, and would make them all pay. */
 	char *watch_paths[SAMPLED_WATCH_PENDING];
 	int watch_pids[SAMPLED_WATCH_PENDING];
 	unsigned nwatch_pending;
@@ -181,13 +184,8 @@ int sampled_attach_links(struct sampled *s, const char *path, int pid,
 {
 	int n;
 
-	out[0] = out[1] = out[2] = NULL;
+	out[0] = out[1] = NULL;
 	n = attach_pair(s, path, pid, "memprofd", s->skel->progs.on_alloc, s->skel->progs.on_free, out);
-	/* Attaching memprofd:watch is what arms the sampler's in-process watches: only while
-	 * the daemon measures with watches. A sampler without the probe is still traced. */
-	if (n > 0 && s->r->watch)
-		out[2] = bpf_program__attach_usdt(s->skel->progs.on_watch, pid, path, "memprofd",
-						  "watch", NULL);
 	if (n != 0)
 		return n;
 	if (s->r->no_otel)
@@ -208,10 +206,11 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid)
 
 	if (n <= 0)
 		return n;
-	if (n == 1 && !l[2] && !s->r->watch && !s->r->no_watch &&
-	    s->nwatch_pending < SAMPLED_WATCH_PENDING &&
+	if (n == 1 && !s->r->no_watch && s->nwatch_pending < SAMPLED_WATCH_PENDING &&
 	    (s->watch_paths[s->nwatch_pending] = strdup(path)))
 		s->watch_pids[s->nwatch_pending++] = pid;
+	if (s->r->watch)
+		sampled_attach_watch(s);
 	for (int i = 0; i < SAMPLED_LINKS; i++)
 		if (l[i] && (err = add_link(s, l[i]))) {
 			for (int j = i + 1; j < SAMPLED_LINKS; j++)
