@@ -209,7 +209,7 @@ static void expire(uint64_t now)
 
 void sampler_watch_end(void *p)
 {
-	int fd = -1;
+	int fd = -1, tid = 0;
 
 	if (!__atomic_load_n(&nlive, __ATOMIC_RELAXED))
 		return;
@@ -217,13 +217,19 @@ void sampler_watch_end(void *p)
 	for (int i = 0; i < SAMPLER_WATCH_MAX; i++)
 		if (slots[i].fd1 && slots[i].addr == (uintptr_t)p) {
 			fd = slots[i].fd1 - 1;
+			tid = slots[i].tid;
 			slots[i].fd1 = 0;
 			nlive--;
 			break;
 		}
 	unlock();
-	if (fd >= 0)
-		finish(fd, (uintptr_t)p, 0);
+	if (fd >= 0) {
+		if (!my_tid)
+			my_tid = (int)syscall(SYS_gettid);
+		/* Freed by another thread: the object was shared, and that thread's accesses
+		 * were not watched. */
+		finish(fd, (uintptr_t)p, tid != my_tid ? SAMPLER_WATCH_F_OTHER_THREAD : 0);
+	}
 	expire(mono_ns());
 }
 

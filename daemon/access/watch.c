@@ -310,7 +310,7 @@ static void window_end(struct watch *w, struct window *win, uint64_t now)
 }
 
 int watch_report(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr,
-		 uint64_t hits, uint64_t watched_ns, uint32_t k, bool capped)
+		 uint64_t hits, uint64_t watched_ns, uint32_t k, bool capped, bool other_thread)
 {
 	int i = find(w, tgid, start_ns, addr, false);
 	uint64_t v[3] = { hits, watched_ns, watched_ns }, got = 0;
@@ -331,6 +331,7 @@ int watch_report(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t add
 	o->rate_sum += rate;
 	w->c.inproc++;
 	w->c.inproc_traps += hits;
+	w->c.inproc_shared += other_thread;
 	return 0;
 }
 

@@ -50,6 +50,7 @@ struct watch_counts {
 	double trap_ns;           /* calibrated cost of one trap */
 	double traps_per_s;       /* the budget in force */
 	uint64_t inproc, inproc_traps;   /* the sampler's own watches (watch_report) */
+	uint64_t inproc_shared;   /* ... on objects freed by another thread than their maker */
 	uint64_t late_windows;    /* dropped: still open at their object's free (watch_freed) */
 };
 
@@ -73,9 +74,10 @@ bool watch_take(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr
 void watch_freed(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr, uint64_t free_ns);
 /* The sampler's in-process watch on a live object ended (memprofd:watch): hits traps of
  * the allocating thread over watched_ns enabled, capped when the kernel disarmed it at k.
- * Counts as one window of one thread. -ENOENT when the object is not followed. */
+ * Counts as one window of one thread. other_thread: freed by another thread, whose
+ * accesses the watch did not see (counted). -ENOENT when the object is not followed. */
 int watch_report(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr,
-		 uint64_t hits, uint64_t watched_ns, uint32_t k, bool capped);
+		 uint64_t hits, uint64_t watched_ns, uint32_t k, bool capped, bool other_thread);
 /* A process ended: its objects stay until taken, but are no longer watched. */
 void watch_process_exit(struct watch *w, uint32_t tgid, uint64_t start_ns);
 

@@ -595,7 +595,8 @@ static int handle_event(struct sampled *s, void *data, size_t len)
 		const struct ev_swatch *e = data;
 		if (len >= sizeof(*e) && r->watch)
 			watch_report(r->watch, h->tgid, h->start_ns, e->addr, e->hits, e->watched_ns,
-				     e->flags & SAMPLED_WATCH_K_MASK, e->flags & SAMPLED_WATCH_CAPPED);
+				     e->flags & SAMPLED_WATCH_K_MASK, e->flags & SAMPLED_WATCH_CAPPED,
+				     e->flags & SAMPLED_WATCH_OTHER_THREAD);
 		return 0;
 	}
 	if (h->type == EV_SALLOC) {
