@@ -12,8 +12,10 @@ mode's bytes (matched to exact mode's by their frames):
   decided% share in contexts whose class is not unknown
   spearman rank correlation of the default mode's densities with exact mode's
   agree%   share of bytes whose class is exact mode's
-and the watch's own counts (windows, traps, trap cost) from record's stderr.
-Usage: bench/watch_real.py --build BUILDDIR [--workdir DIR] [--seconds 5] [--csv FILE]"""
+and the watch's own counts (windows, traps, trap cost; the sampler's in-process watches
+and their traps) from record's stderr.
+Usage: bench/watch_real.py --build BUILDDIR [--workdir DIR] [--seconds 5] [--csv FILE]
+                           [--sampler-watch-ppm N]"""
 import argparse
 import csv
 import json
@@ -25,6 +27,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 BYTES_SHARE = 0.9
 WATCH_RE = re.compile(r"watch: (\d+) windows on (\d+) objects, (\d+) traps \(([\d.]+) us each")
+INPROC_RE = re.compile(r"watch: in-process: (\d+) watches, (\d+) traps")
 
 
 def sh(cmd, **kw):
@@ -78,14 +81,14 @@ def build_leveldb(work):
     return exe
 
 
-def record(mpd, db, argv, extra):
+def record(mpd, db, argv, extra, env=None):
     if os.path.exists(db):
         os.remove(db)
-    r = sh([mpd, "record", "--db", db, *extra, "--", *argv], timeout=900)
-    m = WATCH_RE.search(r.stderr)
+    r = sh([mpd, "record", "--db", db, *extra, "--", *argv], timeout=900, env=env)
+    m, i = WATCH_RE.search(r.stderr), INPROC_RE.search(r.stderr)
     ctxs = json.loads(sh([mpd, "query", "contexts", "--db", db, "--format", "json",
                           "--limit", "0"]).stdout)
-    return ctxs, m.groups() if m else None
+    return ctxs, (m.groups() if m else ("-",) * 4) + (i.groups() if i else ("-",) * 2)
 
 
 def key(c):
@@ -143,7 +146,12 @@ def main():
     ap.add_argument("--workdir", default="/tmp/memprofd-watch-real")
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--csv")
+    ap.add_argument("--sampler-watch-ppm", help="MEMPROFD_SAMPLER_WATCH_PPM of the default-mode "
+                    "runs (the sampler's in-process watches; 0: off)")
     a = ap.parse_args()
+    env = dict(os.environ)
+    if a.sampler_watch_ppm is not None:
+        env["MEMPROFD_SAMPLER_WATCH_PPM"] = a.sampler_watch_ppm
     mpd = os.path.join(a.build, "cli", "memprofd")
     os.makedirs(a.workdir, exist_ok=True)
     lua = build_lua(a.workdir)
@@ -155,20 +163,21 @@ def main():
                                    "--num=100000", "--db=" + ldb])]
     rows = []
     for name, argv in progs:
-        d, w = record(mpd, os.path.join(a.workdir, "default.db"), argv, [])
+        d, w = record(mpd, os.path.join(a.workdir, "default.db"), argv, [], env)
         e, _ = record(mpd, os.path.join(a.workdir, "exact.db"), argv,
                       ["--alloc", "exact", "--access", "soft", "--freq", "1000"])
         r = compare(d, e)
-        r.update(program=name, windows=w[0] if w else "-", objects=w[1] if w else "-",
-                 traps=w[2] if w else "-", trap_us=w[3] if w else "-")
+        r.update(program=name, windows=w[0], objects=w[1], traps=w[2], trap_us=w[3],
+                 inproc=w[4], inproc_traps=w[5])
         rows.append(r)
-    print("%-18s %5s %5s %6s %8s %8s %7s %8s %8s %6s %7s" % (
+    print("%-18s %5s %5s %6s %8s %8s %7s %8s %8s %6s %7s %7s %7s" % (
         "program", "ctx90", "match", "est%", "decided%", "spearman", "agree%", "windows",
-        "objects", "traps", "trap_us"))
+        "objects", "traps", "trap_us", "inproc", "itraps"))
     for r in rows:
-        print("%-18s %5d %5d %5.1f%% %7.1f%% %8.3f %6.1f%% %8s %8s %6s %7s" % (
+        print("%-18s %5d %5d %5.1f%% %7.1f%% %8.3f %6.1f%% %8s %8s %6s %7s %7s %7s" % (
             r["program"], r["contexts"], r["matched"], 100 * r["est"], 100 * r["decided"],
-            r["spearman"], 100 * r["agree"], r["windows"], r["objects"], r["traps"], r["trap_us"]))
+            r["spearman"], 100 * r["agree"], r["windows"], r["objects"], r["traps"], r["trap_us"],
+            r["inproc"], r["inproc_traps"]))
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -254,3 +254,5 @@ int BPF_USDT(on_otel_free, u64 addr)
 {
 	return ____on_free(ctx, addr);
 }
+
+#include "sampled_watch.bpf.h"

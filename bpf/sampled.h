@@ -17,6 +17,7 @@
 enum {
 	EV_SFREE = 16,                 /* a sampled object died */
 	EV_SALLOC,                     /* a sampled object was made (only with send_allocs) */
+	EV_SWATCH,                     /* the sampler's own watch on an object ended (its free) */
 };
 
 /* Counters beyond alloc.h's enum alloc_counter (same per-CPU array, longer). */
@@ -61,3 +62,17 @@ struct slive_val {
 	unsigned int cpu;
 	unsigned int flags;
 };
+
+/* memprofd:watch (sampler/sampler.h): the sampler's in-process watch on a region object,
+ * read at its free; sent before that object's ev_sfree. */
+struct ev_swatch {
+	struct ev_hdr h;
+	unsigned long long addr;
+	unsigned long long hits;       /* traps of the allocating thread */
+	unsigned long long watched_ns; /* time enabled (until the K-th trap when capped) */
+	unsigned int flags;            /* K | SAMPLED_WATCH_CAPPED */
+	unsigned int granule;          /* bytes watched */
+};
+#define SAMPLED_WATCH_K_MASK 0xffffu
+#define SAMPLED_WATCH_CAPPED 0x10000u
+#define SAMPLED_WATCH_OTHER_THREAD 0x40000u   /* freed by another thread than the allocating one */

@@ -43,6 +43,7 @@
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
 #include "sampler/sampler.h"
+#include "sampler/sampler_watch.h"
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -307,6 +308,7 @@ static void on_fork_child(void)
 	seed_epoch++;          /* the child must not repeat the parent's sample points */
 	ts.epoch = 0;
 	ts.left = 0;
+	sampler_watch_forget();
 }
 
 static void map_region(void)
@@ -358,6 +360,7 @@ static NOINLINE void init(void)
 	mean_bytes = env_u64("MEMPROFD_SAMPLE_BYTES", SAMPLER_DEFAULT_MEAN);
 	force_region = (int)env_u64("MEMPROFD_SAMPLER_FORCE", 0);
 	seed_salt = env_u64("MEMPROFD_SAMPLER_SEED", 0);
+	sampler_watch_init(env_u64("MEMPROFD_SAMPLER_WATCH_PPM", SAMPLER_WATCH_PPM));
 	map_region();
 	LOOKUP(malloc, "malloc");
 	LOOKUP(calloc, "calloc");
@@ -471,11 +474,14 @@ static void fire_alloc(void *p, size_t n, unsigned flags, void *caller)
 	/* Its weight is the bytes the sample stands for; the free is seen for region objects. */
 	if (otel_memory_alloc_semaphore)
 		STAP_PROBE3(otel_memory, alloc, p, n, (uint64_t)(((unsigned __int128)w * n) >> SAMPLER_WEIGHT_SHIFT));
+	if (flags & SAMPLER_F_REGION)     /* only a region object's free is seen */
+		sampler_watch_arm(p, n, next_rand(&ts));
 }
 
 static void fire_free(void *p)
 {
 	NOTE_FREE((uintptr_t)p);
+	sampler_watch_end(p);      /* before memprofd:free: the daemon sees the watch first */
 	if (memprofd_free_semaphore)
 		STAP_PROBE1(memprofd, free, p);
 	if (otel_memory_free_semaphore)
@@ -809,6 +815,11 @@ EXPORT void SAMPLER_SYM(memprofd_sampler_get_stats)(struct memprofd_sampler_stat
 		.region_live_bytes = st.rlive, .boot_allocs = st.boot, .bad_frees = st.bad,
 		.region_lo = region_lo, .region_size = region_size,
 	};
+	struct sampler_watch_stats w;
+
+	sampler_watch_get_stats(&w);
+	o->watch_armed = w.armed, o->watch_busy = w.busy, o->watch_budget = w.budget;
+	o->watch_errors = w.errors, o->watch_hits = w.hits;
 }
 
 EXPORT int SAMPLER_SYM(memprofd_sampler_in_region)(const void *p)

@@ -20,6 +20,18 @@
  * and the OpenTelemetry eBPF profiler's contract (provider "otel_memory", semaphores too):
  *   otel_memory:alloc(ptr, size, weight)  weight: the bytes the sample stands for
  *   otel_memory:free(ptr)                 for objects of the region, as memprofd:free.
+ *   memprofd:watch(addr, hits, watched_ns, flags, granule)  at the free of a region object
+ *     the sampler watched (only while a tracer holds this probe's semaphore: attaching
+ *     it is the request): a read/write breakpoint on one random `granule`-byte granule
+ *     of the object, armed on the allocating thread at its allocation, so only that
+ *     thread's accesses are counted. hits: traps counted; watched_ns: the time the
+ *     watch was enabled (traps included; it stops at the K-th trap, when the kernel
+ *     disarms it); flags: K (low 16 bits) | 0x10000 when K was reached (capped)
+ *     | 0x20000 when ended 20 ms after arming with the object still live (it then fires
+ *     at a later sampled allocation or free, maybe on another thread) | 0x40000 when
+ *     freed by another thread than the allocating one (whose accesses were not
+ *     watched). Else fires before memprofd:free of the same object. Budget: MEMPROFD_SAMPLER_WATCH_PPM
+ *     (CPU time of syscalls and traps, parts per million of one CPU; default 10000, 0 off).
  * memprofd attaches memprofd:* where an object has both. */
 #define SAMPLER_F_REGION 1u    /* object lives in the region: its free will fire memprofd:free */
 #define SAMPLER_F_REALLOC 2u   /* made by realloc */
@@ -35,6 +47,10 @@ struct memprofd_sampler_stats {
 	uint64_t bad_frees;         /* region pointers that were not a live object's start */
 	uintptr_t region_lo;
 	size_t region_size;
+	/* In-process watches (memprofd:watch): armed; skipped because the debug registers
+	 * were taken (ENOSPC/EBUSY) or the budget was spent; refused by the PMU (watches
+	 * then stay off); traps counted at the frees. */
+	uint64_t watch_armed, watch_busy, watch_budget, watch_errors, watch_hits;
 };
 
 #ifdef SAMPLER_PREFIX

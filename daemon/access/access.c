@@ -266,6 +266,11 @@ void access_report(struct recorder *r)
 			(unsigned long long)wc.windows, (unsigned long long)wc.objects,
 			(unsigned long long)wc.traps, wc.trap_ns / 1e3, wc.traps_per_s,
 			(unsigned long long)r->watch_est, (unsigned long long)r->watch_imputed);
+		fprintf(stderr, "memprofd: access: watch: in-process: %llu watches, %llu traps "
+			"(the allocating thread's accesses only; %llu objects freed by another "
+			"thread); %llu windows dropped (still open at their object's free)\n",
+			(unsigned long long)wc.inproc, (unsigned long long)wc.inproc_traps,
+			(unsigned long long)wc.inproc_shared, (unsigned long long)wc.late_windows);
 	}
 }
 

@@ -24,8 +24,15 @@ struct wobj {
 	uint32_t tgid;
 	uint64_t start_ns, addr, size;
 	bool dead;                /* freed or its process ended: not watched any more */
+	uint64_t seq;             /* order of watch_add */
 	struct watch_est est;
 	double rate_sum;          /* sum of the windows' rates */
+	struct wpart {            /* its last windows, undone if opened after its free */
+		uint64_t closed_ns, hits;
+		double rate, watched_s;
+		bool sat;
+	} last[WATCH_UNDO];
+	unsigned nlast;           /* entries of last in use (newest at nlast - 1) */
 };
 
 struct window {
@@ -47,6 +54,7 @@ struct watch {
 	double tokens;            /* traps that may still be spent */
 	uint64_t last_tick_ns;
 	uint64_t rng;
+	uint64_t seq;             /* objects added so far */
 	struct watch_counts c;
 };
 
@@ -212,13 +220,24 @@ void watch_close(struct watch *w)
 	free(w);
 }
 
-static int find(const struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr)
+/* The live entry at addr (the region reuses a freed object's pages at once, so a dead one
+ * waiting to be taken may share its address); with dead, the oldest dead one, else the
+ * live one. */
+static int find(const struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr, bool dead)
 {
-	for (unsigned i = 0; i < w->nobjs; i++)
-		if (w->objs[i].addr == addr && w->objs[i].tgid == tgid &&
-		    w->objs[i].start_ns == start_ns)
+	int best = -1;
+
+	for (unsigned i = 0; i < w->nobjs; i++) {
+		const struct wobj *o = &w->objs[i];
+
+		if (o->addr != addr || o->tgid != tgid || o->start_ns != start_ns)
+			continue;
+		if (!dead && !o->dead)
 			return (int)i;
-	return -1;
+		if (dead && (best < 0 || (o->dead && (!w->objs[best].dead || o->seq < w->objs[best].seq))))
+			best = (int)i;
+	}
+	return best;
 }
 
 int watch_add(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr, uint64_t size)
@@ -228,7 +247,7 @@ int watch_add(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr, 
 		return -ENOSPC;
 	}
 	w->objs[w->nobjs++] = (struct wobj){ .tgid = tgid, .start_ns = start_ns, .addr = addr,
-					     .size = size ? size : 1 };
+					     .size = size ? size : 1, .seq = ++w->seq };
 	w->c.objects++;
 	return 0;
 }
@@ -237,16 +256,16 @@ int watch_add(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr, 
  * that disarmed (max_hits reached) was watched until its last trap (t_k, from its ring);
  * one that did not, for the whole window. Returns the rate; *sat when traps took most
  * of the time (the rate is then a lower bound). */
-static double thread_rate(const struct watch *w, const uint64_t v[3], double wall_s,
+static double thread_rate(const struct watch *w, uint32_t k, const uint64_t v[3], double wall_s,
 			  double to_k_s, uint64_t *hits, double *watched_s, bool *sat)
 {
-	double h = (double)v[0], t = v[0] >= w->o.max_hits && to_k_s > 0 ? to_k_s : wall_s;
+	double h = (double)v[0], t = v[0] >= k && to_k_s > 0 ? to_k_s : wall_s;
 	double trap = h * w->trap_s, eff = t - trap;
 
 	/* Traps took most of the time (a target's trap can cost more than the calibration
 	 * loop's, hence the margin): the thread was trapping back to back, and the true rate
 	 * is at least what one trap per trap cost shows. */
-	if (v[0] >= w->o.max_hits && eff < WATCH_SATURATED * trap) {
+	if (v[0] >= k && eff < WATCH_SATURATED * trap) {
 		*sat = true;
 		eff = trap;
 	} else if (eff < trap) {
@@ -272,7 +291,7 @@ static void window_end(struct watch *w, struct window *win, uint64_t now)
 		double to_k = tk > win->armed_ns[i] ? (double)(tk - win->armed_ns[i]) / 1e9 : 0;
 
 		if (read(win->fds[i], v, sizeof(v)) == sizeof(v))
-			rate += thread_rate(w, v, wall_s, to_k, &hits, &watched, &sat);
+			rate += thread_rate(w, w->o.max_hits, v, wall_s, to_k, &hits, &watched, &sat);
 	}
 	/* Unused reservations go back to the bucket. */
 	w->tokens += (double)win->nfds * w->o.max_hits - (double)hits;
@@ -283,19 +302,81 @@ static void window_end(struct watch *w, struct window *win, uint64_t now)
 	o->est.saturated += sat;
 	o->est.watched_s += win->nfds ? watched / win->nfds : 0;
 	o->rate_sum += rate;
+	if (o->nlast == WATCH_UNDO)
+		memmove(o->last, o->last + 1, (WATCH_UNDO - 1) * sizeof(o->last[0])), o->nlast--;
+	o->last[o->nlast++] = (struct wpart){ .closed_ns = now, .hits = hits, .rate = rate,
+					      .watched_s = win->nfds ? watched / win->nfds : 0, .sat = sat };
 	window_close_fds(win);
 }
 
-void watch_free(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr)
+int watch_report(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr,
+		 uint64_t hits, uint64_t watched_ns, uint32_t k, bool capped, bool other_thread)
 {
-	int i = find(w, tgid, start_ns, addr);
+	int i = find(w, tgid, start_ns, addr, false);
+	uint64_t v[3] = { hits, watched_ns, watched_ns }, got = 0;
+	double s = (double)watched_ns / 1e9, watched = 0, rate;
+	bool sat = false;
 
 	if (i < 0)
-		return;
+		return -ENOENT;
+	if (!k || (capped && hits < k))
+		k = hits ? (uint32_t)hits : 1;
+	rate = thread_rate(w, k, v, s, capped ? s : 0, &got, &watched, &sat);
+	struct wobj *o = &w->objs[i];
+
+	o->est.windows++;
+	o->est.hits += got;
+	o->est.saturated += sat;
+	o->est.watched_s += watched;
+	o->rate_sum += rate;
+	w->c.inproc++;
+	w->c.inproc_traps += hits;
+	w->c.inproc_shared += other_thread;
+	return 0;
+}
+
+static void free_at(struct watch *w, int i)
+{
 	w->objs[i].dead = true;
 	for (int s = 0; s < WATCH_SLOTS; s++)
 		if (w->win[s].obj == i)
 			window_end(w, &w->win[s], now_ns());
+}
+
+void watch_free(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr)
+{
+	int i = find(w, tgid, start_ns, addr, false);
+
+	if (i >= 0)
+		free_at(w, i);
+}
+
+void watch_freed(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr, uint64_t free_ns)
+{
+	int i = find(w, tgid, start_ns, addr, false);
+
+	for (int s = 0; i >= 0 && s < WATCH_SLOTS; s++)
+		if (w->win[s].obj == i) {
+			/* Still open after the free: part of its traps may be another object's
+			 * (the region reuses pages at once). Dropped; reservations go back. */
+			w->tokens += (double)w->win[s].nfds * w->o.max_hits;
+			w->c.late_windows++;
+			window_close_fds(&w->win[s]);
+		}
+	/* Windows closed (at a tick) after the free, before it was read: the same. */
+	for (struct wobj *o = i >= 0 ? &w->objs[i] : NULL; o && o->nlast &&
+	     o->last[o->nlast - 1].closed_ns > free_ns; o->nlast--) {
+		const struct wpart *l = &o->last[o->nlast - 1];
+
+		o->est.windows--;
+		o->est.hits -= l->hits;
+		o->est.saturated -= l->sat;
+		o->est.watched_s -= l->watched_s;
+		o->rate_sum -= l->rate;
+		w->c.late_windows++;
+	}
+	if (i >= 0)
+		free_at(w, i);
 }
 
 void watch_process_exit(struct watch *w, uint32_t tgid, uint64_t start_ns)
@@ -323,11 +404,11 @@ static void fill_est(const struct wobj *o, struct watch_est *e)
 bool watch_take(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr,
 		struct watch_est *out)
 {
-	int i = find(w, tgid, start_ns, addr);
+	int i = find(w, tgid, start_ns, addr, true);
 
 	if (i < 0)
 		return false;
-	watch_free(w, tgid, start_ns, addr);
+	free_at(w, i);
 	fill_est(&w->objs[i], out);
 	/* Swap-remove; a window on the moved object follows it. */
 	unsigned last = --w->nobjs;
@@ -359,6 +440,7 @@ static int window_open(struct watch *w, struct window *win, int i, uint64_t now)
 	uint64_t at = (o->addr & ~(uint64_t)(WATCH_GRANULE - 1)) + (w->rng % granules) * WATCH_GRANULE;
 
 	win->nfds = 0;
+	int busy = 0;
 	while ((de = readdir(d)) && win->nfds < WATCH_THREADS_MAX) {
 		char *end;
 		long tid = strtol(de->d_name, &end, 10);
@@ -369,6 +451,7 @@ static int window_open(struct watch *w, struct window *win, int i, uint64_t now)
 
 		if (fd < 0) {
 			w->c.open_errors++;
+			busy += fd == -ENOSPC || fd == -EBUSY;   /* its debug registers are taken */
 			continue;
 		}
 		void *ring = mmap(NULL, ring_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -379,7 +462,7 @@ static int window_open(struct watch *w, struct window *win, int i, uint64_t now)
 	}
 	closedir(d);
 	if (!win->nfds)
-		return -ESRCH;
+		return busy ? -EBUSY : -ESRCH;
 	win->obj = i;
 	win->opened_ns = now;
 	return 0;
@@ -436,7 +519,11 @@ int watch_tick(struct watch *w, uint64_t now)
 
 		if (i < 0 || w->tokens < w->o.max_hits)
 			break;
-		if (window_open(w, &w->win[s], i, now) < 0) {
+		int e = window_open(w, &w->win[s], i, now);
+
+		if (e == -EBUSY)
+			continue;                   /* e.g. the sampler's own watches: later */
+		if (e < 0) {
 			w->objs[i].dead = true;     /* its process is gone */
 			continue;
 		}

@@ -23,6 +23,8 @@
 #define WATCH_RING_PAGES 2                 /* per watch: header + one page for its sample */
 #define WATCH_CALIBRATE_HITS 400           /* traps per run of the self-test timing a trap */
 #define WATCH_CALIBRATE_RUNS 5             /* runs; the cheapest is kept (preemption only adds) */
+#define WATCH_UNDO 4                       /* windows per object kept to be undone when they
+                                            * turn out to have closed after its free */
 #define WATCH_Z 1.96                       /* intervals: 95% (normal approximation) */
 #define WATCH_SATURATED 2.0                /* a disarmed watch whose time besides its traps was
                                             * under this many times the traps' is saturated */
@@ -47,6 +49,9 @@ struct watch_counts {
 	uint64_t windows, traps, objects, dropped_objects, open_errors;
 	double trap_ns;           /* calibrated cost of one trap */
 	double traps_per_s;       /* the budget in force */
+	uint64_t inproc, inproc_traps;   /* the sampler's own watches (watch_report) */
+	uint64_t inproc_shared;   /* ... on objects freed by another thread than their maker */
+	uint64_t late_windows;    /* dropped: still open at their object's free (watch_freed) */
 };
 
 struct watch;
@@ -64,6 +69,15 @@ void watch_free(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr
  * (or never added). */
 bool watch_take(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr,
 		struct watch_est *out);
+/* The same, knowing when it was freed (CLOCK_MONOTONIC): a window that was still open at
+ * free_ns may have watched reused memory (another object's) and is dropped, not counted. */
+void watch_freed(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr, uint64_t free_ns);
+/* The sampler's in-process watch on a live object ended (memprofd:watch): hits traps of
+ * the allocating thread over watched_ns enabled, capped when the kernel disarmed it at k.
+ * Counts as one window of one thread. other_thread: freed by another thread, whose
+ * accesses the watch did not see (counted). -ENOENT when the object is not followed. */
+int watch_report(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr,
+		 uint64_t hits, uint64_t watched_ns, uint32_t k, bool capped, bool other_thread);
 /* A process ended: its objects stay until taken, but are no longer watched. */
 void watch_process_exit(struct watch *w, uint32_t tgid, uint64_t start_ns);
 

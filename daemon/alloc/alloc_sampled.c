@@ -78,6 +78,13 @@ struct sampled {
 	double est_objects;       /* sum of their weights */
 	uint64_t watermark;       /* every record made before this has been consumed */
 	uint64_t records;         /* sampled allocations and frees read (EV_SALLOC, EV_SFREE) */
+	/* Samplers attached before the watch opened: memprofd:watch waits for it. Attaching
+	 * it (its semaphore) is what turns the sampler's in-process watches on, so only
+	 * `record` does (sampled_attach_binary): the daemon attaches per sampler file for
+	 * every process that maps it, selected or not, and would make them all pay. */
+	char *watch_paths[SAMPLED_WATCH_PENDING];
+	int watch_pids[SAMPLED_WATCH_PENDING];
+	unsigned nwatch_pending;
 };
 
 static int on_event(void *ctx, void *data, size_t len);
@@ -200,12 +207,35 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid)
 
 	if (n <= 0)
 		return n;
+	if (n == 1 && !s->r->no_watch && s->nwatch_pending < SAMPLED_WATCH_PENDING &&
+	    (s->watch_paths[s->nwatch_pending] = strdup(path)))
+		s->watch_pids[s->nwatch_pending++] = pid;
+	if (s->r->watch)
+		sampled_attach_watch(s);
 	for (int i = 0; i < SAMPLED_LINKS; i++)
-		if ((err = add_link(s, l[i]))) {
-			if (i == 0)
-				bpf_link__destroy(l[1]);
+		if (l[i] && (err = add_link(s, l[i]))) {
+			for (int j = i + 1; j < SAMPLED_LINKS; j++)
+				bpf_link__destroy(l[j]);
 			return err;
 		}
+	return n;
+}
+
+int sampled_attach_watch(struct sampled *s)
+{
+	int n = 0;
+
+	for (unsigned i = 0; i < s->nwatch_pending; i++) {
+		struct bpf_link *l = NULL;
+
+		if (s->r->watch)
+			l = bpf_program__attach_usdt(s->skel->progs.on_watch, s->watch_pids[i],
+						     s->watch_paths[i], "memprofd", "watch", NULL);
+		if (l && add_link(s, l) == 0)
+			n++;
+		free(s->watch_paths[i]);
+	}
+	s->nwatch_pending = 0;
 	return n;
 }
 
@@ -551,7 +581,7 @@ static int handle_event(struct sampled *s, void *data, size_t len)
 		if (len < sizeof(*e) || !(p = events_proc(r, h->tgid, h->start_ns)))
 			return 0;
 		if (r->watch)
-			watch_free(r->watch, h->tgid, h->start_ns, e->addr);
+			watch_freed(r->watch, h->tgid, h->start_ns, e->addr, e->free_ns);
 		if (r->attrib && (e->flags & SAMPLER_F_REGION) &&
 		    attrib_free(r->attrib, h->tgid, h->start_ns, e->addr, e->free_ns, e->free_cpu) == 0) {
 			ustack_key_done(p, e->key);
@@ -560,6 +590,14 @@ static int handle_event(struct sampled *s, void *data, size_t len)
 		add_sample(s, p, context_of(s, p, e->key), e->size, e->weight_q16, e->alloc_ns,
 			   e->free_ns, e->alloc_cpu, e->free_cpu, 0, 0);
 		ustack_key_done(p, e->key);   /* a copied stack's key is this sample's alone */
+		return 0;
+	}
+	if (h->type == EV_SWATCH) {
+		const struct ev_swatch *e = data;
+		if (len >= sizeof(*e) && r->watch)
+			watch_report(r->watch, h->tgid, h->start_ns, e->addr, e->hits, e->watched_ns,
+				     e->flags & SAMPLED_WATCH_K_MASK, e->flags & SAMPLED_WATCH_CAPPED,
+				     e->flags & SAMPLED_WATCH_OTHER_THREAD);
 		return 0;
 	}
 	if (h->type == EV_SALLOC) {
@@ -729,6 +767,8 @@ void sampled_close(struct sampled *s)
 		return;
 	events_detach_all(s->links, s->nlinks, NULL, 0);
 	free(s->links);
+	for (unsigned i = 0; i < s->nwatch_pending; i++)
+		free(s->watch_paths[i]);
 	ring_buffer__free(s->rb);
 	stash_free(&s->r->stash);
 	s->r->stash.rb = NULL;

@@ -20,10 +20,16 @@ int sampled_open(struct sampled **out, struct recorder *r);
  * -errno. */
 #define SAMPLED_OTEL 2
 int sampled_attach_binary(struct sampled *s, const char *path, int pid);
+/* memprofd:watch (which turns the sampler's in-process watches on) for the samplers
+ * sampled_attach_binary attached before the recorder's watch opened (it attaches it
+ * itself once the watch is open); call after access_setup. Returns the probes attached
+ * (none when the watch did not open). sampled_attach_links never attaches it. */
+int sampled_attach_watch(struct sampled *s);
 /* The same, with the two links (memprofd:alloc, memprofd:free) handed to the caller, who
  * destroys them (bpf_link__destroy) to detach, and without registering path for symbols
  * (the daemon attaches each sampler file once, through a descriptor it holds). */
 #define SAMPLED_LINKS 2
+#define SAMPLED_WATCH_PENDING 16   /* samplers attached before the watch opened, remembered */
 struct bpf_link;
 int sampled_attach_links(struct sampled *s, const char *path, int pid,
 			 struct bpf_link *out[SAMPLED_LINKS]);

@@ -433,7 +433,11 @@ static int access_open(struct record *rec)
 	const struct record_opts *o = rec->o;
 
 	rec->r.no_watch = o->no_watch;
-	return access_setup(&rec->r, o->access_mode, o->access_given, o->freq, o->period);
+	int err = access_setup(&rec->r, o->access_mode, o->access_given, o->freq, o->period);
+
+	if (err >= 0 && rec->smp)
+		sampled_attach_watch(rec->smp);   /* issue 15: the sampler's in-process watches */
+	return err;
 }
 
 /* Starts the command (stopped before its first instruction, with envp as its environment

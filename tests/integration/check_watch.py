@@ -7,8 +7,10 @@ soft source at 1 Hz, so nearly every access estimate must come from the watch:
 - alloc_dense_hot has traps behind it, a density interval above 0, and is hot when a
   trap is cheap enough for the windows to show the hot threshold (8000 accesses/s per
   8-byte granule: a trap under 125 us), else at least half the trap-limited rate;
-- alloc_idle_cold has no access, a finite density bound, and is not hot (cold needs
-  200 s lifetimes: it is notcold here, with the evidence to say so, not unknown).
+- alloc_idle_cold has no access beyond its one initial write (which the sampler's own
+  in-process watch, armed at the allocation, may see: at most one per granule), a
+  finite density bound, and is not hot (cold needs 200 s lifetimes: it is notcold here,
+  with the evidence to say so, not unknown).
 Skips when BPF or the breakpoint PMU is missing."""
 import argparse
 import os
@@ -22,6 +24,8 @@ import mpdtest  # noqa: E402
 HOT_DENSITY = 1000.0          # reporter/classify.h
 GRANULE = 8                   # daemon/access/watch.h
 SECONDS = "3"
+OBJECTS = 4                   # --objects
+WORDS_PER_OBJECT = 8 * 1024   # tests/workloads/watch_known.c: 64 KiB, 8-byte granules
 
 
 def ctx_of(ctxs, fn):
@@ -45,7 +49,7 @@ def main():
     db = os.path.join(tmp, "watch.db")
     env = dict(os.environ, MEMPROFD_SAMPLE_BYTES="16384")   # 64 KiB objects: 98% sampled
     p = mpdtest.run([a.memprofd, "record", "--db", db, "--freq", "1", "--", a.workload,
-                     "--seconds", SECONDS, "--objects", "4"], timeout=120, env=env)
+                     "--seconds", SECONDS, "--objects", str(OBJECTS)], timeout=120, env=env)
     if p.returncode != 0:
         mpdtest.finish(["record failed: " + mpdtest.describe(p)], "watch", tmp)
     m = re.search(r"watch: (\d+) windows on (\d+) objects, (\d+) traps \(([\d.]+) us each, "
@@ -83,9 +87,11 @@ def main():
         errs.append("alloc_dense_hot: density %.4g below half the trap-limited %.4g" % (
             hot["lifetime_access_density"], shown))
     chi = (cold.get("density_interval") or [0, None])[1]
-    if cold["est_accesses"] != 0 or cold["class"] != "notcold" or chi is None:
-        errs.append("alloc_idle_cold: est %d, class %s, interval %r: want 0, notcold, bounded"
-                    % (cold["est_accesses"], cold["class"], cold.get("density_interval")))
+    init_writes = OBJECTS * WORDS_PER_OBJECT        # one write per granule, at start
+    if cold["est_accesses"] > init_writes or cold["class"] != "notcold" or chi is None:
+        errs.append("alloc_idle_cold: est %d, class %s, interval %r: want <= %d, notcold, bounded"
+                    % (cold["est_accesses"], cold["class"], cold.get("density_interval"),
+                       init_writes))
     mpdtest.finish(errs, "the watch tells the sampled hot objects from the cold ones", tmp)
 
 

@@ -1,0 +1,34 @@
+/* memprofd:watch (sampler/sampler.h) -> ev_swatch, included by sampled.bpf.c (same maps and
+ * ring). Attached only while the daemon measures accesses with watches: attaching it is
+ * what turns the sampler's in-process watches on. */
+#pragma once
+
+SEC("usdt")
+int BPF_USDT(on_watch, u64 addr, u64 hits, u64 watched_ns, u64 flags, u64 granule)
+{
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct live_key k = { .tgid = tgid, .addr = addr };
+	struct slive_val *v;
+	struct ev_swatch *e;
+
+	if (!is_target(tgid))
+		return 0;
+	v = bpf_map_lookup_elem(&live, &k);
+	if (!v || (v->flags & SAMPLED_F_THINNED))
+		return 0;    /* an object the daemon does not follow */
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_DROP_RINGBUF);
+		return 0;
+	}
+	e->h.type = EV_SWATCH;
+	e->h.tgid = tgid;
+	e->h.start_ns = v->start_ns;
+	e->addr = addr;
+	e->hits = hits;
+	e->watched_ns = watched_ns;
+	e->flags = (u32)flags;
+	e->granule = (u32)granule;
+	bpf_ringbuf_submit(e, rb_flags());
+	return 0;
+}
