@@ -2,7 +2,7 @@
 # SIGKILL, KILLS times each (default 100), of `memprofd record`, the daemon and `memprofd
 # push` at random points, with the checks the short tests make (crash: 20 record kills,
 # daemon_stress: 50 daemon kills, kill_push: 4 push kills) after every kill. Long: about
-# 20 minutes on 2 loaded cores. README (Reliability) quotes its figures.
+# 40 minutes on 2 loaded cores. README (Reliability) quotes its figures.
 # Usage: bench/kill_all.sh [BUILD_DIR] [KILLS]
 set -eu
 build=$(cd "${1:-build}" && pwd); kills=${2:-100}
