@@ -11,6 +11,7 @@
  *         u16 len, len bytes}...): strings with quotes, escapes and invalid UTF-8,
  *         oversized or short blobs, negative and huge integers, NULLs, in any column.
  * A reader may refuse such a store with an error; it must never crash, hang or leak. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -195,6 +196,21 @@ static int make_templates(const char *path)
 	return 0;
 }
 
+/* At exit: the work directory and whatever the readers left in it (flat: no reader
+ * makes folders). A crash leaves it, with the reproducer libFuzzer writes. */
+static void remove_dir(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			unlinkat(dirfd(d), e->d_name, 0);
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *path = getenv("MEMPROFD_FUZZ_STORE");
@@ -208,6 +224,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(dir, sizeof(dir), "%s/fuzz_store.XXXXXX", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm");
 	if (!mkdtemp(dir))
 		exit(2);
+	atexit(remove_dir);
 	snprintf(db, sizeof(db), "%s/in.db", dir);
 	snprintf(merged, sizeof(merged), "%s/merged.db", dir);
 	snprintf(out, sizeof(out), "%s/out", dir);
