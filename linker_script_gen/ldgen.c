@@ -69,7 +69,53 @@ static int cmp_addr_name(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* (name, address) among the sampled prefix v[0..nsampled), sorted by cmp_addr_name. */
+/* Ties keep the order of arrival, so the fold merges rows as arrival order would. */
+static int cmp_addr_name_seq(const void *a, const void *b)
+{
+	const struct ldgen_sym *x = a, *y = b;
+	int c = cmp_addr_name(a, b);
+
+	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Merges a later row of y's symbol into y. */
+static void merge_into(struct ldgen_sym *y, uint64_t size, enum ldgen_kind kind,
+		       uint64_t samples, uint64_t est)
+{
+	y->samples += samples;
+	y->est += est;
+	if (size > y->size)
+		y->size = size;
+	if (y->kind == LDGEN_UNMOVABLE)
+		y->kind = kind;
+}
+
+/* Sorts the sampled rows by (address, name) and keeps one row per symbol, its samples
+ * summed, its size the largest, its kind the first movable one in arrival order. */
+static void fold_sampled(struct ldgen_set *s)
+{
+	size_t w = 0;
+
+	if (s->folded)
+		return;
+	s->folded = true;
+	if (!s->n)
+		return;
+	qsort(s->v, s->n, sizeof(s->v[0]), cmp_addr_name_seq);
+	for (size_t i = 1; i < s->n; i++) {
+		struct ldgen_sym *x = &s->v[i];
+
+		if (!cmp_addr_name(&s->v[w], x)) {
+			merge_into(&s->v[w], x->size, x->kind, x->samples, x->est);
+			free(x->name);
+		} else {
+			s->v[++w] = *x;
+		}
+	}
+	s->n = s->nsampled = w + 1;
+}
+
+/* (name, address) among the folded sampled prefix v[0..nsampled). */
 static struct ldgen_sym *find_sampled(struct ldgen_set *s, const char *name, uint64_t address)
 {
 	struct ldgen_sym key = { .name = (char *)name, .address = address };
@@ -78,34 +124,11 @@ static struct ldgen_sym *find_sampled(struct ldgen_set *s, const char *name, uin
 			   : NULL;
 }
 
-int ldgen_add(struct ldgen_set *s, const char *name, const char *section, uint64_t address,
-	      uint64_t size, uint64_t samples, uint64_t est, bool sampled)
+static int append(struct ldgen_set *s, const char *name, const char *section, uint64_t address,
+		  uint64_t size, uint64_t samples, uint64_t est, bool sampled)
 {
-	/* Store rows come first (sampled), then the binary's own symbols: a symbol of the
-	 * binary that was sampled is already here and only needs its kind. The sampled
-	 * prefix is sorted by address once the first binary symbol arrives. */
-	struct ldgen_sym *y = NULL;
-
-	if (sampled) {
-		if (s->nsampled < s->n)
-			return -EINVAL;   /* sampled rows must all come before the binary's */
-		for (size_t i = 0; i < s->n && !y; i++)
-			if (s->v[i].address == address && !strcmp(s->v[i].name, name))
-				y = &s->v[i];
-	} else {
-		if (s->nsampled == s->n && s->n)
-			qsort(s->v, s->n, sizeof(s->v[0]), cmp_addr_name);
-		y = find_sampled(s, name, address);
-	}
-	if (y) {
-		y->samples += samples;
-		y->est += est;
-		if (size > y->size)
-			y->size = size;
-		if (y->kind == LDGEN_UNMOVABLE)
-			y->kind = ldgen_kind_of(section);
-		return 0;
-	}
+	if (s->n >= LDGEN_MAX_SYMBOLS && !s->folded && sampled)
+		fold_sampled(s);   /* repeats of one symbol do not count against the limit */
 	if (s->n >= LDGEN_MAX_SYMBOLS)
 		return -E2BIG;
 	if (ARRAY_GROW(s->v, s->cap, s->n, 256) < 0)
@@ -116,10 +139,33 @@ int ldgen_add(struct ldgen_set *s, const char *name, const char *section, uint64
 		return -ENOMEM;
 	s->v[s->n++] = (struct ldgen_sym){
 		.name = dup, .kind = ldgen_kind_of(section), .address = address, .size = size,
-		.samples = samples, .est = est, .sampled = sampled,
+		.samples = samples, .est = est, .sampled = sampled, .seq = s->arrivals++,
 	};
-	if (sampled)
+	if (sampled) {
 		s->nsampled++;
+		s->folded = false;
+	}
+	return 0;
+}
+
+int ldgen_add(struct ldgen_set *s, const char *name, const char *section, uint64_t address,
+	      uint64_t size, uint64_t samples, uint64_t est, bool sampled)
+{
+	/* Store rows come first (sampled) and are appended; the binary's own symbols come
+	 * next: a symbol of the binary that was sampled is already here and only needs its
+	 * kind, found by binary search in the folded prefix. */
+	struct ldgen_sym *y;
+
+	if (sampled) {
+		if (s->nsampled < s->n)
+			return -EINVAL;   /* sampled rows must all come before the binary's */
+		return append(s, name, section, address, size, samples, est, true);
+	}
+	fold_sampled(s);
+	y = find_sampled(s, name, address);
+	if (!y)
+		return append(s, name, section, address, size, samples, est, false);
+	merge_into(y, size, ldgen_kind_of(section), samples, est);
 	return 0;
 }
 
@@ -160,6 +206,7 @@ int ldgen_classify(struct ldgen_set *s, const struct ldgen_opts *o)
 		return -EINVAL;
 	if (opts.cold_min_samples == 0)
 		opts.cold_min_samples = LDGEN_DEFAULT_COLD_MIN_SAMPLES;
+	fold_sampled(s);
 	s->opts = opts;
 	s->total_samples = s->hot_samples = 0;
 	s->nhot = s->ncold = 0;
@@ -188,6 +235,7 @@ int ldgen_classify(struct ldgen_set *s, const struct ldgen_opts *o)
 		}
 	if (s->n)
 		qsort(s->v, s->n, sizeof(s->v[0]), cmp_final);
+	s->folded = false;   /* no longer by address: a later ldgen_add sorts again */
 	return 0;
 }
 

@@ -24,6 +24,7 @@ struct ldgen_sym {
 	uint64_t samples, est;
 	enum ldgen_class cls;
 	bool sampled;      /* came from the store (else only from the binary's symbols) */
+	uint32_t seq;      /* order of arrival among sampled rows (ties of the fold) */
 };
 
 struct ldgen_opts {
@@ -35,6 +36,8 @@ struct ldgen_set {
 	struct ldgen_sym *v;
 	size_t n, cap;
 	size_t nsampled;           /* v[0..nsampled) came from the store */
+	bool folded;               /* v[0..nsampled) sorted by (address, name), one row each */
+	uint32_t arrivals;         /* rows added so far: the next row's seq */
 	/* filled by ldgen_classify */
 	struct ldgen_opts opts;
 	uint64_t total_samples, hot_samples;
@@ -50,7 +53,9 @@ void ldgen_init(struct ldgen_set *s);
 void ldgen_free(struct ldgen_set *s);
 /* Adds samples to symbol (name, address), creating it; all sampled (store) rows first,
  * then the binary's symbols (sampled false), which merge into an existing row. 0,
- * -EINVAL for a sampled row after a binary one, -ENOMEM or -E2BIG. */
+ * -EINVAL for a sampled row after a binary one, -ENOMEM or -E2BIG. Sampled rows are
+ * appended and folded (sorted, one row per symbol) once, at the first binary symbol or
+ * ldgen_classify(): O(n log n) for n rows; v[] and n are final only after either. */
 int ldgen_add(struct ldgen_set *s, const char *name, const char *section, uint64_t address,
 	      uint64_t size, uint64_t samples, uint64_t est, bool sampled);
 /* Hot: the fewest movable symbols, hottest first, whose samples reach hot_share of all

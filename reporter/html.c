@@ -336,7 +336,8 @@ static int bucket_cb(const struct store_bucket_row *r, void *arg)
 		b->any = true;
 		b->cur = b->last = r->bucket_start;
 	}
-	c = bsearch(&key, b->h->classes, b->h->nclasses, sizeof(key), cmp_class);
+	c = b->h->nclasses ? bsearch(&key, b->h->classes, b->h->nclasses, sizeof(key), cmp_class)
+			   : NULL;   /* bsearch may not take a NULL array either */
 	/* The map has hot, notcold and cold columns: unknown (no decision) is not cold. */
 	b->bytes[c && c->cls != CLASSIFY_UNKNOWN ? c->cls : CLASSIFY_NOTCOLD] += r->total_size;
 	for (unsigned i = 0; i < HTML_CHART_CONTEXTS && i < b->h->n; i++)
@@ -631,7 +632,8 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 		r = r > 0 ? 0 : r;   /* 1: the rest lived not at all */
 	}
 	if (r == 0) {
-		qsort(h.classes, h.nclasses, sizeof(*h.classes), cmp_class);
+		if (h.nclasses)   /* none: h.classes is NULL, which qsort may not take */
+			qsort(h.classes, h.nclasses, sizeof(*h.classes), cmp_class);
 		b.out = tl;
 		r = store_query_buckets(s, &f, bucket_cb, &b);
 		bucket_flush(&b);

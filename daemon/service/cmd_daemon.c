@@ -39,6 +39,8 @@
 #include "store/store.h"
 #include "symbolizer/symcache.h"
 #include "base/clock.h"
+#include "base/cleanup.h"
+#include "base/escape.h"
 
 #define DAEMON_STOP_BUDGET_MS 1200   /* SIGTERM -> flushed, leaving 0.8 s of the 2 s
                                       * promise for closing the probes and the store */
@@ -408,21 +410,29 @@ static int open_sources(struct daemon *d)
 	return 0;
 }
 
-/* The run's row in the store, with the settings the daemon runs under. */
+/* The run's row in the store, with the settings the daemon runs under (JSON: the config
+ * path is escaped, whatever bytes it holds). */
 static int begin_run(struct daemon *d)
 {
-	char settings[768];
+	_cleanup_free_ char *settings = NULL;
+	size_t settings_len = 0;
+	FILE *f = open_memstream(&settings, &settings_len);
 	int err;
 
+	if (!f)
+		return log_error_errno(-ENOMEM, "daemon: out of memory");
 	const char *access = d->r.attrib ? access_src_name(d->r.access.src) : "off";
-	snprintf(settings, sizeof(settings),
-		 "{\"config\":\"%s\",\"flush_ms\":%llu,\"bucket_s\":%d,\"cpu_budget\":%g,"
-		 "\"retention_s\":%llu,\"max_db_bytes\":%llu,\"access\":\"%s\",\"access_freq\":%llu,"
-		 "\"access_period\":%llu}", d->cfg.path,
-		 (unsigned long long)d->cfg.flush_interval_ms, AGG_BUCKET_SECONDS, d->cfg.cpu_budget,
-		 (unsigned long long)d->cfg.retention_s, (unsigned long long)d->cfg.max_db_bytes,
-		 access, (unsigned long long)d->cfg.access_freq_hz,
-		 (unsigned long long)d->cfg.access_period);
+	fputs("{\"config\":", f);
+	fmt_json_str(f, d->cfg.path);
+	fprintf(f, ",\"flush_ms\":%llu,\"bucket_s\":%d,\"cpu_budget\":%g,"
+		"\"retention_s\":%llu,\"max_db_bytes\":%llu,\"access\":\"%s\",\"access_freq\":%llu,"
+		"\"access_period\":%llu}",
+		(unsigned long long)d->cfg.flush_interval_ms, AGG_BUCKET_SECONDS, d->cfg.cpu_budget,
+		(unsigned long long)d->cfg.retention_s, (unsigned long long)d->cfg.max_db_bytes,
+		access, (unsigned long long)d->cfg.access_freq_hz,
+		(unsigned long long)d->cfg.access_period);
+	if (fclose(f))
+		return log_error_errno(-ENOMEM, "daemon: out of memory");
 	struct store_run run = { .command = "daemon", .alloc_mode = config_alloc_name(d->cfg.alloc),
 				 .access_mode = d->r.attrib ? config_access_name(d->cfg.access) : "off",
 				 .settings = settings, .started_ns = real_ns() };

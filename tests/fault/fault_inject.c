@@ -3,7 +3,10 @@
  * the MEMPROFD_FAULT_NTH-th of them (1-based) fails with MEMPROFD_FAULT_ERRNO (ENOSPC or
  * EIO) instead of running; every other call passes through. With MEMPROFD_FAULT_COUNT set
  * to a file, each process appends its number of counted calls there at exit, so a test can visit
- * every write point of a clean run. Only for tests: it costs a readlink per write. */
+ * every write point of a clean run. With MEMPROFD_FAULT_WHILE naming a file instead of
+ * MEMPROFD_FAULT_NTH, every such call fails while that file exists: a disk that is full or
+ * failing for a while and then comes back (the daemon's flush retries). Only for tests: it
+ * costs a readlink (and with _WHILE an access) per write. */
 /* Both the 32- and 64-bit-offset entry points are defined here, so the headers must not
  * alias one to the other. */
 #undef _FILE_OFFSET_BITS
@@ -22,12 +25,14 @@ static atomic_long calls;
 static long nth = -1;
 static int fail_errno = ENOSPC;
 static const char *want_path;
+static const char *while_path;
 
 __attribute__((constructor)) static void fault_init(void)
 {
 	const char *e;
 
 	want_path = getenv("MEMPROFD_FAULT_PATH");
+	while_path = getenv("MEMPROFD_FAULT_WHILE");
 	if ((e = getenv("MEMPROFD_FAULT_NTH")))
 		nth = atol(e);
 	if ((e = getenv("MEMPROFD_FAULT_ERRNO")))
@@ -63,7 +68,8 @@ static int hit(int fd)
 	path[n] = '\0';
 	if (!strstr(path, want_path))
 		return 0;
-	if (atomic_fetch_add(&calls, 1) + 1 != nth)
+	if (atomic_fetch_add(&calls, 1) + 1 != nth &&
+	    !(while_path && access(while_path, F_OK) == 0))
 		return 0;
 	errno = fail_errno;
 	return 1;

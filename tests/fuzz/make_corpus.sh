@@ -43,3 +43,15 @@ printf '\001\005\002\000\000\010\000"x\\\n\377\376<\000' > "$out/store/hostile_t
 printf '\001\010\005\000\001\004\000\377\377\377\377' > "$out/store/short_blob"
 printf '\001\010\005\000\005\000\000' > "$out/store/huge_blob"
 printf '\001\003\003\000\002\001\000\003' > "$out/store/int_min"
+# Every older schema version (first byte 2k: k versions before the current one), intact
+# and with a hostile text in the first table's second column (2k + 1).
+cur=$(sed -n 's/^#define STORE_SCHEMA_VERSION \([0-9]*\).*/\1/p' "$here/../../store/store.h")
+k=1
+while [ "$k" -lt "$cur" ]; do
+  printf "\\$(printf %03o $((2 * k)))" > "$out/store/intact_v$((cur - k))"
+  printf "\\$(printf %03o $((2 * k + 1)))\\000\\001\\000\\000\\004\\000'\\\\\\377\"" > "$out/store/hostile_v$((cur - k))"
+  k=$((k + 1))
+done
+# Regression seeds of crashes fuzz_store found.
+# html: buckets of a store whose contexts list came back empty: qsort and bsearch over NULL.
+printf '\001\377\001\005\000\005\000\000\377\377\005\000\002\001\000\377\377\377\005\000\002\001\000\003' > "$out/store/crash_html_no_classes"

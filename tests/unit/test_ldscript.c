@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "tests/unit/mpd_cmocka.h"
 #include <errno.h>
 
@@ -99,6 +100,73 @@ static void test_ties_and_tls(void **state)
 	ldgen_init(&s);
 	assert_int_equal(ldgen_classify(&s, NULL), 0);   /* empty: nothing hot, no crash */
 	assert_int_equal(s.nhot, 0);
+	ldgen_free(&s);
+}
+
+/* Repeated store rows of one symbol (one per run) fold into one: samples summed, the
+ * largest size, the first movable kind in arrival order; binary symbols find them. */
+static void test_fold(void **state)
+{
+	struct ldgen_set s;
+
+	ldgen_init(&s);
+	add(&s, "b", ".data", 0x2000, 1, true);
+	assert_int_equal(ldgen_add(&s, "a", "", 0x1000, 4, 3, 3000, true), 0);  /* unknown kind */
+	assert_int_equal(ldgen_add(&s, "a", ".bss", 0x1000, 16, 5, 5000, true), 0);
+	assert_int_equal(ldgen_add(&s, "a", ".rodata", 0x1000, 8, 7, 7000, true), 0);
+	add(&s, "a", ".data", 0x1008, 2, true);   /* same name, other address: another symbol */
+	add(&s, "a", ".data", 0x1000, 0, false);
+	add(&s, "c", ".data", 0x3000, 0, false);
+	assert_int_equal(s.n, 4);
+	assert_int_equal(s.nsampled, 3);
+	assert_int_equal(s.v[0].address, 0x1000);
+	assert_int_equal(s.v[0].samples, 15);
+	assert_int_equal(s.v[0].est, 15000);
+	assert_int_equal(s.v[0].size, 16);
+	assert_int_equal(s.v[0].kind, LDGEN_BSS);
+	assert_int_equal(s.v[1].address, 0x1008);
+	ldgen_free(&s);
+}
+
+/* ldgen_add over n sampled rows costs O(n log n), not O(n^2): 200,000 rows (every symbol
+ * twice) and as many binary symbols take well under a second of CPU (a linear search per
+ * row took ~20 billion comparisons). CPU time, not wall time: the machine may be loaded. */
+#define LDGEN_SCALE_ROWS 200000
+#define LDGEN_SCALE_CPU_S 5.0
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void test_scale(void **state)
+{
+	struct ldgen_set s;
+	char name[32];
+	double t0 = cpu_seconds();
+
+	ldgen_init(&s);
+	for (unsigned i = 0; i < LDGEN_SCALE_ROWS; i++) {
+		unsigned k = (i * 2654435761u) % (LDGEN_SCALE_ROWS / 2);
+
+		snprintf(name, sizeof(name), "sym_%u", k);
+		add(&s, name, ".data", 0x1000 + 8 * (uint64_t)k, 1, true);
+	}
+	for (unsigned k = 0; k < LDGEN_SCALE_ROWS; k++) {
+		snprintf(name, sizeof(name), "sym_%u", k);
+		add(&s, name, ".data", 0x1000 + 8 * (uint64_t)k, 0, false);
+	}
+	assert_int_equal(ldgen_classify(&s, NULL), 0);
+	double used = cpu_seconds() - t0;
+
+	assert_int_equal(s.n, LDGEN_SCALE_ROWS);
+	assert_int_equal(s.nsampled, LDGEN_SCALE_ROWS / 2);
+	assert_int_equal(s.total_samples, LDGEN_SCALE_ROWS);
+	print_message("ldgen: %d rows in %.3f s of CPU\n", 2 * LDGEN_SCALE_ROWS, used);
+	assert_true(used < LDGEN_SCALE_CPU_S);
 	ldgen_free(&s);
 }
 
@@ -213,6 +281,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_share),
 		cmocka_unit_test(test_ties_and_tls),
+		cmocka_unit_test(test_fold),
+		cmocka_unit_test(test_scale),
 		cmocka_unit_test(test_kinds_and_names),
 		cmocka_unit_test(test_symbol_order),
 		cmocka_unit_test(test_ld_script),
