@@ -102,6 +102,20 @@ struct html {
 	int err;
 };
 
+/* A flame frame's interned key: name, file:line (empty when unknown) and "1" when the
+ * line is an inlined callee, NUL-separated; returns the key's length. */
+static int frame_key(char *key, size_t n, const char *name, const struct export_line *l,
+		     bool inlined)
+{
+	char where[2 * HTML_NAME_MAX] = "";
+	int len;
+
+	if (l && l->file && *l->file && l->line)
+		snprintf(where, sizeof(where), "%.*s:%" PRId64, HTML_NAME_MAX, l->file, l->line);
+	len = snprintf(key, n, "%s%c%s%c%s", name, 0, where, 0, inlined ? "1" : "");
+	return len < 0 ? 0 : (size_t)len >= n ? (int)n - 1 : len;
+}
+
 static void frame_names(struct html *h, const struct store_ctx_row *r, bool root_first,
 			FILE *out, const char *sep, bool as_index)
 {
@@ -115,10 +129,12 @@ static void frame_names(struct html *h, const struct store_ctx_row *r, bool root
 		for (unsigned q = 0; q < (n ? n : 1); q++) {
 			/* Root first: caller (last line) before the inlined callees. */
 			unsigned k = root_first ? (n ? n - 1 - q : 0) : q;
-			char name[HTML_NAME_MAX];
+			char name[HTML_NAME_MAX], key[3 * HTML_NAME_MAX];
+			const struct export_line *l = n ? &lines[k] : NULL;
 			size_t idx;
+			int len;
 
-			export_frame_name(name, sizeof(name), &r->frames[i], n ? &lines[k] : NULL);
+			export_frame_name(name, sizeof(name), &r->frames[i], l);
 			if (!first)
 				fputs(sep, out);
 			first = false;
@@ -126,7 +142,9 @@ static void frame_names(struct html *h, const struct store_ctx_row *r, bool root
 				html_text(out, name);
 				continue;
 			}
-			if (strtab_intern(&h->names, name, strlen(name), &idx) < 0) {
+			/* The flame graph's frame: name NUL file:line NUL inlined ("1" or ""). */
+			len = frame_key(key, sizeof(key), name, l, l && k + 1 < n);
+			if (strtab_intern(&h->names, key, (size_t)len, &idx) < 0) {
 				h->err = -ENOMEM;
 				return;
 			}
@@ -567,11 +585,24 @@ static void page_data(FILE *out, const struct html *h, const struct bucket_out *
 		fputs(i ? "," : "", out);
 		json_in_script(out, classify_name(order[i]));
 	}
+	/* names[i], where[i] ("file:line" or ""), inl[i] (1: an inlined callee): frame i. */
 	fputs("],\n\"names\": [", out);
 	for (size_t i = 0; i < h->names.n; i++) {
-		if (i)
-			fputs(",\n", out);
+		fputs(i ? ",\n" : "", out);
 		json_in_script(out, strtab_key(&h->names, i));
+	}
+	fputs("],\n\"where\": [", out);
+	for (size_t i = 0; i < h->names.n; i++) {
+		const char *k = strtab_key(&h->names, i);
+
+		fputs(i ? ",\n" : "", out);
+		json_in_script(out, k + strlen(k) + 1);
+	}
+	fputs("],\n\"inl\": [", out);
+	for (size_t i = 0; i < h->names.n; i++) {
+		const char *k = strtab_key(&h->names, i), *w = k + strlen(k) + 1;
+
+		fprintf(out, "%s%d", i ? "," : "", w[strlen(w) + 1] == '1');
 	}
 	fputs("],\n\"stacks\": [", out);
 	fwrite(h->stacks_buf, 1, h->stacks_len, out);

@@ -117,6 +117,17 @@ def main():
             fail("flame graph drew %d frames" % nframes)
         if ncells < 3:
             fail("heap map drew %d cells" % ncells)
+        # Flame tooltips: every named frame says where it is (gen_store gives each a
+        # file:line), and frames of the sites' inline chains say they were inlined.
+        titles = [html.unescape(t) for t in re.findall(r'<div class="fr"[^>]*title="([^"]*)"', dom)]
+        named = [t for t in titles if not t.startswith(("all ", "(other contexts)"))]
+        where = re.compile(r"\n\S+\.(c|cc|h):\d+( \[inlined\])?(\n|$)")
+        bare = [t for t in named if not where.search(t)]
+        if not named or bare:
+            fail("flame tooltips without file:line: %d of %d, e.g. %r" %
+                 (len(bare), len(named), bare[:2]))
+        if not any("[inlined]" in t for t in named):
+            fail("no flame tooltip marks an inlined frame: %r" % named[:3])
 
         # Sortable: a view link (#sort=TABLE:COLUMN:asc) clicks the header on load; the
         # objects column (3: after #, bytes and its ±) must then ascend, and its
