@@ -13,6 +13,7 @@
 
 #include "fleet/fleet.h"
 #include "fleet/src.h"
+#include "store/alloc_trim.h"
 
 #define FLEET_CTX_CHUNK 5000       /* contexts parsed and emitted per round of frame reads */
 #define FLEET_PREFETCH_MIN 2000    /* from this many contexts on, all frames in one query */
@@ -382,6 +383,8 @@ static int emit(struct fleet_src *x, struct store *s, struct pctx *p, struct sto
 						"that was never pushed");
 		(*row)[i] = f->f;
 	}
+	if (p->nframes)   /* as store_query_contexts: no allocator inlined into the leaf */
+		alloc_trim_leaf(&(*row)[0]);
 	struct store_ctx_row r = {
 		.context_id = p->id, .build_id = b ? b->build_id : "", .binary = b ? b->path : "",
 		.frames = *row, .nframes = p->nframes, .mib = p->mib, .hist = p->hist,
