@@ -577,9 +577,9 @@ int fleet_src_buckets(void *ctx, struct store *s, const struct store_ctx_filter 
 			return 0;
 		}
 	}
-	tsv_printf(&q, "SELECT bucket_start, id, ac, ts, tac FROM (SELECT bucket_start, bin_key,"
+	tsv_printf(&q, "SELECT bucket_start, id, ac, ts, tac, tl FROM (SELECT bucket_start, bin_key,"
 		   " stack_hash, sum(alloc_count) AS ac, sum(total_size) AS ts, sum(total_access_count)"
-		   " AS tac FROM " FLEET_DB ".mib WHERE");
+		   " AS tac, sum(total_lifetime_ns) AS tl FROM " FLEET_DB ".mib WHERE");
 	fleet_rows_where(x, f, &q);
 	tsv_printf(&q, "%s GROUP BY bucket_start, bin_key, stack_hash) ANY LEFT JOIN ",
 		   keys.p ? keys.p : "");
@@ -598,6 +598,7 @@ int fleet_src_buckets(void *ctx, struct store *s, const struct store_ctx_filter 
 		row.alloc_count = tsv_get_u64(&cur);
 		row.total_size = tsv_get_u64(&cur);
 		row.total_access_count = tsv_get_u64(&cur);
+		row.total_lifetime_ns = tsv_get_u64(&cur);
 		r = cur.bad ? store_rows_error(s, -EPROTO, "ClickHouse: malformed buckets answer") :
 			cb(&row, arg);
 	}

@@ -122,7 +122,7 @@ document.getElementById('flame-reset').addEventListener('click', function () { z
 window.addEventListener('resize', function () { draw(); chart(); });
 draw();
 
-/* ---- heap over time: bytes by class per time bucket, and the top contexts ---- */
+/* ---- heap over time: bytes live by class per time bucket, and the top contexts ---- */
 var hm = document.getElementById('heap-chart'), NS = 'http://www.w3.org/2000/svg';
 var CLS_COLOR = { hot: '#e74c3c', notcold: '#f0ad4e', cold: '#3498db' };
 function el(name, attrs, parent, text) {
@@ -170,7 +170,7 @@ function chart() {
     el('line', { x1: x(t), x2: x(t), y1: height - B, y2: height - B + 4, class: 'axis' }, svg);
     el('text', { x: x(t), y: height - B + 16, 'text-anchor': 'middle', class: 'tick xt' }, svg, tlabel(t, span));
   }
-  el('text', { x: L, y: height - 4, class: 'tick' }, svg, 'UTC; each bar: objects that ended in that ' + D.bucket_s + ' s bucket');
+  el('text', { x: L, y: height - 4, class: 'tick' }, svg, 'UTC; each bar: bytes live, averaged over its ' + D.bucket_s + ' s (estimated)');
   /* stacked bars by class */
   D.buckets.forEach(function (b) {
     var base = 0, bx = x(b[0] / 1e6), bwx = Math.max(1, x(b[0] / 1e6 + bw) - bx - 1);

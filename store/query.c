@@ -850,7 +850,7 @@ int store_query_contexts(struct store *s, const struct store_ctx_filter *f, stor
 
 static const char buckets_sql[] =
 	"SELECT m.bucket_start, m.context_id, sum(m.alloc_count), sum(m.total_size),"
-	" sum(m.total_access_count)"
+	" sum(m.total_access_count), sum(m.total_lifetime_ns)"
 	" FROM mib m JOIN contexts c ON c.id = m.context_id JOIN binaries b ON b.id = c.binary_id"
 	" WHERE " ROWS_WHERE " AND (?2 IS NULL OR b.build_id = ?2 OR b.path = ?2)"
 	" GROUP BY m.bucket_start, m.context_id ORDER BY m.bucket_start, m.context_id";
@@ -880,7 +880,7 @@ int store_query_buckets(struct store *s, const struct store_ctx_filter *f, store
 			.bucket_start = sqlite3_column_int64(st, 0),
 			.context_id = sqlite3_column_int64(st, 1),
 			.alloc_count = col_u64(st, 2), .total_size = col_u64(st, 3),
-			.total_access_count = col_u64(st, 4),
+			.total_access_count = col_u64(st, 4), .total_lifetime_ns = col_u64(st, 5),
 		};
 		int r = cb(&row, arg);
 
