@@ -444,11 +444,17 @@ static int ctx_query(struct fleet_src *x, const struct store_ctx_filter *f, stru
 	fleet_rows_where(x, f, q);
 	tsv_printf(q, "%s GROUP BY bin_key, stack_hash) ANY LEFT JOIN ", keys.p ? keys.p : "");
 	ids_sql(x, q);
-	tsv_printf(q, " USING (bin_key, stack_hash)) ANY LEFT JOIN (SELECT bin_key, stack_hash, argMin(f_bin, o) AS fb, argMin(f_off, o)"
-		   " AS fo, max(truncated) AS tr FROM (SELECT bin_key, stack_hash, f_bin, f_off, truncated,"
+	/* truncated is the stack's, as merge keeps it (stacks.truncated, one row per hash):
+	 * cut on any selected host under any binary, whatever --binary selects. */
+	tsv_printf(q, " USING (bin_key, stack_hash)) ANY LEFT JOIN (SELECT bin_key, stack_hash, fb, fo,"
+		   " tr FROM (SELECT bin_key, stack_hash, argMin(f_bin, o) AS fb, argMin(f_off, o)"
+		   " AS fo FROM (SELECT bin_key, stack_hash, f_bin, f_off,"
 		   " tuple(%s, src_id) AS o FROM "
-		   FLEET_DB ".contexts WHERE %s%s) GROUP BY bin_key, stack_hash) USING (bin_key, stack_hash)"
-		   " ORDER BY %s DESC, id", x->rank, x->dims, keys.p ? keys.p : "", sort_key[f->sort]);
+		   FLEET_DB ".contexts WHERE %s%s) GROUP BY bin_key, stack_hash) ANY LEFT JOIN (SELECT"
+		   " stack_hash, max(truncated) AS tr FROM " FLEET_DB ".contexts WHERE %s GROUP BY"
+		   " stack_hash) USING (stack_hash)) USING (bin_key, stack_hash)"
+		   " ORDER BY %s DESC, id", x->rank, x->dims, keys.p ? keys.p : "", x->dims,
+		   sort_key[f->sort]);
 	if (f->limit && !f->accept)
 		tsv_printf(q, " LIMIT %u", f->limit);
 	tsv_free(&keys);
