@@ -18,8 +18,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpdtest  # noqa: E402
 
-ALLOCATORS = {"malloc", "calloc", "realloc", "reallocarray", "posix_memalign",
-              "aligned_alloc", "memalign", "valloc", "pvalloc"}
+ALLOCATORS = mpdtest.ALLOCATOR_NAMES
 
 
 def ldso_has_dwarf():
@@ -60,6 +59,7 @@ def main():
         if f["inlined"] or not re.search(r"dl-tls\.c$", f["file"] or "") or not f["line"] \
                 or "ld-linux" not in (f["module"] or ""):
             errs.append("allocate_dtv's frame: %r" % f)
+    errs += mpdtest.contract_errors(ctxs)
     for c in ctxs:
         if c["frames"] and c["frames"][0]["function"] in ALLOCATORS:
             errs.append("a stack starts at the allocator: %r" %
