@@ -72,7 +72,8 @@ def main():
     with ThreadPoolExecutor(a.jobs) as ex:
         dbs = list(ex.map(lambda i: gen(a, i), range(a.hosts)))
     print('stores: %d in %s (%.0f s to generate what was missing)' % (len(dbs), a.work,
-                                                                     time.monotonic() - t))
+                                                                     time.monotonic() - t),
+          flush=True)
     chdir = os.path.join(a.work, 'ch')
     subprocess.run([cluster, 'stop', chdir], capture_output=True)
     subprocess.run(['rm', '-rf', chdir])
@@ -90,10 +91,12 @@ def bench(a, memprofd, dbs, url):
                                           '--host', 'h%04d' % i]).stdout, range(len(dbs))))
     push_s = time.monotonic() - t
     rows = sum(push_rows(o) for o in outs)
+    print('pushed: %d rows in %.1f s' % (rows, push_s), flush=True)
     merged = os.path.join(a.work, 'merged.db')
     if os.path.exists(merged):
         os.unlink(merged)
     merge_s, _ = timed([memprofd, 'merge', '-o', merged, *dbs])
+    print('merged: %.1f s' % merge_s, flush=True)
     bid = run([memprofd, 'query', 'binaries', '--db', merged, '--format', 'csv']
               ).stdout.splitlines()[1].split(',')[0]
     nctx = run(['sqlite3', merged, 'SELECT count(*) FROM contexts']).stdout.strip()

@@ -187,21 +187,29 @@ static uint64_t hash_row(sqlite3_stmt *st, int from, uint64_t h)
 	return h;
 }
 
-/* Column 0 of each query is the run the row belongs to. */
-static const char *const mark_sql[] = {
-	"SELECT id, * FROM runs",
-	"SELECT coalesce(run_id, 0), * FROM processes",
-	"SELECT run_id, * FROM mib",
-	"SELECT run_id, * FROM data_access",
+/* Column 0 of each query is the run the row belongs to: every table push sends a run's
+ * rows from, so a change to any of them changes the run's mark. The last two exist from
+ * store schema 4 (access classes) and 10 (stacks.truncated: a stack the daemon marks cut
+ * after its rows were pushed changes the mark of the runs with rows on it). */
+static const struct { const char *sql; int min_version; bool rows; } mark_sql[] = {
+	{ "SELECT id, * FROM runs", 0, true },
+	{ "SELECT coalesce(run_id, 0), * FROM processes", 0, true },
+	{ "SELECT run_id, * FROM mib", 0, true },
+	{ "SELECT run_id, * FROM data_access", 0, true },
+	{ "SELECT run_id, * FROM access_classes", 4, true },
+	{ "SELECT DISTINCT m.run_id, s.hash FROM stacks s JOIN contexts c ON c.stack_id = s.id"
+	  " JOIN mib m ON m.context_id = c.id WHERE s.truncated != 0 ORDER BY 1, 2", 10, false },
 };
 
 static int mark_runs(struct pusher *p)
 {
 	for (size_t q = 0; q < sizeof(mark_sql) / sizeof(mark_sql[0]); q++) {
 		_cleanup_(stmt_freep) sqlite3_stmt *st = NULL;
-		int rc, r = prepare(p, mark_sql[q], &st);
+		int rc, r;
 
-		if (r)
+		if (p->version < mark_sql[q].min_version)
+			continue;
+		if ((r = prepare(p, mark_sql[q].sql, &st)))
 			return r;
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 			struct run_mark *m = run_find(p, sqlite3_column_int64(st, 0));
@@ -210,7 +218,7 @@ static int mark_runs(struct pusher *p)
 			if (!m)
 				continue;     /* a process of no run of ours */
 			m->mark = hash_row(st, 1, fleet_fnv(m->mark, &tag, 1));
-			m->rows++;
+			m->rows += mark_sql[q].rows;
 		}
 		if (rc != SQLITE_DONE)
 			return sql_fail(p, "reading the store");

@@ -13,6 +13,7 @@
 
 #include "fleet/fleet.h"
 #include "fleet/src.h"
+#include "store/alloc_trim.h"
 
 #define FLEET_CTX_CHUNK 5000       /* contexts parsed and emitted per round of frame reads */
 #define FLEET_PREFETCH_MIN 2000    /* from this many contexts on, all frames in one query */
@@ -382,6 +383,8 @@ static int emit(struct fleet_src *x, struct store *s, struct pctx *p, struct sto
 						"that was never pushed");
 		(*row)[i] = f->f;
 	}
+	if (p->nframes)   /* as store_query_contexts: no allocator inlined into the leaf */
+		alloc_trim_leaf(&(*row)[0]);
 	struct store_ctx_row r = {
 		.context_id = p->id, .build_id = b ? b->build_id : "", .binary = b ? b->path : "",
 		.frames = *row, .nframes = p->nframes, .mib = p->mib, .hist = p->hist,
@@ -441,11 +444,17 @@ static int ctx_query(struct fleet_src *x, const struct store_ctx_filter *f, stru
 	fleet_rows_where(x, f, q);
 	tsv_printf(q, "%s GROUP BY bin_key, stack_hash) ANY LEFT JOIN ", keys.p ? keys.p : "");
 	ids_sql(x, q);
-	tsv_printf(q, " USING (bin_key, stack_hash)) ANY LEFT JOIN (SELECT bin_key, stack_hash, argMin(f_bin, o) AS fb, argMin(f_off, o)"
-		   " AS fo, max(truncated) AS tr FROM (SELECT bin_key, stack_hash, f_bin, f_off, truncated,"
+	/* truncated is the stack's, as merge keeps it (stacks.truncated, one row per hash):
+	 * cut on any selected host under any binary, whatever --binary selects. */
+	tsv_printf(q, " USING (bin_key, stack_hash)) ANY LEFT JOIN (SELECT bin_key, stack_hash, fb, fo,"
+		   " tr FROM (SELECT bin_key, stack_hash, argMin(f_bin, o) AS fb, argMin(f_off, o)"
+		   " AS fo FROM (SELECT bin_key, stack_hash, f_bin, f_off,"
 		   " tuple(%s, src_id) AS o FROM "
-		   FLEET_DB ".contexts WHERE %s%s) GROUP BY bin_key, stack_hash) USING (bin_key, stack_hash)"
-		   " ORDER BY %s DESC, id", x->rank, x->dims, keys.p ? keys.p : "", sort_key[f->sort]);
+		   FLEET_DB ".contexts WHERE %s%s) GROUP BY bin_key, stack_hash) ANY LEFT JOIN (SELECT"
+		   " stack_hash, max(truncated) AS tr FROM " FLEET_DB ".contexts WHERE %s GROUP BY"
+		   " stack_hash) USING (stack_hash)) USING (bin_key, stack_hash)"
+		   " ORDER BY %s DESC, id", x->rank, x->dims, keys.p ? keys.p : "", x->dims,
+		   sort_key[f->sort]);
 	if (f->limit && !f->accept)
 		tsv_printf(q, " LIMIT %u", f->limit);
 	tsv_free(&keys);
@@ -574,9 +583,9 @@ int fleet_src_buckets(void *ctx, struct store *s, const struct store_ctx_filter 
 			return 0;
 		}
 	}
-	tsv_printf(&q, "SELECT bucket_start, id, ac, ts, tac FROM (SELECT bucket_start, bin_key,"
+	tsv_printf(&q, "SELECT bucket_start, id, ac, ts, tac, tl FROM (SELECT bucket_start, bin_key,"
 		   " stack_hash, sum(alloc_count) AS ac, sum(total_size) AS ts, sum(total_access_count)"
-		   " AS tac FROM " FLEET_DB ".mib WHERE");
+		   " AS tac, sum(total_lifetime_ns) AS tl FROM " FLEET_DB ".mib WHERE");
 	fleet_rows_where(x, f, &q);
 	tsv_printf(&q, "%s GROUP BY bucket_start, bin_key, stack_hash) ANY LEFT JOIN ",
 		   keys.p ? keys.p : "");
@@ -595,6 +604,7 @@ int fleet_src_buckets(void *ctx, struct store *s, const struct store_ctx_filter 
 		row.alloc_count = tsv_get_u64(&cur);
 		row.total_size = tsv_get_u64(&cur);
 		row.total_access_count = tsv_get_u64(&cur);
+		row.total_lifetime_ns = tsv_get_u64(&cur);
 		r = cur.bad ? store_rows_error(s, -EPROTO, "ClickHouse: malformed buckets answer") :
 			cb(&row, arg);
 	}

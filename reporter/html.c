@@ -3,8 +3,8 @@
  * The summary, the top-contexts table (whole stacks with file:line, inline chains in the
  * tooltips, estimates with their samples and intervals), the objects live at exit and
  * the hot and cold data symbols are rendered here, so they read without JavaScript; the
- * script sorts the tables, draws the heap over time (bytes by class and for the top
- * contexts per time bucket, on a real time axis) and the flame graph (top-down or
+ * script sorts the tables, draws the heap over time (bytes live by class and for the top
+ * contexts per time bucket, reporter/heap_live.c's estimate, on a real time axis) and the flame graph (top-down or
  * bottom-up, zoom, search) from the JSON data block. Every byte from the store is
  * escaped for its context: HTML text, attributes, or JSON inside <script>. */
 #include <errno.h>
@@ -17,6 +17,7 @@
 #include "reporter/estimate.h"
 #include "reporter/export.h"
 #include "reporter/format.h"
+#include "reporter/heap_live.h"
 #include "reporter/progress.h"
 #include "reporter/strtab.h"
 #include "base/array.h"
@@ -25,8 +26,8 @@
 #define HTML_FLAME_CONTEXTS 20000 /* contexts drawn in the flame graph; the rest as one */
 #define HTML_NAME_MAX 512         /* longest frame name shown */
 #define HTML_DATA_SYMBOLS 100     /* rows of each hot/cold data symbol table */
-#define HTML_CHART_CONTEXTS 5     /* top contexts drawn as lines in the heap chart */
-#define HTML_BUCKET_S 60          /* the store's time bucket (daemon/attrib's AGG_BUCKET_SECONDS) */
+#define HTML_CHART_CONTEXTS HEAP_LIVE_TOP  /* top contexts drawn as lines in the heap chart */
+#define HTML_BUCKET_NS 60000000000LL     /* the store's time bucket (daemon/attrib's AGG_BUCKET_SECONDS) */
 #define HTML_CLASSES 4            /* classes the report keeps apart (classify_name's) */
 
 #include "reporter/html_viewer.h" /* html_script[]: reporter/html_viewer.js, generated */
@@ -102,6 +103,20 @@ struct html {
 	int err;
 };
 
+/* A flame frame's interned key: name, file:line (empty when unknown) and "1" when the
+ * line is an inlined callee, NUL-separated; returns the key's length. */
+static int frame_key(char *key, size_t n, const char *name, const struct export_line *l,
+		     bool inlined)
+{
+	char where[2 * HTML_NAME_MAX] = "";
+	int len;
+
+	if (l && l->file && *l->file && l->line)
+		snprintf(where, sizeof(where), "%.*s:%" PRId64, HTML_NAME_MAX, l->file, l->line);
+	len = snprintf(key, n, "%s%c%s%c%s", name, 0, where, 0, inlined ? "1" : "");
+	return len < 0 ? 0 : (size_t)len >= n ? (int)n - 1 : len;
+}
+
 static void frame_names(struct html *h, const struct store_ctx_row *r, bool root_first,
 			FILE *out, const char *sep, bool as_index)
 {
@@ -115,10 +130,12 @@ static void frame_names(struct html *h, const struct store_ctx_row *r, bool root
 		for (unsigned q = 0; q < (n ? n : 1); q++) {
 			/* Root first: caller (last line) before the inlined callees. */
 			unsigned k = root_first ? (n ? n - 1 - q : 0) : q;
-			char name[HTML_NAME_MAX];
+			char name[HTML_NAME_MAX], key[3 * HTML_NAME_MAX];
+			const struct export_line *l = n ? &lines[k] : NULL;
 			size_t idx;
+			int len;
 
-			export_frame_name(name, sizeof(name), &r->frames[i], n ? &lines[k] : NULL);
+			export_frame_name(name, sizeof(name), &r->frames[i], l);
 			if (!first)
 				fputs(sep, out);
 			first = false;
@@ -126,7 +143,9 @@ static void frame_names(struct html *h, const struct store_ctx_row *r, bool root
 				html_text(out, name);
 				continue;
 			}
-			if (strtab_intern(&h->names, name, strlen(name), &idx) < 0) {
+			/* The flame graph's frame: name NUL file:line NUL inlined ("1" or ""). */
+			len = frame_key(key, sizeof(key), name, l, l && k + 1 < n);
+			if (strtab_intern(&h->names, key, (size_t)len, &idx) < 0) {
 				h->err = -ENOMEM;
 				return;
 			}
@@ -295,6 +314,12 @@ static int ctx_cb(const struct store_ctx_row *r, void *arg)
 	return h->err;
 }
 
+/* The heap chart's column of a class: hot, notcold, cold (unknown goes with notcold). */
+static unsigned html_column(enum classify_class c)
+{
+	return c == CLASSIFY_HOT ? 0 : c == CLASSIFY_COLD ? 2 : 1;
+}
+
 static int cmp_class(const void *a, const void *b)
 {
 	int64_t x = ((const struct ctx_class *)a)->id, y = ((const struct ctx_class *)b)->id;
@@ -304,49 +329,32 @@ static int cmp_class(const void *a, const void *b)
 
 struct bucket_out {
 	struct html *h;
-	FILE *out;
 	bool any;
-	int64_t cur, first, last;
-	uint64_t bytes[HTML_CLASSES];
+	int64_t first, last;           /* the first and last bucket with objects ending */
+	struct heap_live live;
 	FILE *top[HTML_CHART_CONTEXTS];  /* memstreams: each top context's [t, bytes] points */
 	char *top_buf[HTML_CHART_CONTEXTS];
 	size_t top_len[HTML_CHART_CONTEXTS];
-	bool top_any[HTML_CHART_CONTEXTS];
 };
-
-static void bucket_flush(struct bucket_out *b)
-{
-	if (!b->any)
-		return;
-	fprintf(b->out, "%s[%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]",
-		b->cur == b->first ? "" : ",\n", b->cur, b->bytes[CLASSIFY_HOT],
-		b->bytes[CLASSIFY_NOTCOLD], b->bytes[CLASSIFY_COLD]);
-	memset(b->bytes, 0, sizeof(b->bytes));
-}
 
 static int bucket_cb(const struct store_bucket_row *r, void *arg)
 {
 	struct bucket_out *b = arg;
 	struct ctx_class key = { .id = r->context_id }, *c;
+	int top = -1;
 
-	if (!b->any || r->bucket_start != b->cur) {
-		bucket_flush(b);
-		if (!b->any)
-			b->first = r->bucket_start;
-		b->any = true;
-		b->cur = b->last = r->bucket_start;
-	}
+	if (!b->any)
+		b->first = r->bucket_start;
+	b->any = true;
+	b->last = r->bucket_start;
 	c = b->h->nclasses ? bsearch(&key, b->h->classes, b->h->nclasses, sizeof(key), cmp_class)
 			   : NULL;   /* bsearch may not take a NULL array either */
-	/* The map has hot, notcold and cold columns: unknown (no decision) is not cold. */
-	b->bytes[c && c->cls != CLASSIFY_UNKNOWN ? c->cls : CLASSIFY_NOTCOLD] += r->total_size;
 	for (unsigned i = 0; i < HTML_CHART_CONTEXTS && i < b->h->n; i++)
-		if (b->top[i] && b->h->top_ids[i] == r->context_id) {
-			fprintf(b->top[i], "%s[%" PRId64 ",%" PRIu64 "]", b->top_any[i] ? "," : "",
-				r->bucket_start, r->total_size);
-			b->top_any[i] = true;
-		}
-	return 0;
+		if (b->h->top_ids[i] == r->context_id)
+			top = (int)i;
+	/* The chart has hot, notcold and cold columns: unknown (no decision) is not cold. */
+	return heap_live_add(&b->live, r->bucket_start, r->total_size, r->alloc_count,
+			     r->total_lifetime_ns, html_column(c ? c->cls : CLASSIFY_UNKNOWN), top);
 }
 
 /* ---- static data symbols ---- */
@@ -533,9 +541,14 @@ static void page_sections(FILE *out, const struct html *h, const struct data_out
 		      "schema 9).</p>\n", out);
 	}
 	fputs("</section>\n<section id=\"heap\"><h2>Heap over time</h2>\n<p class=\"note\">Bytes "
-	      "of the objects that ended (were freed, or their process exited) in each time "
-	      "bucket, by class, and the top contexts as lines.</p>\n<div id=\"heap-legend\">"
-	      "</div><div id=\"heap-chart\"></div>\n</section>\n", out);
+	      "live, averaged over each bar's time span, by class, and the top contexts as "
+	      "lines. Estimated: the store keeps, per context and minute in which objects ended "
+	      "(were freed, or their process exited), their count, bytes and total lifetime, "
+	      "not each object's times; each such group is drawn as ending mid-minute after its "
+	      "mean lifetime. Its bytes &#215; seconds are exact when its objects share a size "
+	      "and a lifetime; where they were allocated within the minute is not known. "
+	      "Objects live at exit count until their process exited.</p>\n"
+	      "<div id=\"heap-legend\"></div><div id=\"heap-chart\"></div>\n</section>\n", out);
 	fputs("<section id=\"flame\"><h2>Flame graph</h2>\n<div class=\"controls\"><label>"
 	      "view <select id=\"flame-mode\"><option value=\"top-down\">top-down (callers "
 	      "first)</option><option value=\"bottom-up\">bottom-up (allocation sites first)"
@@ -556,23 +569,36 @@ static void page_sections(FILE *out, const struct html *h, const struct data_out
 }
 
 static void page_data(FILE *out, const struct html *h, const struct bucket_out *b,
-		      const char *tl_buf, size_t tl_len)
+		      const char *tl_buf, size_t tl_len, int64_t width_ns)
 {
 	static const enum classify_class order[] = { CLASSIFY_HOT, CLASSIFY_NOTCOLD,
 						     CLASSIFY_COLD };
 
 	fputs("<script type=\"application/json\" id=\"mpd-data\">{\"weight\": ", out);
 	json_in_script(out, export_weight_name(h->o->weight));
-	fprintf(out, ",\n\"bucket_s\": %d,\n\"classes\": [", HTML_BUCKET_S);
+	fprintf(out, ",\n\"bucket_s\": %" PRId64 ",\n\"classes\": [", width_ns / 1000000000);
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
 		fputs(i ? "," : "", out);
 		json_in_script(out, classify_name(order[i]));
 	}
+	/* names[i], where[i] ("file:line" or ""), inl[i] (1: an inlined callee): frame i. */
 	fputs("],\n\"names\": [", out);
 	for (size_t i = 0; i < h->names.n; i++) {
-		if (i)
-			fputs(",\n", out);
+		fputs(i ? ",\n" : "", out);
 		json_in_script(out, strtab_key(&h->names, i));
+	}
+	fputs("],\n\"where\": [", out);
+	for (size_t i = 0; i < h->names.n; i++) {
+		const char *k = strtab_key(&h->names, i);
+
+		fputs(i ? ",\n" : "", out);
+		json_in_script(out, k + strlen(k) + 1);
+	}
+	fputs("],\n\"inl\": [", out);
+	for (size_t i = 0; i < h->names.n; i++) {
+		const char *k = strtab_key(&h->names, i), *w = k + strlen(k) + 1;
+
+		fprintf(out, "%s%d", i ? "," : "", w[strlen(w) + 1] == '1');
 	}
 	fputs("],\n\"stacks\": [", out);
 	fwrite(h->stacks_buf, 1, h->stacks_len, out);
@@ -598,7 +624,8 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 	char *tl_buf = NULL;
 	size_t tl_len = 0;
 	FILE *tl = NULL;
-	struct bucket_out b = { .h = &h };
+	struct bucket_out b = { .h = &h, .live = { .bucket_ns = HTML_BUCKET_NS } };
+	int64_t width_ns = HTML_BUCKET_NS;
 	struct data_out d = {0};
 	int r = 0;
 
@@ -634,9 +661,9 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 	if (r == 0) {
 		if (h.nclasses)   /* none: h.classes is NULL, which qsort may not take */
 			qsort(h.classes, h.nclasses, sizeof(*h.classes), cmp_class);
-		b.out = tl;
 		r = store_query_buckets(s, &f, bucket_cb, &b);
-		bucket_flush(&b);
+		if (r == 0)
+			r = heap_live_write(&b.live, tl, b.top, &width_ns);
 	}
 	for (d.pass = 0; d.pass < 2 && r == 0; d.pass++) {
 		struct store_data_filter df = { .binary = o->binary, .now_ns = o->now_ns,
@@ -672,7 +699,7 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 		fputs("</h1>\n", out);
 		summary(out, &h, &b);
 		page_sections(out, &h, &d);
-		page_data(out, &h, &b, tl_buf, tl_len);
+		page_data(out, &h, &b, tl_buf, tl_len, width_ns);
 		fprintf(out, "<script>%s</script>\n</body></html>\n", html_script);
 		if (ferror(out))
 			r = -EIO;
@@ -688,6 +715,7 @@ int export_html(FILE *out, struct store *s, const struct export_opts *o)
 		free(h.top_names[i]);
 	}
 	free(h.classes);
+	heap_live_free(&b.live);
 	strtab_free(&h.names);
 	return r;
 }

@@ -1,7 +1,9 @@
 /* memprofd export html: the viewer, inlined into the report at build time
  * (reporter/embed_text.py). Reads the JSON block #mpd-data; draws the heap-over-time
  * chart (SVG, real time axis), the flame graph (top-down or bottom-up, click to zoom,
- * search); sorts tables (#sort=TABLE:COLUMN[:asc] opens a sorted view). No network. */
+ * search by function or file; tooltips give each frame's file:line, inlined ones marked,
+ * from the JSON names/where/inl tables); sorts tables (#sort=TABLE:COLUMN[:asc] opens a
+ * sorted view). No network. */
 (function () {
 'use strict';
 var D = JSON.parse(document.getElementById('mpd-data').textContent);
@@ -57,8 +59,9 @@ function tree(bottomUp) {
     var node = root, path = bottomUp ? s[1].slice().reverse() : s[1];
     add(node, s[0]);
     path.forEach(function (i) {
-      var k = D.names[i];
-      node = node.c[k] || (node.c[k] = { n: k, v: [0, 0, 0], c: {}, p: node });
+      var k = D.names[i], w = D.where[i] ? D.where[i] + (D.inl[i] ? ' [inlined]' : '') : '';
+      node = node.c[k] || (node.c[k] = { n: k, v: [0, 0, 0], c: {}, p: node, w: {} });
+      if (w) node.w[w] = 1;
       add(node, s[0]);
     });
   });
@@ -74,6 +77,14 @@ function color(s) {
   for (var i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) >>> 0;
   return 'hsl(' + (10 + h % 45) + ',' + (60 + h % 30) + '%,' + (55 + h % 15) + '%)';
 }
+/* A frame's source lines for its tooltip, one a line: a function reached from several
+ * lines (or inlined into several callers) lists each, up to FLAME_LOCS. */
+var FLAME_LOCS = 8;
+function where(locs) {
+  if (!locs.length) return '';
+  var more = locs.length > FLAME_LOCS ? '\n\u2026 and ' + (locs.length - FLAME_LOCS) + ' more' : '';
+  return '\n' + locs.slice(0, FLAME_LOCS).join('\n') + more;
+}
 function draw() {
   var w = W[sel.value] || 0, width = fg.clientWidth || 1200, tot = zoom.v[w], maxd = 0;
   var q = search.value.trim().toLowerCase(), matched = 0;
@@ -83,14 +94,15 @@ function draw() {
     var px = n.v[w] / tot * width;
     if (px < 0.5) return;
     if (d > maxd) maxd = d;
-    var hit = q && n.n.toLowerCase().indexOf(q) >= 0;
+    var locs = n.w ? Object.keys(n.w) : [];
+    var hit = q && (n.n + ' ' + locs.join(' ')).toLowerCase().indexOf(q) >= 0;
     if (hit && !inMatch) matched += n.v[w];
     var e = document.createElement('div');
     e.className = 'fr' + (hit ? ' match' : q ? ' dim' : '');
     e.style.left = x + 'px'; e.style.width = px + 'px'; e.style.top = (d * ROW) + 'px';
     e.style.background = hit ? '#e056fd' : color(n.n);
     var val = w === 0 ? fmtB(n.v[0]) : fmtN(n.v[w]);
-    e.title = n.n + ' \u2014 ' + val + ' (' + (100 * n.v[w] / tot).toFixed(1) + '%)';
+    e.title = n.n + ' \u2014 ' + val + ' (' + (100 * n.v[w] / tot).toFixed(1) + '%)' + where(locs);
     e.dataset.name = n.n;
     e.textContent = fit(n.n, px - 6, FONT);
     e.addEventListener('click', function () { zoom = (n === zoom) ? ROOT : n; draw(); });
@@ -110,7 +122,7 @@ document.getElementById('flame-reset').addEventListener('click', function () { z
 window.addEventListener('resize', function () { draw(); chart(); });
 draw();
 
-/* ---- heap over time: bytes by class per time bucket, and the top contexts ---- */
+/* ---- heap over time: bytes live by class per time bucket, and the top contexts ---- */
 var hm = document.getElementById('heap-chart'), NS = 'http://www.w3.org/2000/svg';
 var CLS_COLOR = { hot: '#e74c3c', notcold: '#f0ad4e', cold: '#3498db' };
 function el(name, attrs, parent, text) {
@@ -158,7 +170,7 @@ function chart() {
     el('line', { x1: x(t), x2: x(t), y1: height - B, y2: height - B + 4, class: 'axis' }, svg);
     el('text', { x: x(t), y: height - B + 16, 'text-anchor': 'middle', class: 'tick xt' }, svg, tlabel(t, span));
   }
-  el('text', { x: L, y: height - 4, class: 'tick' }, svg, 'UTC; each bar: objects that ended in that ' + D.bucket_s + ' s bucket');
+  el('text', { x: L, y: height - 4, class: 'tick' }, svg, 'UTC; each bar: bytes live, averaged over its ' + D.bucket_s + ' s (estimated)');
   /* stacked bars by class */
   D.buckets.forEach(function (b) {
     var base = 0, bx = x(b[0] / 1e6), bwx = Math.max(1, x(b[0] / 1e6 + bw) - bx - 1);

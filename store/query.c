@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "store/alloc_trim.h"
 #include "base/cleanup.h"
 #include "store/stmt.h"
 #include "base/arena.h"
@@ -334,6 +335,8 @@ static int load_frames(struct store *s, struct fcache *c, const void *blob, int 
 				return r;
 		}
 	}
+	if (n)   /* an allocator inlined at the call site is no frame of the program's */
+		alloc_trim_leaf(&c->row[0]);
 	*nframes = n;
 	return 0;
 }
@@ -847,7 +850,7 @@ int store_query_contexts(struct store *s, const struct store_ctx_filter *f, stor
 
 static const char buckets_sql[] =
 	"SELECT m.bucket_start, m.context_id, sum(m.alloc_count), sum(m.total_size),"
-	" sum(m.total_access_count)"
+	" sum(m.total_access_count), sum(m.total_lifetime_ns)"
 	" FROM mib m JOIN contexts c ON c.id = m.context_id JOIN binaries b ON b.id = c.binary_id"
 	" WHERE " ROWS_WHERE " AND (?2 IS NULL OR b.build_id = ?2 OR b.path = ?2)"
 	" GROUP BY m.bucket_start, m.context_id ORDER BY m.bucket_start, m.context_id";
@@ -877,7 +880,7 @@ int store_query_buckets(struct store *s, const struct store_ctx_filter *f, store
 			.bucket_start = sqlite3_column_int64(st, 0),
 			.context_id = sqlite3_column_int64(st, 1),
 			.alloc_count = col_u64(st, 2), .total_size = col_u64(st, 3),
-			.total_access_count = col_u64(st, 4),
+			.total_access_count = col_u64(st, 4), .total_lifetime_ns = col_u64(st, 5),
 		};
 		int r = cb(&row, arg);
 

@@ -236,6 +236,8 @@ struct store_bucket_row {
 	int64_t bucket_start;    /* CLOCK_REALTIME ns */
 	int64_t context_id;
 	uint64_t alloc_count, total_size, total_access_count;
+	uint64_t total_lifetime_ns;  /* of the objects that ended (freed, or their process
+				      * exited) in the bucket: what a bucket is keyed by */
 };
 typedef int (*store_bucket_cb)(const struct store_bucket_row *row, void *arg);
 /* Every (bucket, context) with allocations, by bucket_start then context_id; f's binary,

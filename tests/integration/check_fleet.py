@@ -10,10 +10,14 @@ export timestamp); memprof-raw also read by `llvm-profdata-19 show --memory`. Th
 shards hold rows; a second push sends nothing and changes no table; a push cut short by
 killing both shards (a generated store, bench/gen_store) exits 1 with one line, leaves
 the fleet's answers as they were, and the next push completes with the fleet equal to
-merge of all three; a cluster schema newer than memprofd is refused with one line.
+merge of all three; a store whose only change is an access-class row, or a stack marked
+cut, is pushed again (once); one stack cut on one host under one binary and whole on
+another under another binary reads cut for both, as merge keeps it (one flag per stack);
+a cluster schema newer than memprofd is refused with one line.
 Exits 77 (skip) only when clickhouse-server is not installed."""
 import argparse
 import gzip
+import json
 import os
 import re
 import shutil
@@ -240,6 +244,7 @@ def run_checks(a, tmp, cl):
 
     interrupted_push(m, a, tmp, cl, A, B, G, bid, local)
     hostile_text(m, tmp, cl, A)
+    access_and_truncated(m, tmp, cl, A)
     newer_schema(m, cl, A)
 
 
@@ -312,6 +317,67 @@ def hostile_text(m, tmp, cl, A):
         f = must([m, 'query', rep, '--from', cl.url, '--host', 'hostE', '--format', 'json',
                   '--limit', '0'], 'q').stdout
         check(l == f and 'evil' in f, 'hostile names: query %s from the fleet equals merge' % rep)
+
+
+def access_and_truncated(m, tmp, cl, A):
+    """Access-class rows are part of a run's change mark; a stack's truncated flag is the
+    stack's on the fleet as in merge, whichever binary's context carries it."""
+    C = os.path.join(tmp, 'c.db')
+    shutil.copy(A, C)
+    check(push(m, C, cl.url, 'hostC').returncode == 0, 'push hostC')
+    con = sqlite3.connect(C)
+    con.execute("INSERT INTO access_classes SELECT min(id), 'issue20-new', 7, 70 FROM runs")
+    con.commit()
+    con.close()
+    p = push(m, C, cl.url, 'hostC')
+    n = sql(cl.url, "SELECT count() FROM memprofd.access_classes WHERE host = 'hostC' AND"
+            " class = 'issue20-new'")
+    check(p.returncode == 0 and 'runs sent' in p.stdout and n == '1',
+          'a store whose only change is an access-class row is pushed again: %s (rows %s)'
+          % ((p.stdout + p.stderr).strip(), n))
+    p = push(m, C, cl.url, 'hostC')
+    check('nothing new' in p.stdout, 'and then not again: ' + (p.stdout + p.stderr).strip())
+    # A stack the daemon marks cut after its rows were pushed changes its runs' marks.
+    con = sqlite3.connect(C)
+    con.execute("UPDATE stacks SET truncated = 1")
+    con.commit()
+    con.close()
+    p = push(m, C, cl.url, 'hostC')
+    f = must([m, 'query', 'contexts', '--from', cl.url, '--host', 'hostC', '--format', 'json',
+              '--limit', '0'], 'q').stdout
+    check('runs sent' in p.stdout and all(c['truncated'] for c in json.loads(f)),
+          'a stack cut after the push is pushed again and read cut: ' + p.stdout.strip())
+
+    # One stack under two binaries on two hosts: cut on hostT1 under A's binary, whole on
+    # hostT2 under another. merge keeps one truncated flag per stack, so must the fleet.
+    T1, T2 = os.path.join(tmp, 't1.db'), os.path.join(tmp, 't2.db')
+    for t in (T1, T2):
+        shutil.copy(A, t)
+    con = sqlite3.connect(T1)
+    h = con.execute("SELECT s.hash FROM stacks s JOIN contexts c ON c.stack_id = s.id"
+                    " ORDER BY s.id DESC LIMIT 1").fetchone()[0]
+    con.execute("UPDATE stacks SET truncated = 1 WHERE hash = ?", (h,))
+    con.commit()
+    con.close()
+    con = sqlite3.connect(T2)
+    con.execute("UPDATE stacks SET truncated = 0")
+    con.execute("INSERT INTO binaries (build_id, path) VALUES ('0123456789abcdef', '/issue20/other')")
+    con.execute("UPDATE contexts SET binary_id = (SELECT id FROM binaries WHERE path ="
+                " '/issue20/other') WHERE stack_id = (SELECT id FROM stacks WHERE hash = ?)", (h,))
+    con.commit()
+    con.close()
+    for t, host in ((T1, 'hostT1'), (T2, 'hostT2')):
+        check(push(m, t, cl.url, host).returncode == 0, 'push ' + host)
+    merged = os.path.join(tmp, 't-merged.db')
+    must([m, 'merge', '-o', merged, T1, T2], 'merge')
+    l = must([m, 'query', 'contexts', '--db', merged, '--format', 'json', '--limit', '0'],
+             'q').stdout
+    f = must([m, 'query', 'contexts', '--from', cl.url, '--host', 'hostT?', '--format', 'json',
+              '--limit', '0'], 'q').stdout
+    other = [c for c in json.loads(l) if c['binary'] == '/issue20/other']
+    check(l == f and len(other) == 1 and other[0]['truncated'],
+          'truncated per stack: the fleet equals merge, the other binary\'s context cut: %r'
+          % [c['truncated'] for c in other])
 
 
 def newer_schema(m, cl, A):

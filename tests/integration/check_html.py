@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,31 @@ def short_name(name):
     return name[start:]
 
 
+def heap_live(src, db, binary):
+    """The heap chart shows bytes live, not bytes ended: its bytes x seconds are the
+    store's sum over (bucket, context) of bytes x mean lifetime, and objects living longer
+    than a bucket show before the bucket they ended in."""
+    d = json.loads(re.search(r'id="mpd-data">(.*?)</script>', src, re.S).group(1))
+    con = sqlite3.connect(db)
+    rows = con.execute(
+        "SELECT m.bucket_start, sum(m.alloc_count), sum(m.total_size), sum(m.total_lifetime_ns)"
+        " FROM mib m JOIN contexts c ON c.id = m.context_id JOIN binaries b ON b.id = c.binary_id"
+        " WHERE b.build_id = ? AND m.alloc_count > 0 GROUP BY m.bucket_start, m.context_id",
+        (binary,)).fetchall()
+    con.close()
+    want = sum(s * (life // n) for _, n, s, life in rows) / 1e9
+    got = sum(sum(b[1:]) for b in d["buckets"]) * d["bucket_s"]
+    if not rows or abs(got - want) > 0.005 * want:
+        fail("heap chart: %.4g byte-seconds, the store's bytes x lifetimes give %.4g" % (got, want))
+    first_end = min(r[0] for r in rows)
+    longest = max(life // n for _, n, _, life in rows)
+    if longest > 60e9 and not d["buckets"][0][0] < first_end:
+        fail("heap chart starts at %d, not before the first bucket %d whose objects lived "
+             "up to %.0f s" % (d["buckets"][0][0], first_end, longest / 1e9))
+    print("heap chart: %.4g byte-seconds (store: %.4g) in %d bars of %d s" %
+          (got, want, len(d["buckets"]), d["bucket_s"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
@@ -90,6 +116,8 @@ def main():
             src = f.read()
         if re.search(r'(src|href)\s*=\s*"(https?:)?//', src):
             fail("the report references a network resource")
+
+        heap_live(src, db, binary)
 
         dom = chromium(exe, work, ["--virtual-time-budget=10000", "--dump-dom",
                                    "file://" + page]).decode("utf-8", errors="replace")
@@ -117,6 +145,17 @@ def main():
             fail("flame graph drew %d frames" % nframes)
         if ncells < 3:
             fail("heap map drew %d cells" % ncells)
+        # Flame tooltips: every named frame says where it is (gen_store gives each a
+        # file:line), and frames of the sites' inline chains say they were inlined.
+        titles = [html.unescape(t) for t in re.findall(r'<div class="fr"[^>]*title="([^"]*)"', dom)]
+        named = [t for t in titles if not t.startswith(("all ", "(other contexts)"))]
+        where = re.compile(r"\n\S+\.(c|cc|h):\d+( \[inlined\])?(\n|$)")
+        bare = [t for t in named if not where.search(t)]
+        if not named or bare:
+            fail("flame tooltips without file:line: %d of %d, e.g. %r" %
+                 (len(bare), len(named), bare[:2]))
+        if not any("[inlined]" in t for t in named):
+            fail("no flame tooltip marks an inlined frame: %r" % named[:3])
 
         # Sortable: a view link (#sort=TABLE:COLUMN:asc) clicks the header on load; the
         # objects column (3: after #, bytes and its ±) must then ascend, and its

@@ -133,9 +133,21 @@ def main():
         mpdtest.finish(["export html: " + mpdtest.describe(p)], "html_view", tmp)
     errs = []
     with open(page, encoding="utf-8") as f:
-        if re.search(r'(src|href)\s*=\s*"(https?:)?//', f.read()):
-            errs.append("the report references a network resource")
+        src = f.read()
+    if re.search(r'(src|href)\s*=\s*"(https?:)?//', src):
+        errs.append("the report references a network resource")
+    # The heap chart is bytes live: site_long's 40 KiB for 300 ms and site_leak's 25 KiB
+    # until exit, not the 388 KB allocated; its bytes x seconds are the contexts'.
+    d = json.loads(re.search(r'id="mpd-data">(.*?)</script>', src, re.S).group(1))
+    got = sum(sum(b[1:]) for b in d["buckets"]) * d["bucket_s"]
+    want = sum(c["total_size"] * c["total_lifetime_ms"] / c["alloc_count"] / 1e3
+               for c in mpdtest.query_contexts(m, db, ["--binary", prog]) if c["alloc_count"])
+    if not want or abs(got - want) > 0.03 * want + d["bucket_s"] * len(d["buckets"]):
+        errs.append("heap chart: %.0f byte-seconds, the contexts' bytes x lifetimes give %.0f"
+                    % (got, want))
+    mpdtest.log("heap chart: %.0f byte-seconds (contexts: %.0f)" % (got, want))
     b = Browser(exe, tempfile.mkdtemp(prefix="profile.", dir=tmp))
+    b.source = a.source
     try:
         target = b.call("Target.createTarget", {"url": "about:blank"}, session=False)["targetId"]
         b.session = b.call("Target.attachToTarget", {"targetId": target, "flatten": True},
@@ -200,6 +212,20 @@ def check_page(b, errs, width):
     # site_leak's 25600 B of the 388056 allocated: 6.6%.
     if not found[0] or not share or abs(float(share.group(1)) - 6.6) > 0.2:
         errs.append("search site_leak: %r" % found)
+    # Flame tooltips name where each frame is: the allocation site's malloc line, and
+    # every line of main that calls into a site.
+    tips = b.eval("(function(){document.getElementById('flame-reset').click();var r={};"
+                  "[].forEach.call(document.querySelectorAll('#flame-graph .fr'),function(e)"
+                  "{r[e.dataset.name]=e.title});return r})()")
+    src = open(b.source).read().split("\n")
+    want = {"site_small": [i + 1 for i, l in enumerate(src) if "malloc(64)" in l],
+            "main": [i + 1 for i, l in enumerate(src) if "= site_small()" in l or
+                     "= site_leak()" in l or "= site_long()" in l]}
+    for fn, lines in want.items():
+        got = [int(n) for n in re.findall(r"four_sites\.c:(\d+)", tips.get(fn, ""))]
+        if not lines or not set(lines) <= set(got):
+            errs.append("flame tooltip of %s: %r, want four_sites.c lines %r" %
+                        (fn, tips.get(fn), lines))
     zoom = b.eval("(function(){document.getElementById('flame-reset').click();"
                   "var f=[].find.call(document.querySelectorAll('#flame-graph .fr'),function(e)"
                   "{return e.dataset.name==='main'});f.click();var top=document.querySelector("
