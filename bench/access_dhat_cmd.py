@@ -56,8 +56,20 @@ def spearman(x, y):
     return sxy / (sx * sy) if sx and sy else float("nan")
 
 
+def short_name(n):
+    """C++ names as both sides spell them differently (DHAT: 'AllocateNewBlock' for an
+    inlined frame, memprofd 'leveldb::Arena::AllocateNewBlock'): no parameters, no
+    clone suffix, last scope component only; 'operator new[](unsigned long)' ->
+    'operator new[]'."""
+    n = n.split(" [clone")[0]
+    if n.startswith("operator"):
+        return n.split("(")[0]
+    return n.split("(")[0].rsplit("::", 1)[-1]
+
+
 def key_of(names, depth):
     """The first depth names, allocators left out, nothing past main (DHAT stops there)."""
+    names = [short_name(n) for n in names]
     names = [n for n in names if n not in ALLOCATORS and n != "[root]"]
     if "main" in names:
         names = names[:names.index("main") + 1]
