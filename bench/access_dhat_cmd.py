@@ -8,9 +8,17 @@ merged). Over the DHAT contexts holding --share of DHAT's accesses (bytes read +
 / 8), it prints: Spearman rank correlation of est_accesses with DHAT's, and of access
 density (accesses / bytes / mean lifetime; DHAT's lifetime is in instructions, a unit
 proportional to time for one program), the geometric mean and range of est/DHAT, and the
-share of those contexts' bytes that memprofd's samples reached at all.
+share of those contexts' bytes that memprofd's samples reached at all, and class
+agreement: the share of those bytes whose memprofd class (hot/notcold/cold/unknown) is the
+one DHAT's accesses per byte give with memprofd's measured mean lifetime (DHAT's is in
+instructions) under MemProf's thresholds (reporter/classify.h).
+--arg-template formats the size argument ('--num={}' for leveldb's db_bench).
 Usage: bench/access_dhat_cmd.py --memprofd build/cli/memprofd --big 100 --small 4
-       -- /path/lua bench.lua"""
+       -- /path/lua bench.lua
+       bench/access_dhat_cmd.py --memprofd build/cli/memprofd --big 400000 --small 20000
+       --arg-template=--num={} -- /path/db_bench --benchmarks=fillrandom,readrandom
+       (db_bench built by bench/watch_real.py's build_leveldb, or bench/access_dhat_cmd.py
+       --build-leveldb WORKDIR, which prints its path)"""
 import argparse
 import json
 import math
@@ -18,6 +26,7 @@ import os
 import subprocess
 import tempfile
 
+HOT_DENSITY, COLD_DENSITY, COLD_MIN_LIFE_S = 1000.0, 0.05, 200.0   # reporter/classify.h
 ALLOCATORS = {"malloc", "calloc", "realloc", "free", "operator new", "operator new[]",
               "reallocarray", "posix_memalign", "aligned_alloc", "memalign"}
 
@@ -47,8 +56,20 @@ def spearman(x, y):
     return sxy / (sx * sy) if sx and sy else float("nan")
 
 
+def short_name(n):
+    """C++ names as both sides spell them differently (DHAT: 'AllocateNewBlock' for an
+    inlined frame, memprofd 'leveldb::Arena::AllocateNewBlock'): no parameters, no
+    clone suffix, last scope component only; 'operator new[](unsigned long)' ->
+    'operator new[]'."""
+    n = n.split(" [clone")[0]
+    if n.startswith("operator"):
+        return n.split("(")[0]
+    return n.split("(")[0].rsplit("::", 1)[-1]
+
+
 def key_of(names, depth):
     """The first depth names, allocators left out, nothing past main (DHAT stops there)."""
+    names = [short_name(n) for n in names]
     names = [n for n in names if n not in ALLOCATORS and n != "[root]"]
     if "main" in names:
         names = names[:names.index("main") + 1]
@@ -61,9 +82,18 @@ def fn_of(frame):
     return f.split(" (")[0].strip()
 
 
+def dhat_class(density, life_s):
+    """MemProf's class of a density (accesses per byte per second) and mean lifetime."""
+    if density > HOT_DENSITY:
+        return "hot"
+    if density < COLD_DENSITY and life_s >= COLD_MIN_LIFE_S:
+        return "cold"
+    return "notcold"
+
+
 def dhat_contexts(cmd, small, depth, tmp):
     out = os.path.join(tmp, "dhat.json")
-    subprocess.run(["valgrind", "--tool=dhat", "--dhat-out-file=" + out, *cmd, str(small)],
+    subprocess.run(["valgrind", "--tool=dhat", "--dhat-out-file=" + out, *cmd, small],
                    check=True, capture_output=True, cwd=tmp)
     d = json.load(open(out))
     got = {}
@@ -80,7 +110,7 @@ def dhat_contexts(cmd, small, depth, tmp):
 def memprofd_contexts(memprofd, cmd, big, freq, depth, tmp):
     db = os.path.join(tmp, "m.db")
     p = subprocess.run([memprofd, "record", "--db", db, "--alloc", "exact", "--access", "soft",
-                        "--freq", str(freq), "--", *cmd, str(big)], capture_output=True,
+                        "--freq", str(freq), "--", *cmd, big], capture_output=True,
                        text=True, cwd=tmp)
     if p.returncode != 0:
         raise RuntimeError("record: " + p.stderr)
@@ -90,7 +120,9 @@ def memprofd_contexts(memprofd, cmd, big, freq, depth, tmp):
     got = {}
     for c in ctxs:
         key = key_of([f.get("function") or "?" for f in c["frames"]], depth)
-        g = got.setdefault(key, {"est": 0, "samples": 0, "bytes": 0, "count": 0, "life_ms": 0})
+        g = got.setdefault(key, {"est": 0, "samples": 0, "bytes": 0, "count": 0, "life_ms": 0,
+                                 "cls": {}})
+        g["cls"][c.get("class")] = g["cls"].get(c.get("class"), 0) + c["total_size"]
         g["est"] += c["est_accesses"]
         g["samples"] += c["access_samples"]
         g["bytes"] += c["total_size"]
@@ -107,11 +139,18 @@ def main():
     ap.add_argument("--freq", type=int, default=1000)
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--share", type=float, default=0.9)
-    ap.add_argument("cmd", nargs="+")
+    ap.add_argument("--arg-template", default="{}")
+    ap.add_argument("--build-leveldb", metavar="WORKDIR")
+    ap.add_argument("cmd", nargs="*")
     a = ap.parse_args()
+    if a.build_leveldb:
+        import watch_real   # bench/: apt-get source through a private sources dir
+        print(watch_real.build_leveldb(a.build_leveldb))
+        return
     tmp = tempfile.mkdtemp(prefix="access_dhat_cmd.")
-    dh = dhat_contexts(a.cmd, a.small, a.depth, tmp)
-    mp, log = memprofd_contexts(a.memprofd, a.cmd, a.big, a.freq, a.depth, tmp)
+    dh = dhat_contexts(a.cmd, a.arg_template.format(a.small), a.depth, tmp)
+    mp, log = memprofd_contexts(a.memprofd, a.cmd, a.arg_template.format(a.big), a.freq,
+                                a.depth, tmp)
     scale = a.big / a.small
     total = sum(g["acc"] for g in dh.values()) or 1
     keys = sorted(dh, key=lambda k: -dh[k]["acc"])
@@ -121,12 +160,13 @@ def main():
             break
         sel.append(k)
         acc += dh[k]["acc"]
-    est, tru, dm, dt, ratios, reached, sel_bytes = [], [], [], [], [], 0, 0
+    est, tru, dm, dt, ratios, reached, sel_bytes, agree = [], [], [], [], [], 0, 0, 0
     print("| context (first %d functions) | DHAT accesses (scaled) | est_accesses | samples |"
           % a.depth)
     print("| --- | ---: | ---: | ---: |")
     for k in sel:
-        d, m = dh[k], mp.get(k, {"est": 0, "samples": 0, "bytes": 0, "count": 0, "life_ms": 0})
+        d, m = dh[k], mp.get(k, {"est": 0, "samples": 0, "bytes": 0, "count": 0, "life_ms": 0,
+                                 "cls": {}})
         t = d["acc"] * scale
         est.append(m["est"])
         tru.append(t)
@@ -139,6 +179,9 @@ def main():
         dt.append(d["acc"] / max(d["bytes"], 1) / max(life_d, 1))
         life_m = m["life_ms"] / max(m["count"], 1) / 1000.0
         dm.append(m["est"] / max(m["bytes"], 1) / max(life_m, 0.001) if m["count"] else 0)
+        truth = dhat_class(d["acc"] / max(d["bytes"], 1) / max(life_m, 0.001), life_m)
+        if m["bytes"]:
+            agree += d["bytes"] * m["cls"].get(truth, 0) / m["bytes"]
         print("| %s | %.3g | %.3g | %d |" % (" <- ".join(k), t, m["est"], m["samples"]))
     gm = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
     print("\n%d DHAT contexts hold %.0f%% of its accesses; matched with samples: %d" %
@@ -148,6 +191,8 @@ def main():
     print("est/DHAT geomean %.2f [%.2f, %.2f]; bytes of those contexts with any sample: %.0f%%"
           % (gm, min(ratios or [float("nan")]), max(ratios or [float("nan")]),
              100 * reached / max(sel_bytes, 1)))
+    print("class agreement with DHAT's: %.0f%% of those contexts' bytes"
+          % (100 * agree / max(sel_bytes, 1)))
     print("memprofd: " + (log[-2] if len(log) > 1 else ""))
 
 

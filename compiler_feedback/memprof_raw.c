@@ -4,8 +4,9 @@
  * that LLVM's getAllocType() sees memprofd's own (reporter/classify.h) density:
  * TotalLifetimeAccessDensity / AllocCount / 100 == classify_density(). Access counts
  * are the samples that hit each object times their weights (estimated); Min/Max
- * AccessDensity and Min/MaxLifetimeAccessDensity bound the per-object values from the
- * per-object extremes of count, size and lifetime (exact for a single object). */
+ * AccessDensity and Min/MaxLifetimeAccessDensity are the extremes of the objects' own
+ * values (store/mib.h), or, for rows recorded before schema 12, their bounds from the
+ * per-object extremes of count, size and lifetime. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -79,20 +80,6 @@ static uint64_t d2u(double d)
 	return d <= 0 ? 0 : d >= 1.8e19 ? UINT64_MAX : (uint64_t)(d + 0.5);
 }
 
-/* One object's lifetime access density in the TotalLifetimeAccessDensity unit (accesses
- * per byte per second x 100, lifetime at least 1 ms). With the context's per-object
- * extremes of count, size and lifetime, min count / max size / max lifetime is at most
- * every object's value and max / min / min at least: the Min/Max fields are these
- * bounds (exact for one object; the objects themselves are not kept). */
-static double lad_bound(uint64_t count, uint64_t size, uint64_t life_ns)
-{
-	double life_s = (double)life_ns / 1e9;
-
-	if (!size)
-		return 0;
-	return (double)count * 100.0 / (double)size / (life_s < 0.001 ? 0.001 : life_s);
-}
-
 void memprof_mib_fields(const struct mib *m, bool undecided, uint64_t ts_base_ns,
 			uint64_t v[MEMPROF_MIB_NFIELDS])
 {
@@ -100,8 +87,10 @@ void memprof_mib_fields(const struct mib *m, bool undecided, uint64_t ts_base_ns
 	double d = classify_density(m);
 	double tlad = (undecided && d < CLASSIFY_COLD_DENSITY ? CLASSIFY_COLD_DENSITY : d) *
 		      100.0 * n;
+	double min_ad, max_ad, min_lad, max_lad;
 	int i = 0;
 
+	mib_density_extremes(m, &min_ad, &max_ad, &min_lad, &max_lad);
 	v[i++] = m->alloc_count;
 	v[i++] = m->total_access_count;
 	v[i++] = m->min_access_count;
@@ -123,13 +112,11 @@ void memprof_mib_fields(const struct mib *m, bool undecided, uint64_t ts_base_ns
 	v[i++] = 0;                                         /* DataTypeId */
 	v[i++] = m->total_size ? d2u((double)m->total_access_count * 100.0 * n /
 				    (double)m->total_size) : 0;
-	v[i++] = m->max_size ? m->min_access_count * 100 / m->max_size : 0;
-	v[i++] = m->min_size ? m->max_access_count * 100 / m->min_size : 0;
+	v[i++] = d2u(min_ad * 100.0);
+	v[i++] = d2u(max_ad * 100.0);
 	v[i++] = d2u(tlad);
-	v[i++] = m->alloc_count ? d2u(lad_bound(m->min_access_count, m->max_size,
-						m->max_lifetime_ns)) : 0;
-	v[i++] = m->alloc_count ? d2u(lad_bound(m->max_access_count, m->min_size,
-						m->min_lifetime_ns)) : 0;
+	v[i++] = d2u(min_lad * 100.0);
+	v[i++] = d2u(max_lad * 100.0);
 }
 
 const struct memprof_mib_field memprof_mib_fields_def[MEMPROF_MIB_NFIELDS] = {

@@ -13,6 +13,34 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
+double mib_lifetime_density(uint64_t count, uint64_t size, uint64_t life_ns)
+{
+	if (!size)
+		return 0;
+	return (double)count / (double)size /
+	       ((double)MAX(life_ns, MIB_MIN_LIFETIME_NS) / 1e9);
+}
+
+void mib_density_extremes(const struct mib *m, double *min_ad, double *max_ad,
+			  double *min_lad, double *max_lad)
+{
+	if (m->has_density) {
+		*min_ad = m->min_access_density;
+		*max_ad = m->max_access_density;
+		*min_lad = m->min_lifetime_access_density;
+		*max_lad = m->max_lifetime_access_density;
+		return;
+	}
+	if (!m->alloc_count) {
+		*min_ad = *max_ad = *min_lad = *max_lad = 0;
+		return;
+	}
+	*min_ad = m->max_size ? (double)m->min_access_count / (double)m->max_size : 0;
+	*max_ad = m->min_size ? (double)m->max_access_count / (double)m->min_size : 0;
+	*min_lad = mib_lifetime_density(m->min_access_count, m->max_size, m->max_lifetime_ns);
+	*max_lad = mib_lifetime_density(m->max_access_count, m->min_size, m->min_lifetime_ns);
+}
+
 void mib_from_object(struct mib *m, uint64_t size, uint64_t alloc_ts_ns, uint64_t dealloc_ts_ns,
 		     uint32_t alloc_cpu, uint32_t dealloc_cpu, uint64_t access_count)
 {
@@ -27,7 +55,12 @@ void mib_from_object(struct mib *m, uint64_t size, uint64_t alloc_ts_ns, uint64_
 		.num_migrated_cpu = alloc_cpu != dealloc_cpu,
 		.total_access_count = access_count, .min_access_count = access_count,
 		.max_access_count = access_count, .alloc_samples = 1,
+		.has_density = true,
+		.min_access_density = size ? (double)access_count / (double)size : 0,
+		.min_lifetime_access_density = mib_lifetime_density(access_count, size, life),
 	};
+	m->max_access_density = m->min_access_density;
+	m->max_lifetime_access_density = m->min_lifetime_access_density;
 }
 
 void mib_mark_live_at_exit(struct mib *m)
@@ -54,6 +87,17 @@ static void combine_counts(struct mib *a, const struct mib *b)
 	a->live_at_exit_count += b->live_at_exit_count;
 	a->live_at_exit_bytes += b->live_at_exit_bytes;
 	a->live_at_exit_lifetime_ns += b->live_at_exit_lifetime_ns;
+	/* Extremes over both sides, or none when either side's objects are not all known. */
+	a->has_density = a->has_density && b->has_density;
+	a->min_access_density = MIN(a->min_access_density, b->min_access_density);
+	a->max_access_density = MAX(a->max_access_density, b->max_access_density);
+	a->min_lifetime_access_density = MIN(a->min_lifetime_access_density,
+					     b->min_lifetime_access_density);
+	a->max_lifetime_access_density = MAX(a->max_lifetime_access_density,
+					     b->max_lifetime_access_density);
+	if (!a->has_density)   /* meaningless then: kept 0 so equal MIBs compare equal */
+		a->min_access_density = a->max_access_density = a->min_lifetime_access_density =
+			a->max_lifetime_access_density = 0;
 }
 
 static void take_last(struct mib *a, const struct mib *b)

@@ -26,7 +26,25 @@ struct mib {
 	uint64_t live_at_exit_count;               /* objects of alloc_count never freed... */
 	uint64_t live_at_exit_bytes;               /* ...before their process ended, and */
 	uint64_t live_at_exit_lifetime_ns;         /* ...their share of total_lifetime_ns */
+	/* Per-object access density extremes (issue 17; schema >= 12): each object's
+	 * est accesses / size (accesses per byte) and that per second of its lifetime
+	 * (at least MIB_MIN_LIFETIME_NS), as MemProf's Min/Max(Lifetime)AccessDensity
+	 * without its x100 and integer steps. has_density: every object behind this MIB
+	 * contributed (false in zero-initialized MIBs and rows of older stores: then only
+	 * bounds from the count/size/lifetime extremes are known, mib_density_bounds()). */
+	uint64_t has_density;                      /* 0 or 1 (a full word: no padding) */
+	double min_access_density, max_access_density;
+	double min_lifetime_access_density, max_lifetime_access_density;
 };
+#define MIB_MIN_LIFETIME_NS 1000000ull    /* MemProf's 1 ms floor for lifetime densities */
+
+/* One object's lifetime access density (accesses per byte per second). */
+double mib_lifetime_density(uint64_t count, uint64_t size, uint64_t life_ns);
+/* The density fields of m (has_density) or, without them, their bounds from the
+ * per-object extremes of count, size and lifetime: min count / max size / max lifetime
+ * is at most every object's value and max / min / min at least (exact for one object). */
+void mib_density_extremes(const struct mib *m, double *min_ad, double *max_ad,
+			  double *min_lad, double *max_lad);
 
 /* One object's MIB, as MemProf builds it at deallocation (or at process exit). */
 void mib_from_object(struct mib *m, uint64_t size, uint64_t alloc_ts_ns, uint64_t dealloc_ts_ns,

@@ -363,6 +363,10 @@ static const char ctx_rows_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_C
 /* The same with the schema >= 9 fields. */
 static const char ctx_rows_v9_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
 	STORE__MIB_V9_FIELDS(MIB_COL) " FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
+/* The same with the schema >= 12 fields. */
+static const char ctx_rows_v12_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
+	STORE__MIB_V9_FIELDS(MIB_COL) STORE__MIB_V12_FIELDS(MIB_COL)
+	" FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
 /* The context's AccessHistogram over the same rows (schema >= 6). */
 static const char ctx_hist_sql[] =
 	"SELECT mib_hist_merge(m.access_hist) FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
@@ -400,8 +404,9 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 		    int64_t ctx)
 {
 	struct store_ctx_row row = { .context_id = ctx };
-	bool v9 = store_schema_version(s) >= 9;
-	sqlite3_stmt *st = store__stmt(s, v9 ? ctx_rows_v9_sql : ctx_rows_sql);
+	bool v9 = store_schema_version(s) >= 9, v12 = store_schema_version(s) >= 12;
+	sqlite3_stmt *st = store__stmt(s, v12 ? ctx_rows_v12_sql :
+					  v9 ? ctx_rows_v9_sql : ctx_rows_sql);
 	int rc;
 
 	if (!st)
@@ -421,6 +426,17 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 				STORE__MIB_V9_FIELDS(READ_COL)
 			}
 #undef READ_COL
+			/* A NULL extreme (or an older store): this row's are unknown. */
+			m.has_density = v12;
+#define READ_DCOL(f, agg) m.has_density = m.has_density && \
+	sqlite3_column_type(st, col) != SQLITE_NULL; m.f = sqlite3_column_double(st, col++);
+			if (v12) {
+				STORE__MIB_V12_FIELDS(READ_DCOL)
+			}
+			if (!m.has_density)
+				m.min_access_density = m.max_access_density =
+				m.min_lifetime_access_density = m.max_lifetime_access_density = 0;
+#undef READ_DCOL
 			mib_combine(&row.mib, &m);
 		}
 		if (rc != SQLITE_DONE)

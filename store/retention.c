@@ -225,6 +225,10 @@ int store_retention_delete(struct store *s, int64_t cutoff_ns, struct store_main
 #define C_MAX(f) ", coalesce(max(CASE WHEN " NONEMPTY " THEN m." #f " END), 0) AS " #f
 #define C_LAST(f) ", coalesce(max(CASE WHEN m.rn = 1 THEN m." #f " END), 0) AS " #f
 #define C_COL(f, agg) C_##agg(f)
+/* Density extremes: NULL (unknown) when any non-empty row's is. */
+#define C_D(f, agg) ", CASE WHEN count(CASE WHEN " NONEMPTY " THEN 1 END) = count(CASE WHEN " \
+	NONEMPTY " THEN m." #f " END) THEN " #agg "(CASE WHEN " NONEMPTY " THEN m." #f " END)" \
+	" END AS " #f
 #define COLS(f, agg) ", " #f
 
 /* ?1 cutoff, ?2 width. Groups (context, process, coarse bucket) that need work: more
@@ -237,7 +241,7 @@ static const char compact_sql[] =
 	"   ORDER BY alloc_count > 0 DESC, dealloc_ts_ns DESC, alloc_ts_ns DESC,"
 	"   alloc_cpu DESC, dealloc_cpu DESC) AS rn FROM src)"
 	" SELECT m.context_id, m.process_id, m.nb AS bucket_start"
-	STORE__MIB_FIELDS(C_COL) STORE__MIB_V9_FIELDS(C_COL)
+	STORE__MIB_FIELDS(C_COL) STORE__MIB_V9_FIELDS(C_COL) STORE__MIB_V12_FIELDS(C_D)
 	", mib_hist_merge(CASE WHEN " NONEMPTY " THEN m.access_hist END) AS access_hist"
 	", count(*) AS nrows FROM m GROUP BY m.context_id, m.process_id, m.nb"
 	" HAVING count(*) > 1 OR max(m.bucket_start <> m.nb)";
@@ -249,8 +253,9 @@ static const char compact_delete_sql[] =
 
 static const char compact_insert_sql[] =
 	"INSERT INTO main.mib(context_id, process_id, bucket_start" STORE__MIB_FIELDS(COLS)
-	STORE__MIB_V9_FIELDS(COLS) ", access_hist) SELECT context_id, process_id, bucket_start"
-	STORE__MIB_FIELDS(COLS) STORE__MIB_V9_FIELDS(COLS)
+	STORE__MIB_V9_FIELDS(COLS) STORE__MIB_V12_FIELDS(COLS) ", access_hist)"
+	" SELECT context_id, process_id, bucket_start"
+	STORE__MIB_FIELDS(COLS) STORE__MIB_V9_FIELDS(COLS) STORE__MIB_V12_FIELDS(COLS)
 	", access_hist FROM temp.compacted WHERE alloc_count > 0";
 
 static int compact_locked(struct store *s, int64_t cutoff, int64_t width,

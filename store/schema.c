@@ -261,6 +261,12 @@ static const char *const migrations[] = {
 	"ALTER TABLE runs ADD COLUMN missed_unknown INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE runs ADD COLUMN writer_pid INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE runs ADD COLUMN writer_start INTEGER NOT NULL DEFAULT 0;",
+	/* issue 17: 11 -> 12: per-object access density extremes (store/mib.h), NULL when
+	 * not every object of the row had its own (older rows: only bounds are known). */
+	"ALTER TABLE mib ADD COLUMN min_access_density REAL;"
+	"ALTER TABLE mib ADD COLUMN max_access_density REAL;"
+	"ALTER TABLE mib ADD COLUMN min_lifetime_access_density REAL;"
+	"ALTER TABLE mib ADD COLUMN max_lifetime_access_density REAL;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 11
+#define STORE_SCHEMA_VERSION 12
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -292,6 +292,11 @@ const char *store__migration_sql(int from);
 #define STORE__MIB_V9_FIELDS(X) \
 	X(alloc_samples, SUM) X(live_at_exit_count, SUM) X(live_at_exit_bytes, SUM) \
 	X(live_at_exit_lifetime_ns, SUM)
+/* The struct mib density extremes of schema >= 12 (issue 17), REAL and NULL when the
+ * row's has_density is false; a group's MIN/MAX is NULL if any of its rows' is. */
+#define STORE__MIB_V12_FIELDS(X) \
+	X(min_access_density, MIN) X(max_access_density, MAX) \
+	X(min_lifetime_access_density, MIN) X(max_lifetime_access_density, MAX)
 
 /* ---- data-access sampling (schema >= 4) ----
  * Per run, absolute values: the recorder keeps running totals and rewrites them at every

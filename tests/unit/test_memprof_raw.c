@@ -58,6 +58,44 @@ static void test_mib_layout(void **state)
 	assert_int_equal(rd(b + 136, 8), 0);         /* AccessHistogram */
 }
 
+/* Two objects of one context with very different densities (issue 17): the Min/Max
+ * density fields are the objects' own values, not bounds from the count, size and
+ * lifetime extremes (which would give 10, 2000, 10 and 1000000). */
+static void test_per_object_density_extremes(void **state)
+{
+	struct mib m = { 0 }, o;
+	uint8_t b[MEMPROF_RAW_MIB_SIZE];
+
+	/* A: 1000 accesses on 100 B for 1 s; B: 2000 on 10000 B for 2 ms. */
+	mib_from_object(&o, 100, 0, 1000000000ull, 0, 0, 1000);
+	mib_merge(&m, &o);
+	mib_from_object(&o, 10000, 2000000000ull, 2002000000ull, 0, 0, 2000);
+	mib_merge(&m, &o);
+	assert_true(m.has_density);
+	assert_int_equal(m.min_access_count, 1000);
+	assert_int_equal(m.max_access_count, 2000);
+	memprof_raw_mib(b, &m, false, 0, 0);
+	assert_int_equal(rd(b + 12, 8), 1000);       /* MinAccessCount */
+	assert_int_equal(rd(b + 20, 8), 2000);       /* MaxAccessCount */
+	assert_int_equal(rd(b + 108, 4), 20);        /* MinAccessDensity: B, 0.2 x 100 */
+	assert_int_equal(rd(b + 112, 4), 1000);      /* MaxAccessDensity: A, 10 x 100 */
+	assert_int_equal(rd(b + 124, 4), 1000);      /* MinLifetimeAccessDensity: A, 10/s */
+	assert_int_equal(rd(b + 128, 4), 10000);     /* MaxLifetimeAccessDensity: B, 100/s */
+	/* Combined with an aggregate whose objects' densities are unknown (a row of an older
+	 * store): only the bounds remain. */
+	struct mib old = { .alloc_count = 1, .total_size = 100, .min_size = 100,
+			   .max_size = 100, .total_lifetime_ns = 1000000000ull,
+			   .min_lifetime_ns = 1000000000ull, .max_lifetime_ns = 1000000000ull,
+			   .total_access_count = 1000, .min_access_count = 1000,
+			   .max_access_count = 1000 };
+
+	mib_combine(&m, &old);
+	assert_false(m.has_density);
+	memprof_raw_mib(b, &m, false, 0, 0);
+	assert_int_equal(rd(b + 124, 4), 10);        /* 1000 / 10000 B / 1 s x 100 */
+	assert_int_equal(rd(b + 128, 4), 1000000);   /* 2000 / 100 B / 2 ms x 100 */
+}
+
 /* Two MIB-section entries back to back, read as RawMemProfReader's readMemInfoBlocksV4
  * reads them: u64 id, sizeof(MemInfoBlock) bytes, then AccessHistogramSize u64 counts. */
 static void test_mib_record_with_histogram(void **state)
@@ -122,6 +160,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mib_layout),
 		cmocka_unit_test(test_mib_record_with_histogram),
+		cmocka_unit_test(test_per_object_density_extremes),
 		cmocka_unit_test(test_check_binary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

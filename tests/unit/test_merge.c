@@ -418,6 +418,10 @@ static void test_merge_every_version(void **state)
 		struct mib m = obj(100 * (uint64_t)v, 10 * (uint64_t)v, 20 * (uint64_t)v, (uint32_t)v);
 
 		m.alloc_samples = 0;   /* schema < 9 rows have no evidence columns: 0, unknown */
+		/* old_host writes no density extremes (issue 17): NULL, unknown */
+		m.has_density = 0;
+		m.min_access_density = m.max_access_density = 0;
+		m.min_lifetime_access_density = m.max_lifetime_access_density = 0;
 
 		snprintf(paths[v - 1], sizeof(paths[v - 1]), "%s/v%d.db", dir, v);
 		old_host(paths[v - 1], v, &m);

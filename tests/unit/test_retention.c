@@ -199,7 +199,8 @@ static int read_rows(const char *db, struct row **out)
 	*out = NULL;
 	assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(h, "SELECT context_id, process_id, bucket_start"
-		STORE__MIB_FIELDS(F_COL) STORE__MIB_V9_FIELDS(F_COL) " FROM mib ORDER BY 1, 2, 3", -1, &st, NULL), SQLITE_OK);
+		STORE__MIB_FIELDS(F_COL) STORE__MIB_V9_FIELDS(F_COL) STORE__MIB_V12_FIELDS(F_COL)
+		" FROM mib ORDER BY 1, 2, 3", -1, &st, NULL), SQLITE_OK);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 256;
@@ -208,12 +209,22 @@ static int read_rows(const char *db, struct row **out)
 		struct row *r = &(*out)[n++];
 		int c = 3;
 
+		memset(r, 0, sizeof(*r));
+
 		r->ctx = sqlite3_column_int64(st, 0);
 		r->proc = sqlite3_column_int64(st, 1);
 		r->bucket = sqlite3_column_int64(st, 2);
 #define F_READ(f, agg) r->m.f = (uint64_t)sqlite3_column_int64(st, c++);
 		STORE__MIB_FIELDS(F_READ)
 		STORE__MIB_V9_FIELDS(F_READ)
+		/* issue 17: density extremes, NULL when unknown */
+		r->m.has_density = 1;
+#define F_READ_D(f, agg) r->m.has_density &= sqlite3_column_type(st, c) != SQLITE_NULL; \
+		r->m.f = sqlite3_column_double(st, c++);
+		STORE__MIB_V12_FIELDS(F_READ_D)
+		if (!r->m.has_density)
+			r->m.min_access_density = r->m.max_access_density =
+			r->m.min_lifetime_access_density = r->m.max_lifetime_access_density = 0;
 	}
 	sqlite3_finalize(st);
 	sqlite3_close(h);

@@ -439,6 +439,45 @@ static void test_combine_across_processes(void **state)
 	store_close(s);
 }
 
+/* Per-object density extremes (issue 17) survive the store: rows of two processes combine
+ * to the extremes of their objects; a row without them (has_density false, stored NULL)
+ * makes the context's unknown. */
+static void test_density_extremes_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_proc p1 = proc(100, 1, "/usr/bin/app", "aaaa");
+	struct store_proc p2 = proc(200, 2, "/usr/bin/app", "aaaa");
+	struct mib a, b, c = { .alloc_count = 1, .total_size = 8, .min_size = 8, .max_size = 8 };
+
+	mib_from_object(&a, 100, 0, 1000000000ull, 0, 0, 1000);
+	mib_from_object(&b, 10000, 0, 2000000, 0, 0, 2000);
+	OK(store_begin(s));
+	OK(store_put_mib(s, &p1, 0xa, frames_a, 3, 0, &a));
+	OK(store_put_mib(s, &p2, 0xa, frames_a, 3, 0, &b));
+	OK(store_put_mib(s, &p1, 0xb, frames_b, 2, 0, &a));
+	OK(store_put_mib(s, &p1, 0xb, frames_b, 2, 60, &c));
+	OK(store_commit(s));
+
+	struct got g = query(s, NULL);
+
+	assert_int_equal(g.n, 2);
+	for (unsigned i = 0; i < g.n; i++) {
+		const struct mib *m = &g.c[i].row.mib;
+
+		if (m->alloc_count == 2 && m->max_size == 10000) {
+			assert_true(m->has_density);
+			assert_true(m->min_access_density == 0.2);
+			assert_true(m->max_access_density == 10.0);
+			assert_true(m->min_lifetime_access_density == 10.0);
+			assert_true(m->max_lifetime_access_density == 100.0);
+		} else {
+			assert_false(m->has_density);
+		}
+	}
+	store_close(s);
+}
+
 /* A schema-5 file with one MIB row: a reader of it gets no histograms; a writer adds the
  * column (v6) and keeps the row. */
 static void test_migrate_v5_hist(void **state)
@@ -1657,6 +1696,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_second_run_keeps_first_runs_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_combine_across_processes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_density_extremes_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollback_discards_ids, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors_keep_store_usable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pid_reuse, setup, teardown),
