@@ -149,7 +149,7 @@ def main():
     ap.add_argument("--sampler-watch-ppm", help="MEMPROFD_SAMPLER_WATCH_PPM of the default-mode "
                     "runs (the sampler's in-process watches; 0: off)")
     a = ap.parse_args()
-    env = dict(os.environ)
+    env = dict(os.environ, MEMPROFD_WATCH_INPROCESS="1")   # opt-in: see the README
     if a.sampler_watch_ppm is not None:
         env["MEMPROFD_SAMPLER_WATCH_PPM"] = a.sampler_watch_ppm
     mpd = os.path.join(a.build, "cli", "memprofd")

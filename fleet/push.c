@@ -567,12 +567,17 @@ static int push_access_classes(struct pusher *p)
 }
 
 #define PUSH_MIB_COL(f, agg) ", m." #f
-#define PUSH_MIB_SQL(v9) "SELECT m.run_id, c.binary_id, s.hash, m.process_id, m.bucket_start" \
-	STORE__MIB_FIELDS(PUSH_MIB_COL) v9 ", m.access_hist FROM mib m" \
+#define PUSH_MIB_SQL(v9, v12) "SELECT m.run_id, c.binary_id, s.hash, m.process_id, m.bucket_start" \
+	STORE__MIB_FIELDS(PUSH_MIB_COL) v9 ", m.access_hist" v12 " FROM mib m" \
 	" JOIN contexts c ON c.id = m.context_id JOIN stacks s ON s.id = c.stack_id"
-/* Schema >= 9 has the evidence and live-at-exit columns; before, they are 0. */
-static const char mib_sql_v9[] = PUSH_MIB_SQL(STORE__MIB_V9_FIELDS(PUSH_MIB_COL));
-static const char mib_sql_v6[] = PUSH_MIB_SQL(", 0, 0, 0, 0");
+/* Schema >= 9 has the evidence and live-at-exit columns; before, they are 0. Schema >= 12
+ * has the per-object density extremes (NULL: unknown); before, they are unknown. */
+static const char mib_sql_v12[] = PUSH_MIB_SQL(STORE__MIB_V9_FIELDS(PUSH_MIB_COL),
+					       STORE__MIB_V12_FIELDS(PUSH_MIB_COL));
+static const char mib_sql_v9[] = PUSH_MIB_SQL(STORE__MIB_V9_FIELDS(PUSH_MIB_COL),
+					      ", NULL, NULL, NULL, NULL");
+static const char mib_sql_v6[] = PUSH_MIB_SQL(", 0, 0, 0, 0", ", NULL, NULL, NULL, NULL");
+#define PUSH_MIB_NDENSITY 4        /* STORE__MIB_V12_FIELDS, after the histogram */
 #define PUSH_MIB_FIRST 5           /* the column of alloc_count */
 #define PUSH_MIB_NFIELDS 23        /* STORE__MIB_FIELDS, then STORE__MIB_V9_FIELDS */
 
@@ -592,10 +597,31 @@ static void col_hist(struct pusher *p, sqlite3_stmt *st, int i)
 	tsv_arr_close(&p->buf);
 }
 
+/* has_density and the four extremes: a row's are known when none is NULL (store.h). The
+ * values travel as the bits of the (non-negative) doubles: exact, and ClickHouse's MIN/MAX
+ * of the bits order as the values do, so the fleet gives merge's doubles bit for bit. */
+static void col_density(struct pusher *p, sqlite3_stmt *st, int i)
+{
+	bool known = true;
+
+	for (int k = 0; k < PUSH_MIB_NDENSITY; k++)
+		known = known && sqlite3_column_type(st, i + k) != SQLITE_NULL &&
+			sqlite3_column_double(st, i + k) >= 0;   /* not NaN, not negative */
+	col_u64(p, known);
+	for (int k = 0; k < PUSH_MIB_NDENSITY; k++) {
+		double d = known ? sqlite3_column_double(st, i + k) : 0.0;
+		uint64_t bits;
+
+		memcpy(&bits, &d, sizeof(bits));
+		col_u64(p, bits);
+	}
+}
+
 static int push_mib(struct pusher *p)
 {
 	_cleanup_(stmt_freep) sqlite3_stmt *st = NULL;
-	int rc, r = prepare(p, p->version >= 9 ? mib_sql_v9 : mib_sql_v6, &st);
+	int rc, r = prepare(p, p->version >= 12 ? mib_sql_v12 : p->version >= 9 ? mib_sql_v9 :
+			    mib_sql_v6, &st);
 
 	if (!r)
 		r = begin_table(p, "mib");
@@ -611,6 +637,7 @@ static int push_mib(struct pusher *p)
 		for (int i = 0; i < PUSH_MIB_NFIELDS; i++)
 			col_u64(p, (uint64_t)sqlite3_column_int64(st, PUSH_MIB_FIRST + i));
 		col_hist(p, st, PUSH_MIB_FIRST + PUSH_MIB_NFIELDS);
+		col_density(p, st, PUSH_MIB_FIRST + PUSH_MIB_NFIELDS + 1);
 		r = row_end(p);
 	}
 	return r ? r : rc == SQLITE_DONE ? 0 : sql_fail(p, "reading MIB rows");

@@ -305,6 +305,15 @@ static int parse_hist(struct tsv_cur *cur, struct pctx *p)
 	return 0;
 }
 
+/* A density extreme from its bits (fleet/push.c col_density). */
+static double density_of(uint64_t bits)
+{
+	double d;
+
+	memcpy(&d, &bits, sizeof(d));
+	return d;
+}
+
 static int parse_ctx(struct tsv_cur *cur, struct pctx *p)
 {
 	int r;
@@ -318,8 +327,14 @@ static int parse_ctx(struct tsv_cur *cur, struct pctx *p)
 	STORE__MIB_V9_FIELDS(READ_FIELD)
 #undef READ_FIELD
 	r = parse_hist(cur, p);
-	if (!r)
+	if (!r) {
+		p->mib.has_density = tsv_get_u64(cur) != 0;
+		p->mib.min_access_density = density_of(tsv_get_u64(cur));
+		p->mib.max_access_density = density_of(tsv_get_u64(cur));
+		p->mib.min_lifetime_access_density = density_of(tsv_get_u64(cur));
+		p->mib.max_lifetime_access_density = density_of(tsv_get_u64(cur));
 		r = parse_frames(cur, p);
+	}
 	if (!r)
 		p->truncated = tsv_get_u64(cur) != 0;
 	return r ? r : cur->bad ? -EPROTO : 0;
@@ -429,7 +444,8 @@ static int ctx_query(struct fleet_src *x, const struct store_ctx_filter *f, stru
 	tsv_printf(q, "SELECT bin_key, stack_hash, id, s_ac, s_ts, s_mins, s_maxs, s_tl, s_minl, s_maxl,"
 		   " tupleElement(s_last, 1), tupleElement(s_last, 2), tupleElement(s_last, 3),"
 		   " tupleElement(s_last, 4), s_mig, s_ovl, s_sac, s_sdc, s_as, s_tac, s_minac, s_maxac,"
-		   " s_asm, s_lc, s_lb, s_ll, s_hist, fb, fo, tr FROM (SELECT * FROM (SELECT bin_key, stack_hash, sum(alloc_count) AS s_ac,"
+		   " s_asm, s_lc, s_lb, s_ll, s_hist, s_hd, s_mind, s_maxd, s_minld, s_maxld, fb, fo,"
+		   " tr FROM (SELECT * FROM (SELECT bin_key, stack_hash, sum(alloc_count) AS s_ac,"
 		   " sum(total_size) AS s_ts, min(min_size) AS s_mins, max(max_size) AS s_maxs,"
 		   " sum(total_lifetime_ns) AS s_tl, min(min_lifetime_ns) AS s_minl,"
 		   " max(max_lifetime_ns) AS s_maxl, argMax(tuple(alloc_ts_ns, dealloc_ts_ns, alloc_cpu,"
@@ -439,7 +455,12 @@ static int ctx_query(struct fleet_src *x, const struct store_ctx_filter *f, stru
 		   " sum(access_samples) AS s_as, sum(total_access_count) AS s_tac,"
 		   " min(min_access_count) AS s_minac, max(max_access_count) AS s_maxac,"
 		   " sum(alloc_samples) AS s_asm, sum(live_at_exit_count) AS s_lc,"
-		   " sum(live_at_exit_bytes) AS s_lb, sum(live_at_exit_lifetime_ns) AS s_ll, %s AS s_hist"
+		   " sum(live_at_exit_bytes) AS s_lb, sum(live_at_exit_lifetime_ns) AS s_ll, %s AS s_hist,"
+		   /* merge's rule: a context's extremes are unknown if any row's is */
+		   " min(has_density) AS s_hd, min(min_access_density_bits) AS s_mind,"
+		   " max(max_access_density_bits) AS s_maxd,"
+		   " min(min_lifetime_access_density_bits) AS s_minld,"
+		   " max(max_lifetime_access_density_bits) AS s_maxld"
 		   " FROM " FLEET_DB ".mib WHERE", f->hist ? "sumForEach(hist)" : "emptyArrayUInt64()");
 	fleet_rows_where(x, f, q);
 	tsv_printf(q, "%s GROUP BY bin_key, stack_hash) ANY LEFT JOIN ", keys.p ? keys.p : "");

@@ -76,9 +76,13 @@ def check_sampled(m, db):
                 c["alloc_count_hi"] or not c["total_size_lo"] <= c["total_size"] <= \
                 c["total_size_hi"] or c["alloc_count_lo"] == c["alloc_count_hi"]:
             errs.append("sampled: %s has no interval around its estimate: %r" % (fn, c))
-        if c["few_samples"] != (c["alloc_samples"] < 10):
-            errs.append("sampled: %s few_samples %s with %d samples" %
-                        (fn, c["few_samples"], c["alloc_samples"]))
+        # Weak evidence: the count, or an access estimate (sampler-armed watches count
+        # their traps as samples), rests on fewer than 10 samples.
+        weak = c["alloc_samples"] < 10 or (0 < c["access_samples"] < 10 and
+                                           c["est_accesses"] > c["access_samples"])
+        if c["few_samples"] != weak:
+            errs.append("sampled: %s few_samples %s with %d samples, %d access samples" %
+                        (fn, c["few_samples"], c["alloc_samples"], c["access_samples"]))
         if not c["alloc_count_lo"] <= n <= c["alloc_count_hi"]:
             misses.append("%s: %d objects not in [%d, %d] (%d samples)" % (
                 fn, n, c["alloc_count_lo"], c["alloc_count_hi"], c["alloc_samples"]))
