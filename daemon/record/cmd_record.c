@@ -780,6 +780,10 @@ static void print_summary(struct record *rec)
 		(unsigned long long)cnt[CNT_DROP_RINGBUF], (unsigned long long)cnt[CNT_DROP_LIVE_FULL],
 		(unsigned long long)cnt[CNT_DROP_STATE_FULL], (unsigned long long)cnt[CNT_DROP_STACK], rec->o->db,
 		cpu_ms, ru.ru_maxrss);
+	if (r->unknown_stack_objs)
+		fprintf(stderr, "memprofd: %llu objects in the context without frames: their stacks "
+			"were lost (dropped, or their process gone before they could be read)\n",
+			(unsigned long long)r->unknown_stack_objs);
 	if (r->ustacks)
 		fprintf(stderr, "memprofd: %llu stacks unwound from DWARF CFI (%llu cut short: "
 			"truncated)\n", (unsigned long long)r->ustacks,
