@@ -80,14 +80,15 @@ static __always_inline bool stack_sent(u64 key)
  * IPs from /proc/PID/maps while the process still runs, and the key is sent again by the
  * next allocations from this stack (STACK_RETRIES in all: code with no file behind it
  * never resolves); the reader keeps the best copy. */
-static __always_inline void send_stack(struct ev_stack *st, u32 tgid, u64 start_ns, u64 key,
-				       long got)
+__noinline int send_stack(struct ev_stack *st, u32 tgid, u64 start_ns, u64 key, long got)
 {
 	u64 sz = offsetof(struct ev_stack, frames) + (u64)got;
 	u32 n = got / sizeof(struct ev_frame);
 	bool bare = n > 0;
 	u8 mark = STACK_SENT, *tries;
 
+	if (!st)
+		return 0;
 	st->h.type = EV_STACK;
 	st->h.tgid = tgid;
 	st->h.start_ns = start_ns;
@@ -104,13 +105,14 @@ static __always_inline void send_stack(struct ev_stack *st, u32 tgid, u64 start_
 		sz = sizeof(*st);
 	if (bpf_ringbuf_output(&events, st, sz, bare ? BPF_RB_FORCE_WAKEUP : rb_flags())) {
 		count(CNT_DROP_RINGBUF);
-		return;       /* user space counts the allocation under an unknown stack */
+		return 0;     /* user space counts the allocation under an unknown stack */
 	}
 	if (bare) {
 		tries = bpf_map_lookup_elem(&sent_stacks, &key);
 		mark = tries ? *tries + 1 : 1;
 	}
 	bpf_map_update_elem(&sent_stacks, &key, &mark, BPF_ANY);
+	return 0;
 }
 
 /* The unwinding mode of each process (enum unwind_mode), decided by user space from the
@@ -177,7 +179,7 @@ struct ustack_req {
  * ALLOC_USTACK_MAX bytes) for unwinding in user space; returns the key it was sent
  * under (q->key, or ALLOC_USTACK_KEY | per-CPU sequence | CPU), or 0 when nothing could
  * be sent. */
-static __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
+__noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 {
 	u32 zero = 0;
 	struct ustack_scratch *s = bpf_map_lookup_elem(&ustack_map, &zero);
