@@ -117,6 +117,7 @@ struct src_schema {
 	bool daemon_targets;    /* v8: daemon_targets */
 	bool truncated;         /* issue 16: stacks.truncated */
 	bool mib_density;       /* issue 17: mib.min_access_density and the other extremes */
+	bool run_missed;        /* v11: runs.missed_exec/_late/_unknown, flushed_ns (issue 18) */
 };
 
 /* Whether the input has table (column NULL) or table.column. */
@@ -160,6 +161,8 @@ static int src_schema_read(struct merger *m, struct src_schema *sch)
 		r = src_has(m, "stacks", "truncated", &sch->truncated);
 	if (!r)
 		r = src_has(m, "mib", "min_access_density", &sch->mib_density);
+	if (!r)
+		r = src_has(m, "runs", "missed_exec", &sch->run_missed);
 	return r;
 }
 
@@ -171,28 +174,33 @@ static const char copy_lines_sql[] =
 	" l.decl_line, l.inlined FROM src.frame_lines l JOIN temp.map_frame mf ON mf.src = l.frame_id"
 	" WHERE NOT EXISTS (SELECT 1 FROM main.frame_lines d WHERE d.frame_id = mf.dst)";
 
-/* Runs: new ids after the output's, provenance in the settings; %s: the access source
- * and reasons, or NULLs for an input older than them. */
+/* Runs: new ids after the output's, provenance in the settings; the first %s: the access
+ * source and reasons, or NULLs for an input older than them; the second: the missed
+ * counters and the last flush, or 0s. writer_pid/writer_start are not copied: a writer
+ * is a process of the input's host, never one the output's next writer could check. */
 static const char copy_runs_sql[] =
 	"INSERT INTO temp.map_run SELECT s.id, s.id + (SELECT coalesce(max(id), 0) FROM main.runs)"
 	" FROM src.runs s;"
 	"INSERT INTO main.runs(id, command, alloc_mode, access_mode, settings, started_ns, ended_ns,"
 	" events, drops_ringbuf, drops_live_full, drops_state_full, drops_stack, unmatched_frees,"
-	" overwritten, unresolved_frames, status, access_source, access_reasons)"
+	" overwritten, unresolved_frames, status, access_source, access_reasons, missed_exec,"
+	" missed_late, missed_unknown, flushed_ns)"
 	" SELECT mr.dst, s.command, s.alloc_mode, s.access_mode,"
 	" json_set(CASE WHEN json_valid(s.settings) THEN s.settings ELSE '{}' END,"
 	"  '$.merged_from', ?1), s.started_ns, s.ended_ns, s.events, s.drops_ringbuf,"
 	" s.drops_live_full, s.drops_state_full, s.drops_stack, s.unmatched_frees, s.overwritten,"
-	" s.unresolved_frames, s.status, %s FROM src.runs s JOIN temp.map_run mr ON mr.src = s.id;";
+	" s.unresolved_frames, s.status, %s, %s FROM src.runs s JOIN temp.map_run mr ON mr.src = s.id;";
 
 static int exec_bound(struct merger *m, const char *sql, const char *text, const char *what);
 
 static int copy_runs(struct merger *m, const struct src_schema *sch, const char *in)
 {
-	char sql[sizeof(copy_runs_sql) + 64];
+	char sql[sizeof(copy_runs_sql) + 160];
 
 	snprintf(sql, sizeof(sql), copy_runs_sql,
-		 sch->access ? "s.access_source, s.access_reasons" : "NULL, NULL");
+		 sch->access ? "s.access_source, s.access_reasons" : "NULL, NULL",
+		 sch->run_missed ? "s.missed_exec, s.missed_late, s.missed_unknown, s.flushed_ns" :
+		 "0, 0, 0, 0");
 	return exec_bound(m, sql, in, in);
 }
 

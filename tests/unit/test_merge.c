@@ -163,6 +163,10 @@ static void test_merge_two_hosts(void **state)
 		assert_int_equal(sqlite3_open(b, &h), SQLITE_OK);
 		assert_int_equal(sqlite3_exec(h, "UPDATE stacks SET truncated = 1", NULL, NULL, NULL),
 				 SQLITE_OK);
+		/* and its run missed processes and was last flushed at 123 (issue 18, v11) */
+		assert_int_equal(sqlite3_exec(h, "UPDATE runs SET missed_exec = 3, missed_late = 2,"
+					      " missed_unknown = 1, flushed_ns = 123, writer_pid = 99",
+					      NULL, NULL, NULL), SQLITE_OK);
 		sqlite3_close(h);
 	}
 	const char *in[] = { a, b };
@@ -191,6 +195,8 @@ static void test_merge_two_hosts(void **state)
 	assert_int_equal(q(out, "SELECT count(*) FROM frames"), 4);
 	assert_int_equal(q(out, "SELECT count(*) FROM contexts"), 3);
 	assert_int_equal(q(out, "SELECT count(*) FROM runs"), 2);
+	assert_int_equal(q(out, "SELECT count(*) FROM runs WHERE missed_exec = 3 AND missed_late = 2"
+			   " AND missed_unknown = 1 AND flushed_ns = 123 AND writer_pid = 0"), 1);
 	assert_int_equal(q(out, "SELECT count(DISTINCT run_id) FROM processes"), 2);
 	char sql[300];
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM runs WHERE json_extract(settings, '$.merged_from') = '%s'"
