@@ -21,8 +21,10 @@
 #define WATCH_OBJECTS_MAX 4096             /* objects tracked at once (linear lookups) */
 #define WATCH_THREADS_MAX 64               /* threads watched per window (the first found) */
 #define WATCH_RING_PAGES 2                 /* per watch: header + one page for its sample */
-#define WATCH_CALIBRATE_HITS 400           /* traps per run of the self-test timing a trap */
-#define WATCH_CALIBRATE_RUNS 5             /* runs; the cheapest is kept (preemption only adds) */
+#define WATCH_CALIBRATE_HITS 100           /* traps per run of the self-test timing a trap */
+#define WATCH_CALIBRATE_RUNS 8             /* runs at most; the cheapest is kept (preemption
+					      only adds) */
+#define WATCH_CALIBRATE_AGREE 0.10         /* ... and it stops once two runs agree this well */
 #define WATCH_UNDO 4                       /* windows per object kept to be undone when they
                                             * turn out to have closed after its free */
 #define WATCH_Z 1.96                       /* intervals: 95% (normal approximation) */
