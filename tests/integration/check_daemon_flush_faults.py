@@ -12,7 +12,6 @@ check_daemon_stress.py's phase 3.)
 Skips (77) without BPF; phase 1 skips (said so) only where `mount -t tmpfs` fails."""
 import argparse
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -161,11 +160,7 @@ def main():
             except AssertionError as e:
                 fails.append("%s: %s" % (name, e))
             t.log("phase %s: %.1f s" % (name, time.monotonic() - t0))
-    for f in fails:
-        t.log("FAIL: " + f)
-    if not fails:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if fails else 0
+    t.finish(fails, "daemon flush under ENOSPC and EIO", tmp)
 
 
 if __name__ == "__main__":

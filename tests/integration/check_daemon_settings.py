@@ -7,7 +7,6 @@ BPF cannot work."""
 import argparse
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import sys
@@ -52,11 +51,7 @@ def main():
         fails.append("query status --format json is not JSON (%s): %s" % (e, t.describe(p)))
     if rc != 0:
         fails.append("daemon rc %s at SIGTERM: %s" % (rc, err))
-    for f in fails:
-        t.log("FAIL: " + f)
-    if not fails:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if fails else 0
+    t.finish(fails, "daemon settings JSON with a hostile config path", tmp)
 
 
 if __name__ == "__main__":
