@@ -43,6 +43,8 @@ void alloc_trim_leaf(struct store_frame *f)
 	       alloc_trim_is_entry(f->lines[k].mangled && *f->lines[k].mangled ?
 				   f->lines[k].mangled : f->lines[k].function))
 		k++;
+	if (!k)
+		return;   /* nothing trimmed (f->lines may be NULL: no offset on it) */
 	f->lines += k;
 	f->nlines -= k;
 }
