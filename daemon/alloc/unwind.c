@@ -8,10 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include "daemon/alloc/unwind.h"
 #include "daemon/alloc/unwind_rules.h"
 
 #define UNWIND_REPORTS_MAX 8     /* module re-reports per process image (dlopen storms) */
+#define UNWIND_ENTRY_SPAN 128    /* bytes past an object's entry point that its entry code
+                                  * may span (glibc's ld.so _start/_dl_start_user: 0x40) */
+#define UNWIND_ENTRY_SCAN 4      /* outermost frames looked at for one (libdwfl's guesses
+                                  * past a frame without CFI: a frame or two) */
 
 struct unwinder {
 	Dwfl *dwfl;
@@ -138,6 +143,42 @@ static bool all_known(Dwfl *dwfl, const uint64_t *pcs, unsigned n)
 	return true;
 }
 
+/* Whether return address pc lies in an object's entry code that has no CFI: the dynamic
+ * loader's _start/_dl_start_user, which calls _dl_init and through it the libraries'
+ * constructors. The kernel jumped there; nothing called it: the outermost frame. */
+static bool entry_frame(Dwfl *dwfl, uint64_t pc)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc - 1);
+	Dwarf_Addr bias, cbias;
+	GElf_Ehdr eh;
+	Elf *elf;
+
+	if (!mod || !(elf = dwfl_module_getelf(mod, &bias)) || !gelf_getehdr(elf, &eh) ||
+	    !eh.e_entry || pc - 1 < eh.e_entry + bias || pc - 1 >= eh.e_entry + bias + UNWIND_ENTRY_SPAN)
+		return false;
+	Dwarf_CFI *cfi = dwfl_module_eh_cfi(mod, &cbias);
+	Dwarf_Frame *frame = NULL;
+	if (cfi && dwarf_cfi_addrframe(cfi, pc - 1 - cbias, &frame) == 0) {
+		free(frame);
+		return false;   /* described: its CFI says where the walk ends */
+	}
+	return true;
+}
+
+/* A walk that stopped for want of CFI in an entry stub ended at the outermost frame:
+ * frames past it (libdwfl's frame-pointer guess) are dropped, the stack is whole. */
+static void end_at_entry(Dwfl *dwfl, uint64_t *pcs, unsigned *n, bool *truncated)
+{
+	unsigned stop = *n > UNWIND_ENTRY_SCAN ? *n - UNWIND_ENTRY_SCAN : 0;
+
+	for (unsigned i = *n; *truncated && i-- > stop; ) {
+		if (entry_frame(dwfl, pcs[i])) {
+			*n = i + 1;
+			*truncated = false;
+		}
+	}
+}
+
 /* MEMPROFD_UNWIND_RULES=off walks every stack with libdwfl: for tests and benches that
  * compare the fast path with it (same frames, cost per stack). */
 static bool rules_on(void)
@@ -174,8 +215,10 @@ int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct ev_ustack *u,
 	}
 	uw->top = 0;
 	if (rules_on() &&
-	    rules_walk(&uw->rules, uw->dwfl, u, len, pcs, max, n, truncated, &uw->top) == RULES_WALKED)
+	    rules_walk(&uw->rules, uw->dwfl, u, len, pcs, max, n, truncated, &uw->top) == RULES_WALKED) {
+		end_at_entry(uw->dwfl, pcs, n, truncated);
 		return *n ? 0 : -ENOENT;
+	}
 	uw->top = 0;
 	uw->u = u;
 	uw->len = len;
@@ -191,6 +234,7 @@ int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct ev_ustack *u,
 	/* 0: the outermost frame was reached (its return address is undefined in the CFI). */
 	*truncated = rc != 0 || w.full || uw->read_failed;
 	*n = w.n;
+	end_at_entry(uw->dwfl, pcs, n, truncated);
 	return w.n ? 0 : -ENOENT;
 }
 
