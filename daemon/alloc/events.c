@@ -277,7 +277,8 @@ int events_recorder_init(struct recorder *r)
 
 	libbpf_set_print(libbpf_print);
 	r->procs.in = &r->in;
-	r->unknown_stack = intern_stack(&r->in, NULL, 0);
+	/* No frame at all: the walk stopped before the root, as `truncated` says. */
+	r->unknown_stack = intern_stack_cut(&r->in, NULL, 0, true);
 	if (!r->unknown_stack)
 		return log_error_errno(-ENOMEM, "record: out of memory");
 	clock_gettime(CLOCK_REALTIME, &rt);

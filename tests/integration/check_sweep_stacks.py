@@ -6,8 +6,10 @@ in exact and default (sampled) mode:
   (_start/_dl_start_user, which has no CFI). Those stacks are whole: >= 90% of bytes must
   be in contexts that reach a root (main's caller, a thread's start, the loader's entry)
   and are not marked truncated, and some of them must end in the loader's entry code.
-Every run: no context both short of a root and unmarked (a frameless context only when
-record counted the lost stacks)."""
+- lost stacks: the context of allocations whose stack was lost (dropped near a full ring:
+  g++'s cc1plus in exact mode) has no frame and must say `truncated`.
+Every run: no context both short of a root and unmarked; a frameless one only when record
+counted the lost stacks."""
 import argparse
 import os
 import re
@@ -39,8 +41,8 @@ def record(memprofd, tmp, name, argv, alloc, errs):
     ctxs = mpdtest.query_contexts(memprofd, db)
     lost = lost_counted(p)
     for c in ctxs:
-        if not c["frames"] and lost:
-            continue
+        if not c["frames"] and not lost:
+            errs.append("%s: a context without frames, but record counted no lost stack" % name)
         if not c.get("truncated") and not stackroots.whole(c):
             errs.append("%s: a context short of any root is not marked truncated: %s" %
                         (name, [(f.get("function"), f["address"], f.get("module"))
