@@ -18,6 +18,7 @@
 #include "daemon/access/access.h"
 #include "symbolizer/elfsym.h"
 #include "daemon/alloc/ustack.h"
+#include "daemon/alloc/procmaps.h"
 #include "daemon/alloc/unwind.h"
 #include "base/array.h"
 #include "base/clock.h"
@@ -29,10 +30,7 @@ static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
 	const struct map_entry *m;
 	struct binary *b;
 
-	if (!p->maps_loaded) {
-		p->maps_loaded = true;
-		maps_read_pid(&p->maps, p->pid);
-	}
+	procmaps_load(p);
 	m = maps_find(&p->maps, ip);
 	if (!m || m->path[0] != '/')
 		return f;
@@ -136,6 +134,8 @@ static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
 	struct proc *parent = proc_find(&r->procs, e->ppid, e->parent_start_ns);
 
 	p->ppid = e->ppid;
+	if (parent)   /* fork copied its address space: named frames once the child is gone */
+		procmaps_inherit(p, parent);
 	if (parent && !p->fp_checked) {   /* BPF copied the parent's unwinding mode */
 		p->fp_checked = parent->fp_checked;
 		p->fp_mode = parent->fp_mode;
@@ -170,8 +170,7 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 		p->comm = strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe;
 	access_forget(r, p->pid);
 	hmap_free(&p->stacks);   /* stack keys were per image */
-	maps_free(&p->maps);
-	p->maps_loaded = false;
+	procmaps_free(p);
 	unwinder_free(p->uw);     /* the new image maps other objects */
 	p->uw = NULL;
 	p->fp_checked = false;   /* decided again at the new image's first stack */

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include "base/cleanup.h"
+#include "daemon/alloc/procmaps.h"
 #include "daemon/alloc/procs.h"
 #include "daemon/alloc/unwind.h"
 #include "symbolizer/elfsym.h"
@@ -359,7 +360,7 @@ void proc_forget(struct proctab *t, struct proc *p)
 {
 	hmap_remove(&t->procs, proc_hash(p->pid, p->start_ns), p);
 	hmap_free(&p->stacks);
-	maps_free(&p->maps);
+	procmaps_free(p);
 	unwinder_free(p->uw);
 	p->uw = NULL;
 	free(p);
@@ -370,7 +371,7 @@ void proctab_free(struct proctab *t)
 	hmap_foreach(&t->procs, i) {
 		struct proc *p = t->procs.vals[i];
 		hmap_free(&p->stacks);
-		maps_free(&p->maps);
+		procmaps_free(p);
 		unwinder_free(p->uw);
 		free(p);
 	}

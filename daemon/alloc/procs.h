@@ -23,6 +23,8 @@ struct proc {
 	bool exit_written;
 	struct hmap stacks;        /* BPF stack key -> struct istack * */
 	struct maps maps;          /* /proc/PID/maps, loaded on demand */
+	struct maps maps_kept;     /* its image's file mappings, for once it is gone
+	                            * (procmaps.c: exec, last read, the parent's at fork) */
 	bool maps_loaded;
 	struct unwinder *uw;       /* DWARF unwinder of this image (daemon/alloc/unwind.c), lazily */
 	bool fp_checked;           /* its objects were checked for frame pointers (fpcheck.c) */

@@ -5,10 +5,13 @@
  * never a guess. Cost: one dwfl_getthread_frames per record, a few microseconds per frame
  * once the modules' CFI is loaded. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
+#include "base/cleanup.h"
 #include "daemon/alloc/unwind.h"
 #include "daemon/alloc/unwind_rules.h"
 
@@ -92,8 +95,37 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = set_initial_registers,
 };
 
-/* (Re)reads the process's modules. */
-static int report(struct unwinder *uw)
+/* Reports the modules of known (the process is gone): its mappings as /proc/PID/maps
+ * text, which libdwfl parses as it would the file (a module per file, its bias from the
+ * lowest mapping). */
+static int report_known(Dwfl *dwfl, const struct maps *known)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return -ENOMEM;
+	for (size_t i = 0; i < known->n; i++) {
+		const struct map_entry *e = &known->v[i];
+		fprintf(f, "%llx-%llx %c%c%cp %llx %02x:%02x %llu %s\n", (unsigned long long)e->start,
+			(unsigned long long)e->end, e->prot & PROT_READ ? 'r' : '-',
+			e->prot & PROT_WRITE ? 'w' : '-', e->prot & PROT_EXEC ? 'x' : '-',
+			(unsigned long long)e->offset, e->dev_major, e->dev_minor,
+			(unsigned long long)e->inode, e->path);
+	}
+	if (fclose(f) || !len)
+		return -ENOENT;
+	f = fmemopen(buf, len, "r");
+	if (!f)
+		return -ENOMEM;
+	int err = dwfl_linux_proc_maps_report(dwfl, f);
+	fclose(f);
+	return err ? -ENOENT : 0;
+}
+
+/* (Re)reads the process's modules: from /proc while it lives, else from known. */
+static int report(struct unwinder *uw, const struct maps *known)
 {
 	if (uw->dwfl)
 		dwfl_end(uw->dwfl);
@@ -105,6 +137,10 @@ static int report(struct unwinder *uw)
 	uw->reports++;
 	dwfl_report_begin(uw->dwfl);
 	int err = dwfl_linux_proc_report(uw->dwfl, (pid_t)uw->pid);
+	if (err && known && known->n) {
+		dwfl_report_begin(uw->dwfl);   /* drops whatever was reported */
+		err = report_known(uw->dwfl, known);
+	}
 	if (dwfl_report_end(uw->dwfl, NULL, NULL) || err) {
 		dwfl_end(uw->dwfl);
 		uw->dwfl = NULL;
@@ -192,7 +228,8 @@ static bool rules_on(void)
 	return on;
 }
 
-int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct ev_ustack *u, size_t len,
+int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct maps *known,
+		 const struct ev_ustack *u, size_t len,
 		 uint64_t *pcs, unsigned max, unsigned *n, bool *truncated)
 {
 	struct unwinder *uw = *uwp;
@@ -210,7 +247,7 @@ int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct ev_ustack *u,
 	if (!uw->dwfl) {
 		if (uw->reports >= UNWIND_REPORTS_MAX)
 			return -ESRCH;
-		if ((rc = report(uw)))
+		if ((rc = report(uw, known)))
 			return rc;
 	}
 	uw->top = 0;
@@ -224,7 +261,7 @@ int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct ev_ustack *u,
 	uw->len = len;
 	uw->read_failed = false;
 	rc = dwfl_getthread_frames(uw->dwfl, (pid_t)pid, on_frame, &w);
-	if (!all_known(uw->dwfl, pcs, w.n) && uw->reports < UNWIND_REPORTS_MAX && !report(uw)) {
+	if (!all_known(uw->dwfl, pcs, w.n) && uw->reports < UNWIND_REPORTS_MAX && !report(uw, known)) {
 		/* An object mapped since the modules were read (dlopen): read them again. */
 		w.n = 0;
 		w.full = false;

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "daemon/alloc/ustack.h"
 #include "daemon/alloc/unwind.h"
+#include "daemon/alloc/procmaps.h"
 #include "bpf/sampled.h"
 #include "symbolizer/fpcheck.h"
 
@@ -78,16 +79,12 @@ static const struct map_entry *exec_map(struct proc *p, uint64_t ip, bool *reloa
 {
 	const struct map_entry *m;
 
-	if (!p->maps_loaded) {
-		p->maps_loaded = true;
-		maps_read_pid(&p->maps, p->pid);
-	}
+	procmaps_load(p);
 	m = maps_find(&p->maps, ip);
 	if ((!m || !(m->prot & PROT_EXEC)) && !*reloaded && p->maps_reloads < USTACK_MAPS_RELOADS) {
 		*reloaded = true;
 		p->maps_reloads++;
-		maps_free(&p->maps);
-		maps_read_pid(&p->maps, p->pid);
+		procmaps_reload(p);
 		m = maps_find(&p->maps, ip);
 	}
 	return m && (m->prot & PROT_EXEC) ? m : NULL;
@@ -159,10 +156,7 @@ void ustack_decide(struct recorder *r, struct proc *p)
 
 	if (r->unwind_modes_fd <= 0)
 		return;
-	if (!p->maps_loaded) {
-		p->maps_loaded = true;
-		maps_read_pid(&p->maps, p->pid);
-	}
+	procmaps_load(p);
 	if (!p->maps.n)
 		return;   /* gone (or unreadable): undecided, its frame-pointer stacks stand */
 	p->fp_checked = true;
@@ -189,6 +183,7 @@ void ustack_decide_exec(struct recorder *r, struct proc *p)
 	p->maps_loaded = false;
 	if (maps_read_pid(&p->maps, p->pid) || !p->maps.n)
 		return;
+	procmaps_keep(p, &p->maps);   /* a short-lived image may be gone by its first stack */
 	for (size_t i = 0; i < p->maps.n && all; i++) {
 		const struct map_entry *e = &p->maps.v[i];
 		if (!(e->prot & PROT_EXEC) || e->path[0] != '/' || fp_exempt_path(e->path))
@@ -269,7 +264,8 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 		return;   /* an undecided process's copy; its frame-pointer stack stands */
 	if (e->len < have)
 		have = e->len;
-	unwind_stack(&p->uw, p->pid, e, have, pcs, e->caller ? ALLOC_MAX_FRAMES + SAMPLED_CALLER_SEARCH
+	procmaps_load(p);   /* libdwfl's modules once the process is gone */
+	unwind_stack(&p->uw, p->pid, &p->maps, e, have, pcs, e->caller ? ALLOC_MAX_FRAMES + SAMPLED_CALLER_SEARCH
 							      : ALLOC_MAX_FRAMES, &got, &truncated);
 	const struct map_entry *m = NULL;
 	struct binary *b = NULL;

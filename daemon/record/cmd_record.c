@@ -30,6 +30,7 @@
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
 #include "store/store.h"
+#include "symbolizer/elfstatic.h"
 #include "symbolizer/maps.h"
 #include "symbolizer/rootfs.h"
 #include "symbolizer/symcache.h"
@@ -476,6 +477,16 @@ static int spawn_traced(struct record *rec, char **envp)
 	return 0;
 }
 
+/* A static executable that was given no probe of its own (stripped of its allocator's
+ * symbols, or without a sampler linked in) allocates unseen: said once, not recorded as
+ * an empty profile in silence. */
+static void warn_static_unprobed(const char *exe, const char *why)
+{
+	if (elfstatic_path(exe) == 1)
+		log_warn("record: %s: statically linked and %s: its allocations are not recorded",
+			 exe, why);
+}
+
 /* --alloc sampled, a command: the injected library's probes, for every process that maps
  * it, and the executable's own in case it links the sampler statically. */
 static int start_sampled_command(struct record *rec)
@@ -490,6 +501,8 @@ static int start_sampled_command(struct record *rec)
 	if (n <= 0)
 		return n ? n : -ENOENT;
 	int own = is_elf(o->exe) ? sampled_attach_binary(rec->smp, o->exe, -1) : 0;
+	if (own == 0)
+		warn_static_unprobed(o->exe, "links no sampler (a preloaded one cannot load)");
 	err = own < 0 ? own : access_open(rec);
 	if (err < 0)
 		return err;
@@ -534,8 +547,8 @@ static int start_exact_command(struct record *rec)
 {
 	int err;
 
-	if (!rec->o->alloc_off)
-		exact_attach_binary(&rec->r, rec->o->exe);
+	if (!rec->o->alloc_off && exact_attach_binary(&rec->r, rec->o->exe) <= 0)
+		warn_static_unprobed(rec->o->exe, "no allocator symbol to probe (stripped)");
 	err = access_open(rec);
 	if (err >= 0 && !rec->o->alloc_off)
 		err = attach_libs_private(&rec->r, &rec->libs);
