@@ -3,7 +3,7 @@
 and 17). Each workload is recorded in the default mode (sampled, MEMPROFD_SAMPLE_BYTES
 small enough for many samples) and with --alloc exact, access off. Per run: objects and
 contexts; the share of bytes in contexts whose stack reaches main's caller or a thread's
-start routine; frames naming no module; frames in objects with debug info (libc6-dbg)
+start routine or the dynamic loader's entry code (tests/integration/stackroots.py); frames naming no module; frames in objects with debug info (libc6-dbg)
 that lack file:line; bytes in contexts that stop short of a root without saying so
 (`truncated` false); the target's exit status against a run without memprofd, and its
 time (a hang is a timeout). Prints one markdown table.
@@ -48,6 +48,20 @@ CXX_SRC = ("#include <map>\n#include <string>\n#include <vector>\n#include <iost
            " std::cout << m.size(); }\n")
 
 
+PY_FORK = ("import os\n"
+           "for i in range(200):\n"
+           "    pid = os.fork()\n"
+           "    if pid == 0:\n"
+           "        b = bytearray(777777)\n"
+           "        os._exit(0)\n"
+           "    os.waitpid(pid, 0)\n")
+STATIC_SRC = ("#include <stdio.h>\n#include <stdlib.h>\n"
+              "__attribute__((noinline)) void *leaf(size_t n) { return malloc(n); }\n"
+              "__attribute__((noinline)) void mid(int i, void **v) { v[i] = leaf(100 + i); }\n"
+              "int main(void) { static void *v[1000]; for (int i = 0; i < 1000; i++) mid(i, v);\n"
+              "  printf(\"%p\\n\", v[3]); for (int i = 0; i < 1000; i++) free(v[i]); return 0; }\n")
+
+
 def make_inputs(tmp):
     """A few MB of compressible text, a small tree, a C++ file."""
     data = os.path.join(tmp, "data.txt")
@@ -59,11 +73,15 @@ def make_inputs(tmp):
     cxx = os.path.join(tmp, "m.cc")
     with open(cxx, "w") as f:
         f.write(CXX_SRC)
-    return data, tree, cxx
+    spie = os.path.join(tmp, "spie")
+    with open(spie + ".c", "w") as f:
+        f.write(STATIC_SRC)
+    subprocess.run(["gcc", "-O2", "-g", "-static-pie", "-o", spie, spie + ".c"], check=True)
+    return data, tree, cxx, spie
 
 
 def workloads(tmp):
-    data, tree, cxx = make_inputs(tmp)
+    data, tree, cxx, static_pie = make_inputs(tmp)
     ld_cache = os.path.join(tmp, "ld.so.cache")
     return [
         ("xz -9", ["/usr/bin/xz", "-9", "-T1", "-k", "-f", data], "lzma; big buffers"),
@@ -81,7 +99,9 @@ def workloads(tmp):
         ("clang-19 -fsyntax-only", ["/usr/bin/clang-19", "-fsyntax-only", cxx], "C++, libLLVM"),
         ("python3 ext", ["/usr/bin/python3", "-c", PY_EXT], "_json/_sqlite3/zlib dlopen'ed"),
         ("python3 threads", ["/usr/bin/python3", "-c", PY_THREADS], "3 threads"),
-        ("ldconfig", ["/usr/sbin/ldconfig", "-X", "-C", ld_cache], "static-PIE"),
+        ("ldconfig", ["/usr/sbin/ldconfig", "-X", "-C", ld_cache], "static-PIE, stripped"),
+        ("static-PIE", [static_pie], "gcc -static-pie, with symbols"),
+        ("python3 fork", ["/usr/bin/python3", "-c", PY_FORK], "200 children exit at once"),
     ]
 
 
