@@ -2,9 +2,10 @@
 """stack_sweep: whole, named stacks on Debian programs the tests do not cover (issues 16
 and 17). Each workload is recorded in the default mode (sampled, MEMPROFD_SAMPLE_BYTES
 small enough for many samples) and with --alloc exact, access off. Per run: objects and
-contexts; the share of bytes in contexts whose stack reaches main's caller or a thread's
-start routine or the dynamic loader's entry code (tests/integration/stackroots.py); frames naming no module; frames in objects with debug info (libc6-dbg)
-that lack file:line; bytes in contexts that stop short of a root without saying so
+contexts; the share of bytes in contexts whose stack reaches main's caller, a thread's
+start routine or the dynamic loader's entry code (tests/integration/stackroots.py);
+frames naming no module; frames in objects with debug info (libc6-dbg) that lack
+file:line; bytes in contexts that stop short of a root without saying so
 (`truncated` false); the target's exit status against a run without memprofd, and its
 time (a hang is a timeout). Prints one markdown table.
 Usage: bench/stack_sweep.py --memprofd build/cli/memprofd [--only NAME,...] [--modes sampled,exact]"""
