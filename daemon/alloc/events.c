@@ -221,6 +221,7 @@ static bool handle_common(struct recorder *r, const void *data, size_t len, even
 		reap(r, h->tgid, h->start_ns, e->ts_ns, e->cpu);
 		access_exit(r, h->tgid, h->start_ns, e->ts_ns);
 		p->exited = true;
+		procmaps_exited(p);
 		p->exit_ns = (int64_t)e->ts_ns + r->mono_to_real_ns;
 		return true;
 	}

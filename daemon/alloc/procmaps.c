@@ -1,8 +1,8 @@
 /* Mappings of processes that may be gone (see procmaps.h). Invariant: a snapshot holds
  * only file-backed mappings (what frames resolve against and libdwfl reports modules
- * from), copied, never shared; it is replaced by every successful read of the process's
- * own maps and dropped at exec. Cost: one copy of a few dozen entries per exec, read and
- * fork; a snapshot stays until the process is forgotten. */
+ * from), copied, never shared; it lives only until the process's own maps are read (they
+ * are kept then, a failed re-read leaves them) and is dropped at exec. Cost: one copy of
+ * a few dozen entries per exec and fork. */
 #include <stdlib.h>
 #include <string.h>
 #include "daemon/alloc/procmaps.h"
@@ -40,14 +40,23 @@ void procmaps_keep(struct proc *p, const struct maps *m)
 	p->maps_kept = k;
 }
 
-/* Own maps (a zombie's are empty), else the snapshot. */
+/* Own maps (a zombie's are empty), else what is known already: the maps read before,
+ * else the snapshot. Once the process's own maps were read they are the fallback and
+ * the snapshot is dropped. */
 static void read_or_kept(struct proc *p)
 {
-	maps_read_pid(&p->maps, p->pid);
-	if (p->maps.n)
-		procmaps_keep(p, &p->maps);
-	else if (p->maps_kept.n)
-		copy_files(&p->maps, &p->maps_kept);
+	struct maps m;
+
+	maps_read_pid(&m, p->pid);
+	if (m.n) {
+		maps_free(&p->maps);
+		p->maps = m;
+		maps_free(&p->maps_kept);
+	} else {
+		maps_free(&m);
+		if (!p->maps.n && p->maps_kept.n)
+			copy_files(&p->maps, &p->maps_kept);
+	}
 }
 
 void procmaps_load(struct proc *p)
@@ -60,7 +69,6 @@ void procmaps_load(struct proc *p)
 
 void procmaps_reload(struct proc *p)
 {
-	maps_free(&p->maps);
 	p->maps_loaded = true;
 	read_or_kept(p);
 }
@@ -70,6 +78,11 @@ void procmaps_inherit(struct proc *child, struct proc *parent)
 	procmaps_load(parent);   /* the parent lives on, mostly: read while it can be */
 	maps_free(&child->maps_kept);
 	copy_files(&child->maps_kept, parent->maps.n ? &parent->maps : &parent->maps_kept);
+}
+
+void procmaps_exited(struct proc *p)
+{
+	maps_free(&p->maps_kept);
 }
 
 void procmaps_free(struct proc *p)

@@ -1,17 +1,21 @@
 /* A process's mappings as the recorder knows them: read from /proc/PID/maps while the
  * process lives, else from the last snapshot kept of its image (taken at exec, at each
  * successful read, or inherited from the parent at fork, since fork copies the address
- * space). A process that exits before its records are read keeps named frames. */
+ * space). A process that exits before its records are read keeps named frames. A
+ * failed re-read keeps the maps read before. */
 #pragma once
 #include "daemon/alloc/procs.h"
 
 /* Loads p->maps once (no-op when loaded): from /proc, or the kept snapshot. */
 void procmaps_load(struct proc *p);
-/* Reads p->maps again (an address fell outside them), with the same fallback. */
+/* Reads p->maps again (an address fell outside them); the old ones stay if it fails. */
 void procmaps_reload(struct proc *p);
 /* Keeps the file mappings of m as p's snapshot (m itself is left alone). */
 void procmaps_keep(struct proc *p, const struct maps *m);
 /* A forked child's snapshot: its parent's mappings (read now if not yet). */
 void procmaps_inherit(struct proc *child, struct proc *parent);
+/* p exited: every record it sent was read before this one (ring order); its snapshot
+ * is no longer needed. */
+void procmaps_exited(struct proc *p);
 /* Frees p's maps and snapshot. */
 void procmaps_free(struct proc *p);

@@ -124,6 +124,26 @@ static int report_known(Dwfl *dwfl, const struct maps *known)
 	return err ? -ENOENT : 0;
 }
 
+/* A new Dwfl of the process's modules, from /proc (known NULL) or from known, attached
+ * to the unwinder's thread callbacks; NULL when no module could be reported. */
+static Dwfl *report_from(struct unwinder *uw, const struct maps *known)
+{
+	Dwfl *dwfl = dwfl_begin(&proc_callbacks);
+
+	if (!dwfl)
+		return NULL;
+	dwfl_report_begin(dwfl);
+	int err = known ? report_known(dwfl, known) : dwfl_linux_proc_report(dwfl, (pid_t)uw->pid);
+	/* An exiting process's maps read empty: no module, and attach fails for want of
+	 * one to tell the machine. */
+	if (dwfl_report_end(dwfl, NULL, NULL) || err ||
+	    !dwfl_attach_state(dwfl, NULL, (pid_t)uw->pid, &thread_callbacks, uw)) {
+		dwfl_end(dwfl);
+		return NULL;
+	}
+	return dwfl;
+}
+
 /* (Re)reads the process's modules: from /proc while it lives, else from known. */
 static int report(struct unwinder *uw, const struct maps *known)
 {
@@ -131,27 +151,11 @@ static int report(struct unwinder *uw, const struct maps *known)
 		dwfl_end(uw->dwfl);
 	rules_clear(uw->rules);   /* they hold no pointer into the Dwfl, but a new module
 	                           * may cover an address that had none */
-	uw->dwfl = dwfl_begin(&proc_callbacks);
-	if (!uw->dwfl)
-		return -ENOMEM;
 	uw->reports++;
-	dwfl_report_begin(uw->dwfl);
-	int err = dwfl_linux_proc_report(uw->dwfl, (pid_t)uw->pid);
-	if (err && known && known->n) {
-		dwfl_report_begin(uw->dwfl);   /* drops whatever was reported */
-		err = report_known(uw->dwfl, known);
-	}
-	if (dwfl_report_end(uw->dwfl, NULL, NULL) || err) {
-		dwfl_end(uw->dwfl);
-		uw->dwfl = NULL;
-		return err > 0 ? -err : -ESRCH;
-	}
-	if (!dwfl_attach_state(uw->dwfl, NULL, (pid_t)uw->pid, &thread_callbacks, uw)) {
-		dwfl_end(uw->dwfl);
-		uw->dwfl = NULL;
-		return -ENOEXEC;
-	}
-	return 0;
+	uw->dwfl = report_from(uw, NULL);
+	if (!uw->dwfl && known && known->n)
+		uw->dwfl = report_from(uw, known);
+	return uw->dwfl ? 0 : -ESRCH;
 }
 
 static int on_frame(Dwfl_Frame *f, void *arg)
