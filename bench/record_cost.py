@@ -4,7 +4,8 @@
 command's exit to record's), each minus the same spans of the bare command, medians of
 --runs interleaved runs (each mode and the bare command in turn, so load hits all alike).
 The command is `sh -c 'date +%s%N; exec date +%s%N'`: its first and last moments on the
-epoch clock. Modes: the default (sampled) and --alloc exact, with --access off.
+epoch clock. Modes: the default (sampled) and --alloc exact, with --access off; --alloc off with
+--access soft (no allocator probe: the store, lifecycle and soft access sampler).
 Every command runs with a private copy of libc bind-mounted over the system's
 (overhead.py's private_libc): other processes' exact-mode recordings put uprobes on the
 system's libc, and every malloc memprofd makes would trap in them.
@@ -43,7 +44,8 @@ def main():
     memprofd = os.path.join(a.build, "cli", "memprofd")
     d = tempfile.mkdtemp(prefix="record_cost.")
     pre = private_libc(d, memprofd)
-    modes = {"sampled": ["--alloc", "sampled"], "exact": ["--alloc", "exact"]}
+    modes = {"sampled": ["--alloc", "sampled", "--access", "off"],
+             "exact": ["--alloc", "exact", "--access", "off"], "off": ["--alloc", "off", "--access", "soft"]}
     got = {m: ([], []) for m in ["bare", *modes]}
     for i in range(a.runs):
         for m in got:
@@ -51,7 +53,7 @@ def main():
                 argv = pre + CMD
             else:
                 db = os.path.join(d, "%s%d.db" % (m, i))
-                argv = pre + [memprofd, "record", "--db", db, "--access", "off", *modes[m], "--", *CMD]
+                argv = pre + [memprofd, "record", "--db", db, *modes[m], "--", *CMD]
             s, e = spans(argv)
             got[m][0].append(s)
             got[m][1].append(e)
