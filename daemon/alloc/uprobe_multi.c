@@ -35,6 +35,13 @@ bool uprobe_multi_supported(void)
 int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs,
 		      const uint64_t *cookies, size_t n, bool ret)
 {
+	return uprobe_multi_link_pid(prog_fd, path, offs, NULL, cookies, n, ret, 0);
+}
+
+int uprobe_multi_link_pid(int prog_fd, const char *path, const uint64_t *offs,
+			  const uint64_t *ref_ctr_offs, const uint64_t *cookies, size_t n,
+			  bool ret, int pid)
+{
 	union { struct uprobe_multi_attr a; char pad[128]; } attr;
 	int fd;
 
@@ -43,9 +50,11 @@ int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs,
 	attr.a.attach_type = UPROBE_MULTI_ATTACH_TYPE;
 	attr.a.path = (uintptr_t)path;
 	attr.a.offsets = (uintptr_t)offs;
+	attr.a.ref_ctr_offsets = (uintptr_t)ref_ctr_offs;
 	attr.a.cookies = (uintptr_t)cookies;
 	attr.a.cnt = n;
 	attr.a.um_flags = ret ? UPROBE_MULTI_RETURN : 0;
+	attr.a.pid = pid > 0 ? (uint32_t)pid : 0;
 	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(struct uprobe_multi_attr));
 	return fd < 0 ? -errno : fd;
 }
