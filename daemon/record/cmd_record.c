@@ -225,14 +225,28 @@ static void follow_probe(struct follow *f, const char *path)
 		exact_attach_binary(f->r, path);
 }
 
+/* The executable's own path when it still names the file /proc/PID/exe is: probing
+ * registers the path for symbols, and /proc/PID/exe is gone by the time the process's
+ * frames are symbolized (they came back as bare offsets). */
 static void follow_exec(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns)
 {
-	char link[64];
+	char link[64], real[PATH_MAX];
+	struct stat a, b;
+	ssize_t n;
 
 	(void)start_ns;
 	if (type != EV_EXEC)
 		return;
 	snprintf(link, sizeof(link), "/proc/%u/exe", tgid);
+	n = readlink(link, real, sizeof(real) - 1);
+	if (n > 0) {
+		real[n] = '\0';
+		if (real[0] == '/' && stat(link, &a) == 0 && stat(real, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			follow_probe(arg, real);
+			return;
+		}
+	}
 	follow_probe(arg, link);
 }
 
