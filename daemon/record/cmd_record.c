@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "daemon/record/child.h"
 #include "daemon/record/private_libs.h"
+#include "daemon/record/release_later.h"
 #include "daemon/record/cmd_record.h"
 #include "base/log.h"
 #include "daemon/record/recorder.h"
@@ -821,6 +822,9 @@ static int record_free(struct record *rec, int rc)
 		rec->r.store = NULL;
 		remove_new_store(rec->o->db);
 	}
+	/* The probes' detach (a grace period each) is paid by a helper after we exit. */
+	if ((rec->smp || rec->r.skel) && release_later() < 0)
+		log_warn("record: no helper to detach the probes: detaching them here");
 	sampled_close(rec->smp);
 	access_close(&rec->r);
 	exact_close(&rec->r);
