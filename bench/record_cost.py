@@ -37,6 +37,26 @@ def spans(argv):
     return first - t0, t3 - last
 
 
+HELPER_GRACE_S = 10.0
+
+
+def helpers_left(d, grace):
+    """Pids whose command line names the temporary directory d, after waiting up to grace."""
+    end = time.monotonic() + grace
+    while True:
+        left = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    if d.encode() in f.read():
+                        left.append(int(pid))
+            except OSError:
+                pass
+        if not left or time.monotonic() > end:
+            return left
+        time.sleep(0.1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -79,6 +99,12 @@ def main():
             lim = limits.get("%s.%s" % (m, phase), a.check)
             if lim is not None and v > lim:
                 over.append("%s %s %.3f s > %.3f s" % (m, phase, v, lim))
+    # Each record leaves a helper holding its BPF objects (daemon/record/release_later.c):
+    # it must be gone soon after, not hold the probes (or a pipe) on.
+    left = helpers_left(d, HELPER_GRACE_S)
+    if left:
+        over.append("%d record helper(s) still running %.0f s after the last run: %s" %
+                    (len(left), HELPER_GRACE_S, left))
     subprocess.run(["rm", "-rf", d])
     if over:
         print("FAIL: " + "; ".join(over))
