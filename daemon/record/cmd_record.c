@@ -246,7 +246,9 @@ static void follow_fork(void *arg, unsigned type, uint32_t tgid, uint64_t start_
 	char exe[64];
 
 	(void)start_ns;
-	if (type != EV_FORK)
+	/* Classic uprobes (no multi links) are every process's already: a child's second
+	 * set would record each of its calls twice. */
+	if (type != EV_FORK || !f->r->uprobe_multi)
 		return;
 	if (f->children == RECORD_PID_CHILDREN_MAX) {
 		if (!f->warned)
