@@ -1,6 +1,7 @@
 /* Schema and migrations. PRAGMA user_version is the schema version; migrations[i]
- * takes a database from version i to i + 1 and runs in its own IMMEDIATE transaction
- * together with the user_version bump, so a crash leaves either version, never a mix.
+ * takes a database from version i to i + 1; the pending ones run in one IMMEDIATE
+ * transaction together with the user_version bump, so a crash leaves either version,
+ * never a mix (and a new store costs one commit).
  * A database newer than STORE_SCHEMA_VERSION is refused, never written. Integers that
  * are uint64 in C are stored as their int64 bit pattern. */
 #include <errno.h>
@@ -294,43 +295,41 @@ static int fail(sqlite3 *db, int rc, char *err, size_t errsz, const char *what)
 	return store__errno(rc);
 }
 
+/* All pending migrations in one transaction: a new database is created by one commit
+ * (one WAL append, no per-version round trips), and a failure leaves the version the
+ * store had. Another writer may have migrated while we waited for the lock. */
 static int migrate(sqlite3 *db, int from, char *err, size_t errsz)
 {
-	char what[64];
+	char what[64], bump[48];
+	int cur = from, rc;
 
-	for (int v = from; v < STORE_SCHEMA_VERSION; v++) {
-		char bump[48];
-		int cur = 0, rc;
-
+	if (from >= STORE_SCHEMA_VERSION)
+		return 0;
+	snprintf(what, sizeof(what), "migrating to schema version %d", STORE_SCHEMA_VERSION);
+	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return fail(db, rc, err, errsz, what);
+	rc = read_version(db, &cur);
+	if (rc == SQLITE_OK && cur > STORE_SCHEMA_VERSION) {
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		snprintf(err, errsz, "database schema version %d is newer than this memprofd "
+			 "supports (%d)", cur, STORE_SCHEMA_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	for (int v = cur < 0 ? 0 : cur; rc == SQLITE_OK && v < STORE_SCHEMA_VERSION; v++) {
 		snprintf(what, sizeof(what), "migrating to schema version %d", v + 1);
-		rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-		if (rc != SQLITE_OK)
-			return fail(db, rc, err, errsz, what);
-		/* Another writer may have migrated while we waited for the lock. */
-		rc = read_version(db, &cur);
-		if (rc == SQLITE_OK && cur > v) {
-			sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-			if (cur > STORE_SCHEMA_VERSION) {
-				snprintf(err, errsz, "database schema version %d is newer than "
-					 "this memprofd supports (%d)", cur, STORE_SCHEMA_VERSION);
-				return -EPROTONOSUPPORT;
-			}
-			v = cur - 1;
-			continue;
-		}
-		snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", v + 1);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(db, migrations[v], NULL, NULL, NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(db, bump, NULL, NULL, NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-		if (rc != SQLITE_OK) {
-			int r = fail(db, rc, err, errsz, what);
+		rc = sqlite3_exec(db, migrations[v], NULL, NULL, NULL);
+	}
+	snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", STORE_SCHEMA_VERSION);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, bump, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		int r = fail(db, rc, err, errsz, what);
 
-			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-			return r;
-		}
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		return r;
 	}
 	return 0;
 }
@@ -394,10 +393,11 @@ int store__schema_open(sqlite3 *db, bool rdwr, char *err, size_t errsz)
 		 * before using what later migrations added (a reader never migrates). */
 		return 0;
 	}
-	r = enable_wal(db, err, errsz);
+	/* NORMAL first: switching a new file to WAL then syncs the journal once, not twice. */
+	r = pragma(db, "PRAGMA synchronous = NORMAL", err, errsz);
 	if (r < 0)
 		return r;
-	r = pragma(db, "PRAGMA synchronous = NORMAL", err, errsz);
+	r = enable_wal(db, err, errsz);
 	if (r < 0)
 		return r;
 	r = pragma(db, "PRAGMA foreign_keys = ON", err, errsz);

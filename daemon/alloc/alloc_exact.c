@@ -51,13 +51,13 @@ static const struct { const char *name; enum probe_prog prog; } probes[] = {
 static int on_event(void *ctx, void *data, size_t len);
 
 static int multi_attach(struct recorder *r, struct bpf_program *prog, const char *path,
-			const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
+			const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret, int pid)
 {
 	int fd;
 
 	if (!n)
 		return 0;
-	fd = uprobe_multi_link(bpf_program__fd(prog), path, offs, cookies, n, ret);
+	fd = uprobe_multi_link_pid(bpf_program__fd(prog), path, offs, NULL, cookies, n, ret, pid);
 	if (fd < 0)
 		return fd;
 	if (ARRAY_GROW(r->fds, r->fds_cap, r->nfds, 16) < 0) {
@@ -68,9 +68,12 @@ static int multi_attach(struct recorder *r, struct bpf_program *prog, const char
 	return 0;
 }
 
+/* pid is not used: a classic uprobe's perf event filters by thread, so every process
+ * mapping path traps (the BPF side still records only targets). */
 static int classic_attach(struct recorder *r, struct bpf_program *prog, const char *path,
-			  const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
+			  const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret, int pid)
 {
+	(void)pid;
 	for (size_t i = 0; i < n; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookies[i], .retprobe = ret);
 		struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, -1, path, offs[i], &o);
@@ -121,6 +124,11 @@ int exact_open(struct recorder *r)
 
 int exact_attach_binary(struct recorder *r, const char *path)
 {
+	return exact_attach_binary_pid(r, path, 0);
+}
+
+int exact_attach_binary_pid(struct recorder *r, const char *path, int pid)
+{
 	const char *names[NPROBES];
 	uint64_t offs[NPROBES];
 	struct elfsym *e;
@@ -163,12 +171,12 @@ int exact_attach_binary(struct recorder *r, const char *path)
 		attached++;
 	}
 	int (*attach)(struct recorder *, struct bpf_program *, const char *, const uint64_t *,
-		      const uint64_t *, size_t, bool) = r->uprobe_multi ? multi_attach : classic_attach;
-	err = attach(r, r->skel->progs.alloc_entry, path, aoff, acookie, na, false);
+		      const uint64_t *, size_t, bool, int) = r->uprobe_multi ? multi_attach : classic_attach;
+	err = attach(r, r->skel->progs.alloc_entry, path, aoff, acookie, na, false, pid);
 	if (!err)
-		err = attach(r, r->skel->progs.alloc_ret, path, aoff, acookie, na, true);
+		err = attach(r, r->skel->progs.alloc_ret, path, aoff, acookie, na, true, pid);
 	if (!err)
-		err = attach(r, r->skel->progs.free_entry, path, foff, fcookie, nf, false);
+		err = attach(r, r->skel->progs.free_entry, path, foff, fcookie, nf, false, pid);
 	if (err)
 		return log_error_errno(err, "%s: attaching uprobes to %s: %s", recorder_cmd(r), path, strerror(-err));
 	return attached;

@@ -10,6 +10,10 @@ int exact_open(struct recorder *r);
 /* Attaches the allocator probes to every allocator function `path` defines; returns the
  * number of functions attached (0 if it defines none) or -errno. */
 int exact_attach_binary(struct recorder *r, const char *path);
+/* The same for process pid alone (its threads, across its execs; not its children) where
+ * the kernel has multi-uprobe links, so no other process traps; elsewhere (classic
+ * uprobes) as exact_attach_binary. pid <= 0: every process. */
+int exact_attach_binary_pid(struct recorder *r, const char *path, int pid);
 int exact_add_target(struct recorder *r, uint32_t pid);
 /* 0 also when pid was no target. */
 int exact_remove_target(struct recorder *r, uint32_t pid);

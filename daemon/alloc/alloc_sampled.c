@@ -49,6 +49,9 @@
 #include "daemon/access/watch.h"
 #include "daemon/alloc/events.h"
 #include "daemon/alloc/ustack.h"
+#include "daemon/alloc/uprobe_multi.h"
+#include "daemon/alloc/usdt_multi.h"
+#include "base/array.h"
 #include "daemon/attrib/attrib.h"
 #include "daemon/alloc/alloc_sampled.h"
 #include "symbolizer/rootfs.h"
@@ -73,6 +76,10 @@ struct sampled {
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	size_t nlinks, links_cap;
+	bool multi;               /* USDTs through multi-uprobe links (usdt_multi.c) */
+	struct usdt_specs specs;  /* their argument specs */
+	int *fds;                 /* their links */
+	size_t nfds, fds_cap;
 	struct hmap carries;      /* istack hash -> struct carry */
 	uint64_t samples;         /* sampled deaths aggregated */
 	double est_objects;       /* sum of their weights */
@@ -92,6 +99,54 @@ static int on_event(void *ctx, void *data, size_t len);
 static int add_link(struct sampled *s, struct bpf_link *l)
 {
 	return events_link_push(&s->links, &s->nlinks, &s->links_cap, l);
+}
+
+/* Keeps a USDT attachment until sampled_close; on failure destroys it. */
+static int add_usdt(struct sampled *s, struct usdt_link *l)
+{
+	int err;
+
+	if (!l->multi) {
+		err = l->link ? add_link(s, l->link) : 0;
+		l->link = NULL;
+		return err;
+	}
+	if (ARRAY_GROW(s->fds, s->fds_cap, s->nfds, 8) < 0) {
+		usdt_link_destroy(l);
+		return -ENOMEM;
+	}
+	s->fds[s->nfds++] = l->fd;
+	*l = (struct usdt_link){ 0 };
+	return 0;
+}
+
+/* The USDT programs, loaded for multi-uprobe links where the kernel has them: one link
+ * per probe name and file, so a recording's end waits one RCU grace period per link,
+ * not one per site (MEMPROFD_NO_UPROBE_MULTI: libbpf's classic USDT attachment). */
+static void usdt_prepare(struct sampled *s)
+{
+	struct bpf_program *progs[] = { s->skel->progs.on_alloc, s->skel->progs.on_free,
+		s->skel->progs.on_otel_alloc, s->skel->progs.on_otel_free, s->skel->progs.on_watch };
+
+	s->multi = uprobe_multi_supported();
+	for (size_t i = 0; s->multi && i < sizeof(progs) / sizeof(progs[0]); i++)
+		bpf_program__set_expected_attach_type(progs[i], UPROBE_MULTI_ATTACH_TYPE);
+}
+
+/* provider:name of path on prog, into *out: 0, -ENOENT (path has none), -errno. */
+static int usdt_attach(struct sampled *s, struct bpf_program *prog, int pid, const char *path,
+		       const char *provider, const char *name, struct usdt_link *out)
+{
+	*out = (struct usdt_link){ 0 };
+	if (!s->multi) {
+		out->link = bpf_program__attach_usdt(prog, pid, path, provider, name, NULL);
+		return out->link ? 0 : -errno;
+	}
+	int fd = usdt_multi_attach(&s->specs, bpf_program__fd(prog), path, pid, provider, name);
+	if (fd < 0)
+		return fd;
+	*out = (struct usdt_link){ .fd = fd, .multi = true };
+	return 0;
 }
 
 int sampled_open(struct sampled **out, struct recorder *r)
@@ -118,11 +173,15 @@ int sampled_open(struct sampled **out, struct recorder *r)
 		bpf_program__set_autoload(s->skel->progs.on_otel_alloc, false);
 		bpf_program__set_autoload(s->skel->progs.on_otel_free, false);
 	}
+	usdt_prepare(s);
 	err = sampled_bpf__load(s->skel);
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
 	r->unwind_modes_fd = bpf_map__fd(s->skel->maps.unwind_modes);
+	if (s->multi && (err = usdt_specs_init(&s->specs, bpf_map__fd(s->skel->maps.__bpf_usdt_specs),
+					       bpf_map__value_size(s->skel->maps.__bpf_usdt_specs))))
+		return log_error_errno(err, "%s: USDT spec map: unexpected layout", recorder_cmd(r));
 	err = events_attach_lifecycle(s->skel->progs.on_fork, s->skel->progs.on_exec,
 				      s->skel->progs.on_exit, &s->links, &s->nlinks, &s->links_cap);
 	if (err)
@@ -137,21 +196,15 @@ int sampled_open(struct sampled **out, struct recorder *r)
 /* One provider's pair of probes in path: 1 attached, 0 path has none, -errno. */
 static int attach_pair(struct sampled *s, const char *path, int pid, const char *provider,
 		       struct bpf_program *alloc, struct bpf_program *freep,
-		       struct bpf_link *out[SAMPLED_LINKS])
+		       struct usdt_link out[SAMPLED_LINKS])
 {
 	int err;
 
-	out[0] = bpf_program__attach_usdt(alloc, pid, path, provider, "alloc", NULL);
-	if (!out[0]) {
-		err = -errno;
+	if ((err = usdt_attach(s, alloc, pid, path, provider, "alloc", &out[0])))
 		return err == -ENOENT ? 0 : log_error_errno(err, "%s: attaching USDT %s:alloc in %s: %s",
 							    recorder_cmd(s->r), provider, path, strerror(-err));
-	}
-	out[1] = bpf_program__attach_usdt(freep, pid, path, provider, "free", NULL);
-	if (!out[1]) {
-		err = -errno;
-		bpf_link__destroy(out[0]);
-		out[0] = NULL;
+	if ((err = usdt_attach(s, freep, pid, path, provider, "free", &out[1]))) {
+		usdt_link_destroy(&out[0]);
 		return log_error_errno(err, "%s: attaching USDT %s:free in %s: %s", recorder_cmd(s->r),
 				       provider, path, strerror(-err));
 	}
@@ -181,11 +234,11 @@ bool sampled_may_have_otel(const char *path)
 /* memprofd's own probes, else the OpenTelemetry contract's (never both: libmemprofd_sampler
  * emits both, and each sample must be counted once). */
 int sampled_attach_links(struct sampled *s, const char *path, int pid,
-			 struct bpf_link *out[SAMPLED_LINKS])
+			 struct usdt_link out[SAMPLED_LINKS])
 {
 	int n;
 
-	out[0] = out[1] = NULL;
+	out[0] = out[1] = (struct usdt_link){ 0 };
 	n = attach_pair(s, path, pid, "memprofd", s->skel->progs.on_alloc, s->skel->progs.on_free, out);
 	if (n != 0)
 		return n;
@@ -198,7 +251,7 @@ int sampled_attach_links(struct sampled *s, const char *path, int pid,
 
 int sampled_attach_binary(struct sampled *s, const char *path, int pid)
 {
-	struct bpf_link *l[SAMPLED_LINKS];
+	struct usdt_link l[SAMPLED_LINKS];
 	int n, err;
 
 	/* Known before the process runs, so its frames symbolize even if it exits early. */
@@ -213,9 +266,9 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid)
 	if (s->r->watch)
 		sampled_attach_watch(s);
 	for (int i = 0; i < SAMPLED_LINKS; i++)
-		if (l[i] && (err = add_link(s, l[i]))) {
+		if ((err = add_usdt(s, &l[i]))) {
 			for (int j = i + 1; j < SAMPLED_LINKS; j++)
-				bpf_link__destroy(l[j]);
+				usdt_link_destroy(&l[j]);
 			return err;
 		}
 	return n;
@@ -226,12 +279,11 @@ int sampled_attach_watch(struct sampled *s)
 	int n = 0;
 
 	for (unsigned i = 0; i < s->nwatch_pending; i++) {
-		struct bpf_link *l = NULL;
+		struct usdt_link l = { 0 };
 
-		if (s->r->watch)
-			l = bpf_program__attach_usdt(s->skel->progs.on_watch, s->watch_pids[i],
-						     s->watch_paths[i], "memprofd", "watch", NULL);
-		if (l && add_link(s, l) == 0)
+		if (s->r->watch && usdt_attach(s, s->skel->progs.on_watch, s->watch_pids[i],
+					       s->watch_paths[i], "memprofd", "watch", &l) == 0 &&
+		    add_usdt(s, &l) == 0)
 			n++;
 		free(s->watch_paths[i]);
 	}
@@ -765,8 +817,10 @@ void sampled_close(struct sampled *s)
 {
 	if (!s)
 		return;
-	events_detach_all(s->links, s->nlinks, NULL, 0);
+	events_detach_all(s->links, s->nlinks, s->fds, s->nfds);
 	free(s->links);
+	free(s->fds);
+	usdt_specs_free(&s->specs);
 	for (unsigned i = 0; i < s->nwatch_pending; i++)
 		free(s->watch_paths[i]);
 	ring_buffer__free(s->rb);

@@ -26,13 +26,13 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid);
  * (none when the watch did not open). sampled_attach_links never attaches it. */
 int sampled_attach_watch(struct sampled *s);
 /* The same, with the two links (memprofd:alloc, memprofd:free) handed to the caller, who
- * destroys them (bpf_link__destroy) to detach, and without registering path for symbols
+ * destroys them (usdt_link_destroy) to detach, and without registering path for symbols
  * (the daemon attaches each sampler file once, through a descriptor it holds). */
 #define SAMPLED_LINKS 2
 #define SAMPLED_WATCH_PENDING 16   /* samplers attached before the watch opened, remembered */
-struct bpf_link;
+#include "daemon/alloc/usdt_multi.h"
 int sampled_attach_links(struct sampled *s, const char *path, int pid,
-			 struct bpf_link *out[SAMPLED_LINKS]);
+			 struct usdt_link out[SAMPLED_LINKS]);
 /* Whether the file at path may hold otel_memory probes (its bytes name the provider). */
 bool sampled_may_have_otel(const char *path);
 /* The sampler a running process has (preloaded/dlopen'ed library, or linked into its

@@ -16,3 +16,9 @@ bool uprobe_multi_supported(void);
  * when ret, each with its cookie. Returns the link's fd (close it to detach) or -errno. */
 int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs,
 		      const uint64_t *cookies, size_t n, bool ret);
+/* The same with semaphores (ref_ctr_offs: n file offsets of counters the kernel
+ * increments while a probe is attached, 0 for none; NULL: none at all) and, when
+ * pid > 0, only in process pid (all its threads, across exec; not its children). */
+int uprobe_multi_link_pid(int prog_fd, const char *path, const uint64_t *offs,
+			  const uint64_t *ref_ctr_offs, const uint64_t *cookies, size_t n,
+			  bool ret, int pid);

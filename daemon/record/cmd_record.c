@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "daemon/record/child.h"
 #include "daemon/record/private_libs.h"
+#include "daemon/record/release_later.h"
 #include "daemon/record/cmd_record.h"
 #include "base/log.h"
 #include "daemon/record/recorder.h"
@@ -145,13 +146,65 @@ static int attach_libs_private(struct recorder *r, struct private_libs *pl)
 	return total;
 }
 
-/* For a running process: the libc/libstdc++ it really maps, through its root. */
-static int attach_libs_of_pid(struct recorder *r, pid_t pid)
+/* --pid in exact mode: the probes trap the target alone (multi-uprobe links filtered by
+ * pid), so each child it forks gets probes of its own, on every library file probed so
+ * far, when its fork record is read (a child reading its maps then may be between exec
+ * and its libc's mapping). What a child allocates before that (its first milliseconds)
+ * is not seen; a child that never execs traps meanwhile in the probes it inherited,
+ * unrecorded. Past RECORD_PID_CHILDREN_MAX children, further ones are not probed. */
+#define RECORD_PID_CHILDREN_MAX 1024
+#define RECORD_PID_FILES_MAX 16         /* distinct libc/libstdc++ files held for children */
+struct pid_follow {
+	struct recorder *r;
+	unsigned children;
+	bool warned;
+	int fds[RECORD_PID_FILES_MAX];  /* the probed files, open: /proc/self/fd/N for links */
+	dev_t dev[RECORD_PID_FILES_MAX];
+	ino_t ino[RECORD_PID_FILES_MAX];
+	unsigned nfiles;
+};
+
+/* Probes the file open at fd for pid; a file seen before was probed for pid already. */
+static int probe_lib(struct pid_follow *f, int fd, pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return -errno;
+	}
+	for (unsigned i = 0; i < f->nfiles; i++)
+		if (f->dev[i] == st.st_dev && f->ino[i] == st.st_ino) {
+			close(fd);
+			return 0;
+		}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	int n = exact_attach_binary_pid(f->r, path, pid);
+	if (n <= 0 || f->nfiles == RECORD_PID_FILES_MAX) {
+		close(fd);
+		return n;
+	}
+	f->fds[f->nfiles] = fd;
+	f->dev[f->nfiles] = st.st_dev;
+	f->ino[f->nfiles++] = st.st_ino;
+	return n;
+}
+
+/* For a running process: the files probed so far, and the libc/libstdc++ it really maps
+ * (through its root), probed for that process alone (exact_attach_binary_pid). */
+static int attach_libs_of_pid(struct pid_follow *f, pid_t pid)
 {
 	struct maps m = { 0 };
-	char path[PATH_MAX + 64];
+	char path[64];
 	int total = 0, err;
 
+	for (unsigned i = 0; i < f->nfiles; i++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fds[i]);
+		if ((err = exact_attach_binary_pid(f->r, path, pid)) < 0)
+			return err;
+		total += err;
+	}
 	err = maps_read_pid(&m, pid);
 	if (err)
 		return log_error_errno(err, "record: --pid %d: reading maps: %s", pid, strerror(-err));
@@ -170,9 +223,7 @@ static int attach_libs_of_pid(struct recorder *r, pid_t pid)
 			maps_free(&m);   /* p points into m */
 			return fd;
 		}
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		int n = exact_attach_binary(r, path);
-		close(fd);
+		int n = probe_lib(f, fd, pid);
 		if (n < 0) {
 			maps_free(&m);
 			return n;
@@ -181,6 +232,36 @@ static int attach_libs_of_pid(struct recorder *r, pid_t pid)
 	}
 	maps_free(&m);
 	return total;
+}
+
+static void pid_follow_free(struct pid_follow *f)
+{
+	for (unsigned i = 0; i < f->nfiles; i++)
+		close(f->fds[i]);
+	f->nfiles = 0;
+}
+
+static void follow_fork(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns)
+{
+	struct pid_follow *f = arg;
+	char exe[64];
+
+	(void)start_ns;
+	/* Classic uprobes (no multi links) are every process's already: a child's second
+	 * set would record each of its calls twice. */
+	if (type != EV_FORK || !f->r->uprobe_multi)
+		return;
+	if (f->children == RECORD_PID_CHILDREN_MAX) {
+		if (!f->warned)
+			log_warn("record: %d children of the target probed; further ones are not",
+				 RECORD_PID_CHILDREN_MAX);
+		f->warned = true;
+		return;
+	}
+	f->children++;
+	snprintf(exe, sizeof(exe), "/proc/%u/exe", tgid);
+	exact_attach_binary_pid(f->r, exe, (int)tgid);
+	attach_libs_of_pid(f, (pid_t)tgid);
 }
 
 /* Whether path is an ELF file (a script or wrapper is not: its interpreter is). */
@@ -226,14 +307,28 @@ static void follow_probe(struct follow *f, const char *path)
 		exact_attach_binary(f->r, path);
 }
 
+/* The executable's own path when it still names the file /proc/PID/exe is: probing
+ * registers the path for symbols, and /proc/PID/exe is gone by the time the process's
+ * frames are symbolized (they came back as bare offsets). */
 static void follow_exec(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns)
 {
-	char link[64];
+	char link[64], real[PATH_MAX];
+	struct stat a, b;
+	ssize_t n;
 
 	(void)start_ns;
 	if (type != EV_EXEC)
 		return;
 	snprintf(link, sizeof(link), "/proc/%u/exe", tgid);
+	n = readlink(link, real, sizeof(real) - 1);
+	if (n > 0) {
+		real[n] = '\0';
+		if (real[0] == '/' && stat(link, &a) == 0 && stat(real, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			follow_probe(arg, real);
+			return;
+		}
+	}
 	follow_probe(arg, link);
 }
 
@@ -286,6 +381,7 @@ struct record {
 	const char *status;              /* the run's final status */
 	char status_buf[128];
 	struct follow follow;            /* a command's execs, probed as they come */
+	struct pid_follow pid_follow;    /* --pid, exact mode: the target's children */
 	struct private_libs libs;        /* exact mode's private libc/libstdc++ copies */
 	int ws;                          /* the command's wait status, once child_ended */
 	bool child_ended;
@@ -579,9 +675,9 @@ static int start_exact_pid(struct record *rec)
 	n = readlink(link, path, sizeof(path) - 1);
 	if (n > 0 && !rec->o->alloc_off) {
 		path[n] = '\0';
-		exact_attach_binary(&rec->r, link);
+		exact_attach_binary_pid(&rec->r, link, (int)pid);
 	}
-	err = rec->o->alloc_off ? 0 : attach_libs_of_pid(&rec->r, (pid_t)pid);
+	err = rec->o->alloc_off ? 0 : attach_libs_of_pid(&rec->pid_follow, (pid_t)pid);
 	if (err >= 0)
 		err = access_open(rec);
 	if (err >= 0)
@@ -620,6 +716,11 @@ static int start_tracing(struct record *rec)
 	}
 	rec->r.alloc_off = o->alloc_off;
 	rec->r.ring_bytes = ALLOC_RECORD_RINGBUF_BYTES;
+	if (!*o->cmd && !o->alloc_off) {
+		rec->pid_follow.r = &rec->r;
+		rec->r.lifecycle = follow_fork;
+		rec->r.lifecycle_arg = &rec->pid_follow;
+	}
 	err = exact_open(&rec->r);
 	if (err < 0)
 		return err;
@@ -820,10 +921,14 @@ static int record_free(struct record *rec, int rc)
 		rec->r.store = NULL;
 		remove_new_store(rec->o->db);
 	}
+	/* The probes' detach (a grace period each) is paid by a helper after we exit. */
+	if ((rec->smp || rec->r.skel) && release_later() < 0)
+		log_warn("record: no helper to detach the probes: detaching them here");
 	sampled_close(rec->smp);
 	access_close(&rec->r);
 	exact_close(&rec->r);
 	private_libs_remove(&rec->libs);
+	pid_follow_free(&rec->pid_follow);
 	if (rec->r.symcache)
 		symcache_free(rec->r.symcache);
 	agg_free(&rec->r.aggs);

@@ -23,6 +23,7 @@
 #include "daemon/service/targets.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
+#include "daemon/alloc/usdt_multi.h"
 #include "sampler/sampler.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
@@ -39,7 +40,7 @@ struct tfile {
 	bool probes;                   /* it has probes (attached); false: it has none */
 	int fd;                        /* with probes: the file, held open (its path for
 	                                * symbols is /proc/self/fd/FD), else -1 */
-	struct bpf_link *links[SAMPLED_LINKS];   /* sampled mode: its USDT links */
+	struct usdt_link links[SAMPLED_LINKS];   /* sampled mode: its USDT links */
 };
 
 struct tpending {
@@ -735,7 +736,7 @@ void targets_free(struct targets *t)
 {
 	for (size_t i = 0; t->files && i < t->nfiles; i++) {
 		for (int k = 0; k < SAMPLED_LINKS; k++)
-			bpf_link__destroy(t->files[i].links[k]);
+			usdt_link_destroy(&t->files[i].links[k]);
 		if (t->files[i].fd >= 0)
 			close(t->files[i].fd);
 	}

@@ -4,7 +4,9 @@ exact` records a command (which allocates 10 blocks at blip_site after a pause, 
 recorded; it waits for the loop to finish first), an untraced malloc/free loop beside it (bench/malloc_loop, thread CPU time
 per iteration, which a uprobe's trap would multiply ~50x) stays within noise of its bare
 speed: at most RATIO times, measured just before and during the recording (best of
-RUNS each). Skips (77) where BPF cannot work."""
+RUNS each). The same for `record --pid` of a running process whose child allocates: the
+probes are that process's and its children's alone (they trapped every process mapping
+its libc before). Skips (77) where BPF cannot work."""
 import argparse
 import os
 import re
@@ -45,6 +47,44 @@ def started(db):
             con.close()
     except sqlite3.Error:
         return False
+
+
+def check_pid(a, d, pre, bare, fails):
+    """record --pid of a shell that waits on a FIFO, then runs blip in a child."""
+    db, fifo = d + "/pid.db", d + "/gate"
+    os.mkfifo(fifo)
+    # The child sleeps first: probes reach a child when its fork record is read.
+    target = subprocess.Popen(pre + ["sh", "-c", 'read x < "$1"; sh -c "sleep 0.3; exec $0 '
+                                     '--count 10 --ms 1"; exit 0', os.path.abspath(a.blip), fifo])
+    time.sleep(0.3)   # the target runs its shell, with the copy of libc mapped
+    rec = subprocess.Popen(pre + [a.memprofd, "record", "--alloc", "exact", "--access", "off",
+                                  "--db", db, "--pid", str(target.pid)],
+                           stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 30
+    while time.monotonic() < end and rec.poll() is None and not started(db):
+        time.sleep(0.05)
+    during = loop_ns(pre, a.loop)
+    alive = rec.poll() is None
+    with open(fifo, "w") as f:
+        f.write("go\n")
+    target.wait(timeout=30)
+    err = rec.communicate(timeout=60)[1]
+    t.log("malloc_loop beside record --alloc exact --pid: %.1f ns/iter (%.2fx)" %
+          (during, during / bare))
+    if rec.returncode != 0:
+        fails.append("record --pid: rc %d: %s" % (rec.returncode, err))
+    if not alive:
+        fails.append("record --pid ended before the loop ran beside it: %s" % err)
+    if during > RATIO * bare:
+        fails.append("an untraced loop ran %.2fx slower beside record --pid (bound %.1fx): "
+                     "its probes trap other processes" % (during / bare, RATIO))
+    ctxs = t.query_contexts(a.memprofd, db)
+    n = sum(c["alloc_count"] for c in ctxs if any(f.get("function") == "blip_site" for f in c["frames"]))
+    if n != 10:
+        fails.append("record --pid: the target's child's blip_site: %d allocations, want 10 "
+                     "(record said: %s)" % (n, err.strip()))
+    else:
+        t.log("ok: record --pid: the target's child's 10 blip_site allocations recorded")
 
 
 def main():
@@ -89,6 +129,7 @@ def main():
     n = sum(c["alloc_count"] for c in ctxs if any(f.get("function") == "blip_site" for f in c["frames"]))
     if n != 10:
         fails.append("the recorded command's blip_site: %d allocations, want 10" % n)
+    check_pid(a, d, pre, bare, fails)
     t.finish(fails, "exact mode traps only its targets", d)
 
 
