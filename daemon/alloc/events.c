@@ -23,11 +23,14 @@
 #include "base/clock.h"
 
 /* An IP the kernel could not turn into (build-id, offset): try the process's maps. */
-static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
+static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip,
+			       struct binary **out)
 {
 	struct iframe f = { "", ip };
 	const struct map_entry *m;
 	struct binary *b;
+
+	*out = NULL;
 
 	if (!p->maps_loaded) {
 		p->maps_loaded = true;
@@ -41,6 +44,7 @@ static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
 		return f;
 	f.build_id = b->build_id;
 	f.offset = ip - m->start + m->offset;
+	*out = b;
 	return f;
 }
 
@@ -69,7 +73,8 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 	struct iframe f[ALLOC_MAX_FRAMES];
 	unsigned n = 0, max = e->nframes, bare = 0;
 	struct proc *p = events_proc(r, e->h.tgid, e->h.start_ns);
-	bool scanned = false, truncated = false;
+	bool scanned = false, truncated = false, own = false;
+	struct binary *b;
 
 	if (!p)
 		return;
@@ -86,7 +91,7 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 	for (unsigned i = 0; i < max && n < ALLOC_MAX_FRAMES; i++) {
 		const struct ev_frame *ef = &e->frames[i];
 		if (ef->status == 1) {
-			struct binary *b = bin_by_raw(&r->procs, ef->build_id);
+			b = bin_by_raw(&r->procs, ef->build_id);
 			if (!b && !scanned) {
 				bin_scan_process(&r->procs, p);
 				scanned = true;
@@ -94,15 +99,18 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 			}
 			if (b) {
 				f[n].build_id = b->build_id;
+				own |= !ustack_fp_exempt(b);
 				ustack_check_fp_frame(r, p, b);
 			} else {
 				char hex[41];
+				own = true;   /* unknown: not known to be a runtime object */
 				elf_hex(ef->build_id, 20, hex, sizeof(hex));
 				f[n].build_id = intern_str(&r->in, hex);
 			}
 			f[n].offset = ef->offset;
 		} else if (ef->status == 2) {
-			f[n] = resolve_ip(r, p, ef->ip);
+			f[n] = resolve_ip(r, p, ef->ip, &b);
+			own |= b && !ustack_fp_exempt(b);
 			if (!*f[n].build_id && !exec_mapped(p, ef->ip)) {
 				truncated = true;   /* never a frame outside the executable mappings */
 				break;
@@ -114,6 +122,11 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 			f[n].build_id = "";
 		}
 		n++;
+	}
+	if (n && !own && p->fp_mode) {
+		/* The walk never reached the program: cut by a runtime object's use of %rbp. */
+		truncated = true;
+		ustack_fp_cut(r, p);
 	}
 	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
 	if (!s)

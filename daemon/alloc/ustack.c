@@ -214,6 +214,19 @@ void ustack_check_fp_frame(struct recorder *r, struct proc *p, struct binary *b)
 	set_mode(r, p, UNWIND_DWARF);
 }
 
+bool ustack_fp_exempt(const struct binary *b)
+{
+	return b && fp_exempt_path(b->path);
+}
+
+void ustack_fp_cut(struct recorder *r, struct proc *p)
+{
+	if (r->unwind_modes_fd <= 0 || !p->fp_mode || forced_mode(UNWIND_DWARF) != UNWIND_DWARF)
+		return;
+	p->fp_mode = false;
+	set_mode(r, p, UNWIND_DWARF);
+}
+
 /* A whole walk of the main thread's stack read nothing above its outermost frame: later
  * copies stop there (plus USTACK_TOP_SLACK), sparing the argv and environment pages. */
 static void note_top(struct recorder *r, struct proc *p, bool truncated)
