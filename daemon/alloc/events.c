@@ -74,7 +74,7 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 	unsigned n = 0, max = e->nframes, bare = 0;
 	struct proc *p = events_proc(r, e->h.tgid, e->h.start_ns);
 	bool scanned = false, truncated = false, own = false;
-	struct binary *b;
+	struct binary *b, *outer = NULL;
 
 	if (!p)
 		return;
@@ -118,15 +118,19 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 		} else {
 			break;
 		}
+		outer = b;
 		if (!f[n].build_id) {
 			f[n].build_id = "";
 		}
 		n++;
 	}
-	if (n && !own && p->fp_mode) {
-		/* The walk never reached the program: cut by a runtime object's use of %rbp. */
+	if (n && !own && p->fp_mode && !(e->key & ALLOC_USTACK_KEY) && outer &&
+	    !ustack_is_loader(outer)) {
+		/* The walk never reached the program nor the loader's constructor calls: cut
+		 * by a runtime object's use of %rbp (an undecided process's stack is not: its
+		 * copy follows, and replaces it). */
 		truncated = true;
-		ustack_fp_cut(r, p);
+		ustack_fp_cut(r, p, outer);
 	}
 	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
 	if (!s)
