@@ -124,13 +124,18 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 		}
 		n++;
 	}
-	if (n && !own && p->fp_mode && !(e->key & ALLOC_USTACK_KEY) && outer &&
-	    !ustack_is_loader(outer)) {
+	p->fp_reached_own |= own && n;
+	if (n && !own && p->fp_mode && outer && !ustack_is_loader(outer)) {
 		/* The walk never reached the program nor the loader's constructor calls: cut
-		 * by a runtime object's use of %rbp (an undecided process's stack is not: its
-		 * copy follows, and replaces it). */
+		 * by a runtime object's use of %rbp. An undecided process's stack has its copy
+		 * right behind it in the ring: that one stands for the key. Before any walk
+		 * reached the program it may be a constructor's (libstdc++'s emergency pool,
+		 * once, from _dl_init): marked, no switch. */
+		if (e->key & ALLOC_USTACK_KEY)
+			return;
 		truncated = true;
-		ustack_fp_cut(r, p, outer);
+		if (p->fp_reached_own)
+			ustack_fp_cut(r, p, outer);
 	}
 	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
 	if (!s)
@@ -156,6 +161,7 @@ static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
 	if (parent && !p->fp_checked) {   /* BPF copied the parent's unwinding mode */
 		p->fp_checked = parent->fp_checked;
 		p->fp_mode = parent->fp_mode;
+		p->fp_reached_own = parent->fp_reached_own;
 	}
 	if (parent && (!*p->exe || !*p->build_id)) {
 		p->exe = parent->exe;
@@ -192,6 +198,7 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 	unwinder_free(p->uw);     /* the new image maps other objects */
 	p->uw = NULL;
 	p->fp_checked = false;   /* decided again at the new image's first stack */
+	p->fp_reached_own = false;
 	p->maps_reloads = 0;
 	ustack_decide_exec(r, p);
 }
