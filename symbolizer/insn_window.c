@@ -22,7 +22,8 @@ struct wacc {
 struct insn_window {
 	uint64_t bid_hash, off;
 	bool used, ok;             /* ok: the IP was an instruction boundary */
-	uint8_t n, ninsns, nmem, lost;
+	uint8_t n, ninsns, nmem, lost, pos;
+	uint64_t block;
 	struct wacc a[INSN_WIN_ACC_MAX];
 };
 
@@ -269,6 +270,8 @@ const struct insn_window *insn_win_decode(struct insn_decoder *d, const uint8_t 
 	cs_free(ci, 1);
 	dataflow(win, v, nb, nf, ip);
 	win->ninsns = (uint8_t)(nb + nf ? nb + nf : 1);
+	win->pos = (uint8_t)nb;
+	win->block = insn__mix(bh ^ win->ninsns, off - (ip - start)) | 1;
 	win->ok = true;
 	return win;
 }
@@ -279,6 +282,8 @@ unsigned insn_win_eval(struct insn_decoder *d, const struct insn_window *w, uint
 	res->n = 0;
 	res->ninsns = w->ok ? w->ninsns : 0;
 	res->nmem = w->nmem;
+	res->block = w->block;
+	res->pos = w->pos;
 	if (!w->ok)
 		return 0;
 	d->wst.samples++;

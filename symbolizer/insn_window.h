@@ -32,6 +32,9 @@ struct insn_win_result {
 	unsigned n;                    /* accesses in acc[] */
 	unsigned ninsns;               /* instructions in the window (>= 1): the weight divisor */
 	unsigned nmem;                 /* memory operands in the window, recovered or not */
+	uint64_t block;                /* the window's straight-line run (build-id, first
+	                                * instruction, length): the same for every IP in it */
+	unsigned pos;                  /* the IP's index in that run */
 	struct insn_access acc[INSN_WIN_ACC_MAX];
 };
 

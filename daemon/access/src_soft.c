@@ -16,6 +16,7 @@
 #include "daemon/alloc/intern.h"
 #include "daemon/access/src_soft.h"
 #include "daemon/access/soft_calib.h"
+#include "daemon/access/soft_stall.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
 #include "symbolizer/insn_window.h"
@@ -51,6 +52,7 @@ struct src_soft {
 	double scale;                /* of every event's configured rate (src_soft_set_scale) */
 	double ipns;                 /* instructions per ns of CPU a timer sample stands for */
 	struct insn_decoder *dec;
+	struct soft_stall *stall;    /* per-block sample shares (NULL: weights as configured) */
 	struct hmap procs;           /* hash(tgid) -> struct sproc * */
 	struct hmap syms;            /* hash(build-id) -> struct symslot * */
 	size_t nprocs;
@@ -323,6 +325,16 @@ static int handle_pmu(struct src_soft *s, const struct soft_event *e, const stru
 	return 1;
 }
 
+/* An access in 8-byte words read plus written, the unit of DHAT's counts (bytes / 8) that
+ * the estimates are judged by: a 32-byte vector load is 4, a read-modify-write 2. String
+ * instructions keep 1 (their element size says nothing of the bytes a sample stands for). */
+static uint64_t access_words(const struct insn_access *a)
+{
+	uint64_t w = a->size > 8 && !(a->flags & INSN_F_STRING) ? (a->size + 7) / 8 : 1;
+
+	return (a->rw & (INSN_READ | INSN_WRITE)) == (INSN_READ | INSN_WRITE) ? 2 * w : w;
+}
+
 /* The sample stands for the window's instructions alike, so for w x nmem / ninsns
  * accesses; they are spread over the accesses recovered (those whose registers were
  * overwritten are assumed to go where the recovered ones go). */
@@ -339,7 +351,7 @@ static int deliver_window(struct src_soft *s, const struct soft_event *e,
 	s->st.from_window++;
 	for (unsigned i = 0; i < wres->n; i++)
 		deliver(s, e, wres->acc[i].addr, wres->acc[i].size, wres->acc[i].rw,
-			wres->acc[i].flags, wa ? wa : 1);
+			wres->acc[i].flags, (wa ? wa : 1) * access_words(&wres->acc[i]));
 	return (int)wres->n;
 }
 
@@ -372,8 +384,10 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 	m = p ? find_map(p, ip) : NULL;
 	if (!m)
 		s->st.no_mapping++;
-	if (m && m->path[0] == '/' && window_access(s, p, m, ip, &ctx, &wres))
-		return deliver_window(s, e, &wres, w);
+	if (m && m->path[0] == '/' && window_access(s, p, m, ip, &ctx, &wres)) {
+		double f = soft_stall_note(s->stall, wres.block, wres.pos, wres.ninsns);
+		return deliver_window(s, e, &wres, (uint64_t)((double)w * f + 0.5));
+	}
 	if (m && m->path[0] == '/') {
 		uint64_t off = map_entry_file_offset(m, ip);
 		const char *bid = map_bid(p, m);
@@ -410,7 +424,8 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 		return 0;
 	}
 	for (unsigned i = 0; i < res.n; i++)
-		deliver(s, e, res.acc[i].addr, res.acc[i].size, res.acc[i].rw, res.acc[i].flags, w);
+		deliver(s, e, res.acc[i].addr, res.acc[i].size, res.acc[i].rw, res.acc[i].flags,
+			w * access_words(&res.acc[i]));
 	return (int)res.n;
 }
 
@@ -467,6 +482,11 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 		src_pmu_soft(&po, &s->ev, why, sizeof(why));
 	}
 	s->ipns = soft_calib_insns_per_ns(SOFT_EST_INSNS_PER_NS);   /* this run, this CPU */
+	/* MEMPROFD_SOFT_STALL=off: the clock x IPC weights alone (bench/access_dhat*.py's
+	 * side-by-side). A table that cannot be allocated leaves them so too. */
+	const char *stall = getenv("MEMPROFD_SOFT_STALL");
+	if (!(stall && !strcmp(stall, "off")) && soft_stall_open(&s->stall) < 0)
+		s->stall = NULL;
 	s->skel = soft_bpf__open();
 	if (!s->skel) {
 		r = -errno;
@@ -691,6 +711,7 @@ void src_soft_close(struct src_soft *s)
 	free(s->fds);
 	free(s->fd_ev);
 	free(s->fd_cpu);
+	soft_stall_close(s->stall);
 	soft_bpf__destroy(s->skel);
 	hmap_foreach(&s->procs, i) {
 		sproc_drop(s->procs.vals[i]);
