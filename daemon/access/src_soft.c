@@ -325,16 +325,6 @@ static int handle_pmu(struct src_soft *s, const struct soft_event *e, const stru
 	return 1;
 }
 
-/* An access in 8-byte words read plus written, the unit of DHAT's counts (bytes / 8) that
- * the estimates are judged by: a 32-byte vector load is 4, a read-modify-write 2. String
- * instructions keep 1 (their element size says nothing of the bytes a sample stands for). */
-static uint64_t access_words(const struct insn_access *a)
-{
-	uint64_t w = a->size > 8 && !(a->flags & INSN_F_STRING) ? (a->size + 7) / 8 : 1;
-
-	return (a->rw & (INSN_READ | INSN_WRITE)) == (INSN_READ | INSN_WRITE) ? 2 * w : w;
-}
-
 /* The sample stands for the window's instructions alike, so for w x nmem / ninsns
  * accesses; they are spread over the accesses recovered (those whose registers were
  * overwritten are assumed to go where the recovered ones go). */
@@ -351,7 +341,7 @@ static int deliver_window(struct src_soft *s, const struct soft_event *e,
 	s->st.from_window++;
 	for (unsigned i = 0; i < wres->n; i++)
 		deliver(s, e, wres->acc[i].addr, wres->acc[i].size, wres->acc[i].rw,
-			wres->acc[i].flags, (wa ? wa : 1) * access_words(&wres->acc[i]));
+			wres->acc[i].flags, wa ? wa : 1);
 	return (int)wres->n;
 }
 
@@ -424,8 +414,7 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 		return 0;
 	}
 	for (unsigned i = 0; i < res.n; i++)
-		deliver(s, e, res.acc[i].addr, res.acc[i].size, res.acc[i].rw, res.acc[i].flags,
-			w * access_words(&res.acc[i]));
+		deliver(s, e, res.acc[i].addr, res.acc[i].size, res.acc[i].rw, res.acc[i].flags, w);
 	return (int)res.n;
 }
 
