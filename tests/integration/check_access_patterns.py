@@ -5,7 +5,10 @@ tests/workloads/access_patterns (built -O1 and -O2; ~4 s each). For every patter
 movs/stos, spilled pointers) the hot buffer's context must have >= MIN_SAMPLES access
 samples and >= RATIO x the est_accesses of the cold buffer's context (written once at
 allocation); `query data` lists the static table and no row without a symbol. Prints
-one line per pattern: hot and cold samples and estimates."""
+one line per pattern: hot and cold samples and estimates. Then a fixed amount of pointer
+chasing (--passes CHASE_PASSES): the chase context's est_accesses must be within
+CHASE_BOUND x the loads the workload does (its loop waits on misses; weighted as if it
+retired one instruction per cycle it was 6.4x over)."""
 import argparse
 import json
 import os
@@ -18,6 +21,12 @@ import mpdtest  # noqa: E402
 PATTERNS = ("static_heap", "chase", "simd", "string", "rep", "spill")
 RATIO = 20
 MIN_SAMPLES = 20
+CHASE_PASSES = 60
+CHASE_BOUND = 3.0
+# tests/workloads/access_patterns.c: CHECK_EVERY passes per --passes unit, one load per
+# node of BUF_BYTES / NODE_BYTES, the nodes linked once (one write each).
+CHASE_NODES = 256 * 1024 // 64
+CHASE_LOADS = CHASE_PASSES * 64 * CHASE_NODES + CHASE_NODES
 
 
 def frames_have(c, name):
@@ -67,6 +76,32 @@ def check_one(memprofd, workload, seconds, tmp, errs):
                         % (name, pat, he, RATIO, ce))
 
 
+def check_chase(memprofd, workload, tmp, errs):
+    name = os.path.basename(workload)
+    db = os.path.join(tmp, name + ".chase.db")
+    p = mpdtest.record(memprofd, db, [workload, "--passes", str(CHASE_PASSES)],
+                       extra=("--access", "soft", "--freq", "1000"), timeout=120)
+    if p.returncode != 0:
+        errs.append("%s --passes: record failed: %s" % (name, mpdtest.describe(p)))
+        return
+    try:
+        ctxs = mpdtest.query_contexts(memprofd, db)
+    except RuntimeError as e:
+        errs.append("%s --passes: %s" % (name, e))
+        return
+    cs = [c for c in ctxs if frames_have(c, "hot_chase")]
+    est = sum(c.get("est_accesses", 0) for c in cs)
+    samples = sum(c.get("access_samples", 0) for c in cs)
+    ratio = est / CHASE_LOADS
+    mpdtest.log("%-20s chase --passes %d: %d samples, est %d, loads %d: x%.2f"
+                % (name, CHASE_PASSES, samples, est, CHASE_LOADS, ratio))
+    if samples < MIN_SAMPLES:
+        errs.append("%s chase --passes: %d samples, expected >= %d" % (name, samples, MIN_SAMPLES))
+    elif not 1 / CHASE_BOUND <= ratio <= CHASE_BOUND:
+        errs.append("%s chase --passes: est_accesses %d is x%.2f the %d loads done (want "
+                    "within %.0fx)" % (name, est, ratio, CHASE_LOADS, CHASE_BOUND))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
@@ -78,6 +113,7 @@ def main():
     errs = []
     for w in a.workload:
         check_one(a.memprofd, w, a.seconds, tmp, errs)
+        check_chase(a.memprofd, w, tmp, errs)
     mpdtest.finish(errs, "soft source: every pattern's hot context >= %dx its cold one" % RATIO,
                    tmp)
 
