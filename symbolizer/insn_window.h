@@ -35,6 +35,7 @@ struct insn_win_result {
 	uint64_t block;                /* the window's straight-line run (build-id, first
 	                                * instruction, length): the same for every IP in it */
 	unsigned pos;                  /* the IP's index in that run */
+	bool dep_load;                 /* a read in it takes its address from a read in it */
 	struct insn_access acc[INSN_WIN_ACC_MAX];
 };
 
