@@ -23,7 +23,7 @@ struct insn_window {
 	uint64_t bid_hash, off;
 	bool used, ok;             /* ok: the IP was an instruction boundary */
 	uint8_t n, ninsns, nmem, lost, pos;
-	bool dep_load;
+	bool dep_load, ip_rep;
 	uint64_t block;
 	struct wacc a[INSN_WIN_ACC_MAX];
 };
@@ -307,6 +307,8 @@ const struct insn_window *insn_win_decode(struct insn_decoder *d, const uint8_t 
 	win->ninsns = (uint8_t)(nb + nf ? nb + nf : 1);
 	win->pos = (uint8_t)nb;
 	win->dep_load = dependent_load(v, nb + nf);
+	for (unsigned k = 0; nf && k < v[nb].d.n; k++)
+		win->ip_rep |= (v[nb].d.m[k].flags & INSN_F_REP) != 0;
 	win->block = insn__mix(bh ^ win->ninsns, off - (ip - start)) | 1;
 	win->ok = true;
 	return win;
@@ -321,6 +323,7 @@ unsigned insn_win_eval(struct insn_decoder *d, const struct insn_window *w, uint
 	res->block = w->block;
 	res->pos = w->pos;
 	res->dep_load = w->dep_load;
+	res->ip_rep = w->ip_rep;
 	if (!w->ok)
 		return 0;
 	d->wst.samples++;
