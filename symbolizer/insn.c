@@ -248,8 +248,11 @@ void insn__fill(struct insn_decoder *d, struct insn_decoded *e, const cs_insn *c
 		if (id == X86_INS_POP && m.base == SLOT(rsp))
 			m.disp += stack_sz;
 		if (is_string_insn(id) && (m.base == SLOT(rsi) || m.base == SLOT(rdi)) &&
-		    m.index == R_NONE && m.disp == 0)
+		    m.index == R_NONE && m.disp == 0) {
 			m.flags |= INSN_F_STRING;
+			if (x->prefix[0] == X86_PREFIX_REP || x->prefix[0] == X86_PREFIX_REPNE)
+				m.flags |= INSN_F_REP;
+		}
 		if (post) {
 			bool hit = false;
 			for (unsigned k = 0; k < nws; k++)

@@ -34,6 +34,7 @@ enum insn_op_flag {
 	INSN_F_STRING = 8,        /* string instruction through rsi/rdi (incl. rep) */
 	INSN_F_RIP = 16,          /* RIP-relative: static data or constants of the binary */
 	INSN_F_CHASED = 32,       /* pointer chase: the next node's field, not this load's */
+	INSN_F_REP = 64,          /* string instruction with a rep prefix: many accesses */
 };
 
 struct insn_access {

@@ -22,7 +22,9 @@ struct wacc {
 struct insn_window {
 	uint64_t bid_hash, off;
 	bool used, ok;             /* ok: the IP was an instruction boundary */
-	uint8_t n, ninsns, nmem, lost;
+	uint8_t n, ninsns, nmem, lost, pos;
+	bool dep_load, ip_rep;
+	uint64_t block;
 	struct wacc a[INSN_WIN_ACC_MAX];
 };
 
@@ -157,6 +159,40 @@ static void dataflow(struct insn_window *win, const struct winsn *v, unsigned nb
 	}
 }
 
+/* A heap-like read: not the stack, not the binary's own data (RIP-relative). */
+static bool chase_read(const struct dmem *m)
+{
+	return (m->rw & INSN_READ) && !(m->flags & (INSN_F_STACK | INSN_F_RIP)) &&
+	       m->base != SLOT(rsp);
+}
+
+/* Whether a read of the window takes its address from what a read of the window loaded
+ * (itself included, a loop's next pass too: mov (%rax),%rax): a pointer chase, whose
+ * time goes to waiting on the load before. Two passes over the run for the loop's wrap. */
+static bool dependent_load(const struct winsn *v, unsigned n)
+{
+	uint32_t loaded = 0;
+
+	for (unsigned pass = 0; pass < 2; pass++)
+		for (unsigned i = 0; i < n; i++) {
+			bool reads = false;
+			for (unsigned k = 0; k < v[i].d.n; k++) {
+				const struct dmem *m = &v[i].d.m[k];
+				if (!chase_read(m))
+					continue;
+				reads = true;
+				if ((m->base < NSLOTS && (loaded >> m->base & 1)) ||
+				    (m->index < NSLOTS && (loaded >> m->index & 1)))
+					return true;
+			}
+			if (reads)
+				loaded |= v[i].ef.unknown;
+			else
+				loaded &= ~v[i].ef.unknown;
+		}
+	return false;
+}
+
 /* First pass: the window's first instruction (after the last branch before ip, at or
  * after the last direct branch target <= ip, at most INSN_WIN_BACK_MAX back); 0 when ip
  * is not an instruction boundary. */
@@ -269,6 +305,11 @@ const struct insn_window *insn_win_decode(struct insn_decoder *d, const uint8_t 
 	cs_free(ci, 1);
 	dataflow(win, v, nb, nf, ip);
 	win->ninsns = (uint8_t)(nb + nf ? nb + nf : 1);
+	win->pos = (uint8_t)nb;
+	win->dep_load = dependent_load(v, nb + nf);
+	for (unsigned k = 0; nf && k < v[nb].d.n; k++)
+		win->ip_rep |= (v[nb].d.m[k].flags & INSN_F_REP) != 0;
+	win->block = insn__mix(bh ^ win->ninsns, off - (ip - start)) | 1;
 	win->ok = true;
 	return win;
 }
@@ -279,6 +320,10 @@ unsigned insn_win_eval(struct insn_decoder *d, const struct insn_window *w, uint
 	res->n = 0;
 	res->ninsns = w->ok ? w->ninsns : 0;
 	res->nmem = w->nmem;
+	res->block = w->block;
+	res->pos = w->pos;
+	res->dep_load = w->dep_load;
+	res->ip_rep = w->ip_rep;
 	if (!w->ok)
 		return 0;
 	d->wst.samples++;

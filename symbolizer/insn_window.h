@@ -32,6 +32,12 @@ struct insn_win_result {
 	unsigned n;                    /* accesses in acc[] */
 	unsigned ninsns;               /* instructions in the window (>= 1): the weight divisor */
 	unsigned nmem;                 /* memory operands in the window, recovered or not */
+	uint64_t block;                /* the window's straight-line run (build-id, first
+	                                * instruction, length): the same for every IP in it */
+	unsigned pos;                  /* the IP's index in that run */
+	bool dep_load;                 /* a read in it takes its address from a read in it */
+	bool ip_rep;                   /* the IP is a rep string instruction: the sample's time
+	                                * went to its iterations */
 	struct insn_access acc[INSN_WIN_ACC_MAX];
 };
 

@@ -135,8 +135,9 @@ static int setup(struct recorder *r, enum access_src req, uint64_t freq, uint64_
 		return e;
 	}
 	if (r->access.src == ACCESS_SOFT)
-		fprintf(stderr, "memprofd: access: soft: %.2f instructions per ns of CPU time "
-			"(measured on this CPU)\n", src_soft_insns_per_ns(r->soft));
+		fprintf(stderr, "memprofd: access: soft: %.2f instructions per ns of CPU time, "
+			"rep movs %.1f bytes per ns (measured on this CPU)\n",
+			src_soft_insns_per_ns(r->soft), src_soft_rep_bytes_per_ns(r->soft));
 	return 0;
 }
 

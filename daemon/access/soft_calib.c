@@ -2,6 +2,8 @@
  * dependent adds (8 cycles: an add's latency is one cycle); the counter and branch run
  * beside them. So iterations x 8 / thread CPU ns is the clock in cycles per ns. */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "daemon/access/soft_calib.h"
 
@@ -62,4 +64,40 @@ double soft_calib_insns_per_ns(double fallback)
 	double ghz = soft_calib_cycles_per_ns();
 
 	return ghz > 0 ? ghz * SOFT_EST_IPC : fallback;
+}
+
+double soft_calib_rep_bytes_per_ns(void)
+{
+#if defined(__x86_64__)
+	char *src = malloc(SOFT_CALIB_REP_BYTES), *dst = malloc(SOFT_CALIB_REP_BYTES);
+	uint64_t best = 0;
+
+	if (!src || !dst) {
+		free(src);
+		free(dst);
+		return 0;
+	}
+	memset(src, 1, SOFT_CALIB_REP_BYTES);
+	memset(dst, 2, SOFT_CALIB_REP_BYTES);
+	for (int r = 0; r < SOFT_CALIB_REPEATS + 1; r++) {   /* the first warms the caches */
+		uint64_t t0 = thread_ns();
+		for (int c = 0; c < SOFT_CALIB_REP_COPIES; c++) {
+			void *d = dst;
+			const void *sp = src;
+			size_t n = SOFT_CALIB_REP_BYTES;
+			__asm__ volatile("rep movsb" : "+D"(d), "+S"(sp), "+c"(n) : : "memory");
+		}
+		uint64_t t1 = thread_ns();
+		if (r && t0 && t1 > t0 && (!best || t1 - t0 < best))
+			best = t1 - t0;
+	}
+	free(src);
+	free(dst);
+	if (!best)
+		return 0;
+	double bpns = (double)SOFT_CALIB_REP_BYTES * SOFT_CALIB_REP_COPIES / (double)best;
+	return bpns >= SOFT_CALIB_REP_MIN && bpns <= SOFT_CALIB_REP_MAX ? bpns : 0;
+#else
+	return 0;
+#endif
 }

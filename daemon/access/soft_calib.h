@@ -20,3 +20,14 @@ double soft_calib_cycles_per_ns(void);
 /* The instruction rate for the soft estimator: cycles per ns x SOFT_EST_IPC, or
  * fallback when the clock cannot be measured. */
 double soft_calib_insns_per_ns(double fallback);
+
+#define SOFT_CALIB_REP_BYTES 32768  /* copied by one rep movsb measurement (L1/L2-resident) */
+#define SOFT_CALIB_REP_COPIES 64    /* copies per measurement (~100 us: above the clock's cost) */
+#define SOFT_CALIB_REP_MIN 0.5      /* bytes per ns accepted from a measurement */
+#define SOFT_CALIB_REP_MAX 1024.0
+
+/* This CPU's rep movsb rate, bytes per ns of thread CPU time (best of SOFT_CALIB_REPEATS
+ * runs of SOFT_CALIB_REP_COPIES copies of SOFT_CALIB_REP_BYTES, cache-resident: a copy from memory is slower, so a
+ * sample in a rep string instruction is over- rather than under-counted), or 0 when it
+ * cannot be measured. */
+double soft_calib_rep_bytes_per_ns(void);

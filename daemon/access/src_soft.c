@@ -16,6 +16,7 @@
 #include "daemon/alloc/intern.h"
 #include "daemon/access/src_soft.h"
 #include "daemon/access/soft_calib.h"
+#include "daemon/access/soft_stall.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
 #include "symbolizer/insn_window.h"
@@ -50,7 +51,9 @@ struct src_soft {
 	struct src_events ev;
 	double scale;                /* of every event's configured rate (src_soft_set_scale) */
 	double ipns;                 /* instructions per ns of CPU a timer sample stands for */
+	double rep_bpns;             /* rep movsb bytes per ns (0: unmeasured, ipns used) */
 	struct insn_decoder *dec;
+	struct soft_stall *stall;    /* per-block sample shares (NULL: weights as configured) */
 	struct hmap procs;           /* hash(tgid) -> struct sproc * */
 	struct hmap syms;            /* hash(build-id) -> struct symslot * */
 	size_t nprocs;
@@ -323,6 +326,28 @@ static int handle_pmu(struct src_soft *s, const struct soft_event *e, const stru
 	return 1;
 }
 
+/* A sample inside a rep string instruction stands for its iterations: period x this
+ * CPU's rep rate in 8-byte words, for each of its accesses (source and destination). */
+static int deliver_rep(struct src_soft *s, const struct soft_event *e,
+		       const struct insn_win_result *wres, uint64_t w)
+{
+	int n = 0;
+
+	if (s->rep_bpns > 0)
+		w = (uint64_t)((double)e->period * s->rep_bpns / 8 + 0.5);
+	for (unsigned i = 0; i < wres->n; i++)
+		if (wres->acc[i].flags & INSN_F_REP) {
+			deliver(s, e, wres->acc[i].addr, wres->acc[i].size, wres->acc[i].rw,
+				wres->acc[i].flags, w ? w : 1);
+			n++;
+		}
+	if (!n)
+		s->st.no_access++;
+	else
+		s->st.from_window++;
+	return n;
+}
+
 /* The sample stands for the window's instructions alike, so for w x nmem / ninsns
  * accesses; they are spread over the accesses recovered (those whose registers were
  * overwritten are assumed to go where the recovered ones go). */
@@ -372,8 +397,15 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 	m = p ? find_map(p, ip) : NULL;
 	if (!m)
 		s->st.no_mapping++;
-	if (m && m->path[0] == '/' && window_access(s, p, m, ip, &ctx, &wres))
-		return deliver_window(s, e, &wres, w);
+	if (m && m->path[0] == '/' && window_access(s, p, m, ip, &ctx, &wres)) {
+		if (wres.ip_rep)
+			return deliver_rep(s, e, &wres, w);
+		/* Only where a load waits on a load: elsewhere samples also pile up on the
+		 * first instruction of a group retired together, which is no stall. */
+		double f = wres.dep_load ? soft_stall_note(s->stall, wres.block, wres.pos,
+							    wres.ninsns) : 1.0;
+		return deliver_window(s, e, &wres, (uint64_t)((double)w * f + 0.5));
+	}
 	if (m && m->path[0] == '/') {
 		uint64_t off = map_entry_file_offset(m, ip);
 		const char *bid = map_bid(p, m);
@@ -449,6 +481,11 @@ double src_soft_insns_per_ns(const struct src_soft *s)
 	return s->ipns;
 }
 
+double src_soft_rep_bytes_per_ns(const struct src_soft *s)
+{
+	return s->rep_bpns;
+}
+
 int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft_cb cb,
 		  void *arg, char *err, size_t errsz)
 {
@@ -467,6 +504,12 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 		src_pmu_soft(&po, &s->ev, why, sizeof(why));
 	}
 	s->ipns = soft_calib_insns_per_ns(SOFT_EST_INSNS_PER_NS);   /* this run, this CPU */
+	s->rep_bpns = soft_calib_rep_bytes_per_ns();
+	/* MEMPROFD_SOFT_STALL=off: the clock x IPC weights alone (bench/access_dhat*.py's
+	 * side-by-side). A table that cannot be allocated leaves them so too. */
+	const char *stall = getenv("MEMPROFD_SOFT_STALL");
+	if (!(stall && !strcmp(stall, "off")) && soft_stall_open(&s->stall) < 0)
+		s->stall = NULL;
 	s->skel = soft_bpf__open();
 	if (!s->skel) {
 		r = -errno;
@@ -691,6 +734,7 @@ void src_soft_close(struct src_soft *s)
 	free(s->fds);
 	free(s->fd_ev);
 	free(s->fd_cpu);
+	soft_stall_close(s->stall);
 	soft_bpf__destroy(s->skel);
 	hmap_foreach(&s->procs, i) {
 		sproc_drop(s->procs.vals[i]);

@@ -24,11 +24,14 @@
 #include "base/clock.h"
 
 /* An IP the kernel could not turn into (build-id, offset): try the process's maps. */
-static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
+static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip,
+			       struct binary **out)
 {
 	struct iframe f = { "", ip };
 	const struct map_entry *m;
 	struct binary *b;
+
+	*out = NULL;
 
 	procmaps_load(p);
 	m = maps_find(&p->maps, ip);
@@ -39,6 +42,7 @@ static struct iframe resolve_ip(struct recorder *r, struct proc *p, uint64_t ip)
 		return f;
 	f.build_id = b->build_id;
 	f.offset = ip - m->start + m->offset;
+	*out = b;
 	return f;
 }
 
@@ -67,7 +71,8 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 	struct iframe f[ALLOC_MAX_FRAMES];
 	unsigned n = 0, max = e->nframes, bare = 0;
 	struct proc *p = events_proc(r, e->h.tgid, e->h.start_ns);
-	bool scanned = false, truncated = false;
+	bool scanned = false, truncated = false, own = false;
+	struct binary *b, *outer = NULL;
 
 	if (!p)
 		return;
@@ -84,7 +89,7 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 	for (unsigned i = 0; i < max && n < ALLOC_MAX_FRAMES; i++) {
 		const struct ev_frame *ef = &e->frames[i];
 		if (ef->status == 1) {
-			struct binary *b = bin_by_raw(&r->procs, ef->build_id);
+			b = bin_by_raw(&r->procs, ef->build_id);
 			if (!b && !scanned) {
 				bin_scan_process(&r->procs, p);
 				scanned = true;
@@ -92,15 +97,18 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 			}
 			if (b) {
 				f[n].build_id = b->build_id;
+				own |= !ustack_fp_exempt(b);
 				ustack_check_fp_frame(r, p, b);
 			} else {
 				char hex[41];
+				own = true;   /* unknown: not known to be a runtime object */
 				elf_hex(ef->build_id, 20, hex, sizeof(hex));
 				f[n].build_id = intern_str(&r->in, hex);
 			}
 			f[n].offset = ef->offset;
 		} else if (ef->status == 2) {
-			f[n] = resolve_ip(r, p, ef->ip);
+			f[n] = resolve_ip(r, p, ef->ip, &b);
+			own |= b && !ustack_fp_exempt(b);
 			if (!*f[n].build_id && !exec_mapped(p, ef->ip)) {
 				truncated = true;   /* never a frame outside the executable mappings */
 				break;
@@ -108,10 +116,24 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 		} else {
 			break;
 		}
+		outer = b;
 		if (!f[n].build_id) {
 			f[n].build_id = "";
 		}
 		n++;
+	}
+	p->fp_reached_own |= own && n;
+	if (n && !own && p->fp_mode && outer && !ustack_is_loader(outer)) {
+		/* The walk never reached the program nor the loader's constructor calls: cut
+		 * by a runtime object's use of %rbp. An undecided process's stack has its copy
+		 * right behind it in the ring: that one stands for the key. Before any walk
+		 * reached the program it may be a constructor's (libstdc++'s emergency pool,
+		 * once, from _dl_init): marked, no switch. */
+		if (e->key & ALLOC_USTACK_KEY)
+			return;
+		truncated = true;
+		if (p->fp_reached_own)
+			ustack_fp_cut(r, p, outer);
 	}
 	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
 	if (!s)
@@ -139,6 +161,7 @@ static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
 	if (parent && !p->fp_checked) {   /* BPF copied the parent's unwinding mode */
 		p->fp_checked = parent->fp_checked;
 		p->fp_mode = parent->fp_mode;
+		p->fp_reached_own = parent->fp_reached_own;
 	}
 	if (parent && (!*p->exe || !*p->build_id)) {
 		p->exe = parent->exe;
@@ -174,6 +197,7 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 	unwinder_free(p->uw);     /* the new image maps other objects */
 	p->uw = NULL;
 	p->fp_checked = false;   /* decided again at the new image's first stack */
+	p->fp_reached_own = false;
 	p->maps_reloads = 0;
 	ustack_decide_exec(r, p);
 }

@@ -29,6 +29,7 @@ struct proc {
 	struct unwinder *uw;       /* DWARF unwinder of this image (daemon/alloc/unwind.c), lazily */
 	bool fp_checked;           /* its objects were checked for frame pointers (fpcheck.c) */
 	bool fp_mode;              /* and all keep them: BPF walks them (unwind_modes) */
+	bool fp_reached_own;       /* a walked stack reached the program's own frames */
 	uint64_t stack_top;        /* main stack copied up to here (ustack.c), 0: whole */
 	unsigned maps_reloads;     /* re-reads of maps for frames outside them (ustack.c) */
 	bool forget;               /* recorder_forget_exited's scratch mark */

@@ -17,9 +17,9 @@
 #include "symbolizer/fpcheck.h"
 
 /* Runtime objects whose frames sit below main or rarely between an allocation and its
- * caller (libstdc++ calls operator new from out-of-line string and container code: such
- * frames can be lost by the frame-pointer walk, a known limit): their lack of frame
- * pointers does not send a process to copied stacks. */
+ * caller: their lack of frame pointers does not send a process to copied stacks. Where
+ * one does sit there (libstdc++'s out-of-line string code), the walk that never reaches
+ * the program is caught when it arrives (events.c, ustack_fp_cut). */
 static const char *const fp_exempt[] = { "libc.so.6", "ld-linux-x86-64.so.2", "libstdc++.so.6",
 					  "libgcc_s.so.1", "libm.so.6" };
 
@@ -205,6 +205,40 @@ void ustack_check_fp_frame(struct recorder *r, struct proc *p, struct binary *b)
 	    binary_fp(b, NULL, NULL) >= 0 ||
 	    fp_exempt_path(b->path))
 		return;   /* not walked by frame pointers, or b keeps them (or is unreadable) */
+	p->fp_mode = false;
+	set_mode(r, p, UNWIND_DWARF);
+}
+
+bool ustack_fp_exempt(const struct binary *b)
+{
+	return b && fp_exempt_path(b->path);
+}
+
+bool ustack_is_loader(const struct binary *b)
+{
+	const char *base = b ? strrchr(b->path, '/') : NULL;
+
+	base = base ? base + 1 : b ? b->path : "";
+	return !strncmp(base, "ld-linux", 8);
+}
+
+/* Objects whose out-of-line code allocates on the program's behalf in its hot paths
+ * (std::string's members): a walk cut there sends the process to copied stacks. A walk
+ * cut in libc (stdio buffers, strdup) is only marked: switching a C program to copied
+ * stacks at its first printf would cost every later allocation a copy. */
+static const char *const fp_cut_switch[] = { "libstdc++.so.6", "libgcc_s.so.1", "libm.so.6" };
+
+void ustack_fp_cut(struct recorder *r, struct proc *p, const struct binary *outer)
+{
+	const char *base = strrchr(outer->path, '/');
+	bool sw = false;
+
+	base = base ? base + 1 : outer->path;
+	for (size_t i = 0; i < sizeof(fp_cut_switch) / sizeof(fp_cut_switch[0]); i++)
+		sw |= !strncmp(base, fp_cut_switch[i], strlen(fp_cut_switch[i]));
+	if (!sw || r->unwind_modes_fd <= 0 || !p->fp_mode ||
+	    forced_mode(UNWIND_DWARF) != UNWIND_DWARF)
+		return;
 	p->fp_mode = false;
 	set_mode(r, p, UNWIND_DWARF);
 }

@@ -21,6 +21,16 @@ void ustack_decide_exec(struct recorder *r, struct proc *p);
 /* A frame-pointer-walked stack of p named binary b: if b lacks frame pointers (dlopen'd
  * after the decision), the process goes to copied stacks. */
 void ustack_check_fp_frame(struct recorder *r, struct proc *p, struct binary *b);
+/* Whether b is one of the runtime objects exempt from the frame-pointer check. */
+bool ustack_fp_exempt(const struct binary *b);
+/* Whether b is the dynamic loader, whose _dl_init runs constructors before main: a stack
+ * ending there is whole though all its frames are the runtime's. */
+bool ustack_is_loader(const struct binary *b);
+/* A frame-pointer-walked stack of p never left the exempt objects (libstdc++'s string
+ * code, libc's stdio, both using %rbp as a plain register) and ended in outer: the walk
+ * was cut before the program's own frames. Cut in libstdc++ (or libgcc_s, libm), p goes
+ * to copied stacks (DWARF) from now on. */
+void ustack_fp_cut(struct recorder *r, struct proc *p, const struct binary *outer);
 /* The binary mapped at e in process p (cached by device, inode and path), or NULL. */
 struct binary *ustack_map_binary(struct recorder *r, struct proc *p, const struct map_entry *e);
 /* The context of an allocation's key is no longer needed (the allocation died): a

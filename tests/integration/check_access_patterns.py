@@ -5,7 +5,11 @@ tests/workloads/access_patterns (built -O1 and -O2; ~4 s each). For every patter
 movs/stos, spilled pointers) the hot buffer's context must have >= MIN_SAMPLES access
 samples and >= RATIO x the est_accesses of the cold buffer's context (written once at
 allocation); `query data` lists the static table and no row without a symbol. Prints
-one line per pattern: hot and cold samples and estimates."""
+one line per pattern: hot and cold samples and estimates. Then a fixed amount of work
+(--passes CHASE_PASSES): the pointer chase's and the rep movsb/stosq's est_accesses must
+be within CHASE_BOUND x what the workload does (loads; 8-byte words moved). Weighted as
+if they retired one instruction per cycle, the chase was 6.9x over (its loop waits on
+misses) and rep 0.13x (one access per sample for a copy of many words)."""
 import argparse
 import json
 import os
@@ -18,6 +22,15 @@ import mpdtest  # noqa: E402
 PATTERNS = ("static_heap", "chase", "simd", "string", "rep", "spill")
 RATIO = 20
 MIN_SAMPLES = 20
+CHASE_PASSES = 60
+CHASE_BOUND = 3.0
+# tests/workloads/access_patterns.c: CHECK_EVERY passes per --passes unit, one load per
+# node of BUF_BYTES / NODE_BYTES, the nodes linked once (one write each).
+CHASE_NODES = 256 * 1024 // 64
+CHASE_LOADS = CHASE_PASSES * 64 * CHASE_NODES + CHASE_NODES
+# pass_rep: rep movsb of BUF_BYTES / 2 (read and written), rep stosq of BUF_BYTES / 2.
+REP_WORDS = CHASE_PASSES * 64 * (3 * 256 * 1024 // 2) // 8
+FIXED = (("chase", CHASE_LOADS), ("rep", REP_WORDS))
 
 
 def frames_have(c, name):
@@ -67,6 +80,34 @@ def check_one(memprofd, workload, seconds, tmp, errs):
                         % (name, pat, he, RATIO, ce))
 
 
+def check_chase(memprofd, workload, tmp, errs):
+    name = os.path.basename(workload)
+    db = os.path.join(tmp, name + ".chase.db")
+    p = mpdtest.record(memprofd, db, [workload, "--passes", str(CHASE_PASSES)],
+                       extra=("--access", "soft", "--freq", "1000"), timeout=120)
+    if p.returncode != 0:
+        errs.append("%s --passes: record failed: %s" % (name, mpdtest.describe(p)))
+        return
+    try:
+        ctxs = mpdtest.query_contexts(memprofd, db)
+    except RuntimeError as e:
+        errs.append("%s --passes: %s" % (name, e))
+        return
+    for pat, truth in FIXED:
+        cs = [c for c in ctxs if frames_have(c, "hot_" + pat)]
+        est = sum(c.get("est_accesses", 0) for c in cs)
+        samples = sum(c.get("access_samples", 0) for c in cs)
+        ratio = est / truth
+        mpdtest.log("%-20s %s --passes %d: %d samples, est %d, done %d: x%.2f"
+                    % (name, pat, CHASE_PASSES, samples, est, truth, ratio))
+        if samples < MIN_SAMPLES:
+            errs.append("%s %s --passes: %d samples, expected >= %d"
+                        % (name, pat, samples, MIN_SAMPLES))
+        elif not 1 / CHASE_BOUND <= ratio <= CHASE_BOUND:
+            errs.append("%s %s --passes: est_accesses %d is x%.2f the %d accesses done (want "
+                        "within %.0fx)" % (name, pat, est, ratio, truth, CHASE_BOUND))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
@@ -78,6 +119,7 @@ def main():
     errs = []
     for w in a.workload:
         check_one(a.memprofd, w, a.seconds, tmp, errs)
+        check_chase(a.memprofd, w, tmp, errs)
     mpdtest.finish(errs, "soft source: every pattern's hot context >= %dx its cold one" % RATIO,
                    tmp)
 

@@ -180,6 +180,10 @@ static void test_calib(void **state)
 	assert_true(a < 2 * b && b < 2 * a);
 	double r = soft_calib_insns_per_ns(-1);
 	assert_true(r > 0 && r < 2 * a * SOFT_EST_IPC && 2 * r > a * SOFT_EST_IPC);
+	/* rep movsb moves at least a byte per cycle, and no more than 128. */
+	double rep = soft_calib_rep_bytes_per_ns();
+	print_message("  rep movsb: %.1f bytes/ns\n", rep);
+	assert_true(rep >= a && rep <= 128 * a);
 #else
 	assert_true(soft_calib_insns_per_ns(-1) == -1);
 #endif

@@ -1,0 +1,25 @@
+/* soft_stall: where a timer sample's time went inside its straight-line block. The soft
+ * source weights a sample by period x clock x SOFT_EST_IPC, as if every instruction of
+ * its window took one cycle; a block whose samples pile up on one instruction (a load
+ * that misses, a pointer chase) retired far fewer. Measured from the run itself: the
+ * samples each instruction of a block got so far. The median instruction's share stands
+ * for one cycle, so the block takes 1 / share cycles per pass, not ninsns; the weight
+ * factor is ninsns x share, in [SOFT_STALL_MIN_FACTOR, 1] (uniform samples: 1). Cost:
+ * one direct-mapped slot per block, a 48-entry median per sample. */
+#pragma once
+#include <stdint.h>
+
+#define SOFT_STALL_BLOCKS 2048        /* blocks tracked (direct-mapped, power of two) */
+#define SOFT_STALL_INSNS 48           /* instructions per block tracked (insn_window's max) */
+#define SOFT_STALL_MIN_PER_INSN 4     /* samples per instruction before a block's shares count */
+#define SOFT_STALL_MIN_SAMPLES 32     /* and at least these */
+#define SOFT_STALL_MIN_FACTOR (1.0 / 64)
+#define SOFT_STALL_AGE_AT 30000       /* a block's counts are halved at this many samples */
+
+struct soft_stall;
+
+int soft_stall_open(struct soft_stall **out);
+void soft_stall_close(struct soft_stall *st);
+/* Notes a sample at index pos of block (ninsns instructions long) and returns the factor
+ * for its weight; 1 until the block has enough samples, or when ninsns is out of range. */
+double soft_stall_note(struct soft_stall *st, uint64_t block, unsigned pos, unsigned ninsns);
