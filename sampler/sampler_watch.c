@@ -19,6 +19,7 @@
 #include <unistd.h>
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
+#include "sampler/sampler_trap.h"
 #include "sampler/sampler_watch.h"
 
 __extension__ unsigned short memprofd_watch_semaphore __attribute__((unused, section(".probes"), visibility("hidden")));
@@ -130,6 +131,8 @@ void sampler_watch_arm(void *p, size_t n, uint64_t rnd)
 	uint64_t granules = (n + SAMPLER_WATCH_GRANULE - 1) / SAMPLER_WATCH_GRANULE;
 	uintptr_t at = ((uintptr_t)p & ~(uintptr_t)(SAMPLER_WATCH_GRANULE - 1)) +
 		       (uintptr_t)(rnd % (granules ? granules : 1)) * SAMPLER_WATCH_GRANULE;
+
+	sampler_trap_guard();   /* before the first trap can come */
 	int fd = bp_open(at);
 	uint64_t t1 = mono_ns();
 
@@ -174,6 +177,9 @@ static void finish(int fd, uintptr_t p, unsigned extra)
 
 	if (hits >= SAMPLER_WATCH_HITS)
 		flags |= SAMPLER_WATCH_F_CAPPED;
+	if (got && memprofd_watch_semaphore)
+		flags |= (uint64_t)sampler_trap_take_unreported(SAMPLER_WATCH_STRAY_MAX)
+			 << SAMPLER_WATCH_STRAY_SHIFT;
 	lock();
 	tokens_ns -= (int64_t)(t1 - t0);
 	if (hits < SAMPLER_WATCH_HITS)

@@ -268,9 +268,11 @@ void access_report(struct recorder *r)
 			(unsigned long long)r->watch_est, (unsigned long long)r->watch_imputed);
 		fprintf(stderr, "memprofd: access: watch: in-process: %llu watches, %llu traps "
 			"(the allocating thread's accesses only; %llu objects freed by another "
-			"thread); %llu windows dropped (still open at their object's free)\n",
+			"thread); %llu windows dropped (still open at their object's free); "
+			"%llu stray debug traps swallowed\n",
 			(unsigned long long)wc.inproc, (unsigned long long)wc.inproc_traps,
-			(unsigned long long)wc.inproc_shared, (unsigned long long)wc.late_windows);
+			(unsigned long long)wc.inproc_shared, (unsigned long long)wc.late_windows,
+			(unsigned long long)wc.inproc_stray);
 	}
 }
 

@@ -342,6 +342,11 @@ int watch_report(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t add
 	return 0;
 }
 
+void watch_count_stray(struct watch *w, unsigned n)
+{
+	w->c.inproc_stray += n;
+}
+
 static void free_at(struct watch *w, int i)
 {
 	w->objs[i].dead = true;

@@ -54,9 +54,13 @@ struct watch_counts {
 	uint64_t inproc, inproc_traps;   /* the sampler's own watches (watch_report) */
 	uint64_t inproc_shared;   /* ... on objects freed by another thread than their maker */
 	uint64_t late_windows;    /* dropped: still open at their object's free (watch_freed) */
+	uint64_t inproc_stray;    /* debug traps the sampler's SIGTRAP guard swallowed */
 };
 
 struct watch;
+
+/* n debug traps the sampler's SIGTRAP guard swallowed (memprofd:watch's flags >> 24). */
+void watch_count_stray(struct watch *w, unsigned n);
 
 /* Calibrates the trap cost on the calling thread; -ENOENT/-EACCES/-EOPNOTSUPP when the
  * breakpoint PMU is missing or refused. */

@@ -210,7 +210,7 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid)
 	if (n == 1 && !s->r->no_watch && s->nwatch_pending < SAMPLED_WATCH_PENDING &&
 	    (s->watch_paths[s->nwatch_pending] = strdup(path)))
 		s->watch_pids[s->nwatch_pending++] = pid;
-	if (s->r->watch)
+	if (s->r->watch && s->r->watch_inprocess)
 		sampled_attach_watch(s);
 	for (int i = 0; i < SAMPLED_LINKS; i++)
 		if (l[i] && (err = add_link(s, l[i]))) {
@@ -228,7 +228,7 @@ int sampled_attach_watch(struct sampled *s)
 	for (unsigned i = 0; i < s->nwatch_pending; i++) {
 		struct bpf_link *l = NULL;
 
-		if (s->r->watch)
+		if (s->r->watch && s->r->watch_inprocess)
 			l = bpf_program__attach_usdt(s->skel->progs.on_watch, s->watch_pids[i],
 						     s->watch_paths[i], "memprofd", "watch", NULL);
 		if (l && add_link(s, l) == 0)
@@ -594,6 +594,8 @@ static int handle_event(struct sampled *s, void *data, size_t len)
 	}
 	if (h->type == EV_SWATCH) {
 		const struct ev_swatch *e = data;
+		if (len >= sizeof(*e) && r->watch)
+			watch_count_stray(r->watch, e->flags >> SAMPLED_WATCH_STRAY_SHIFT);
 		if (len >= sizeof(*e) && r->watch)
 			watch_report(r->watch, h->tgid, h->start_ns, e->addr, e->hits, e->watched_ns,
 				     e->flags & SAMPLED_WATCH_K_MASK, e->flags & SAMPLED_WATCH_CAPPED,
