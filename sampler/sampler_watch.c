@@ -239,6 +239,16 @@ void sampler_watch_end(void *p)
 	expire(mono_ns());
 }
 
+/* At exit, the swallowed traps no watch's report carried yet, on a report of no object. */
+__attribute__((destructor)) static void report_strays(void)
+{
+	unsigned n;
+
+	while (memprofd_watch_semaphore && (n = sampler_trap_take_unreported(SAMPLER_WATCH_STRAY_MAX)))
+		STAP_PROBE5(memprofd, watch, 0, 0, 0, (uint64_t)n << SAMPLER_WATCH_STRAY_SHIFT,
+			    SAMPLER_WATCH_GRANULE);
+}
+
 void sampler_watch_forget(void)
 {
 	lock_word = 0;
