@@ -485,7 +485,8 @@ static struct istack *context_of(struct sampled *s, struct proc *p, uint64_t key
 /* One sampled object's death, with a = est_accesses from access_samples samples. */
 static void add_sample(struct sampled *s, struct proc *p, struct istack *st, uint64_t size,
 		       uint64_t weight_q16, uint64_t alloc_ns, uint64_t dead_ns, uint32_t acpu,
-		       uint32_t dcpu, uint64_t access_samples, uint64_t est_accesses)
+		       uint32_t dcpu, uint64_t access_samples, uint64_t est_accesses,
+		       const struct watch_est *we)
 {
 	struct recorder *r = s->r;
 	double w = (double)weight_q16 / (double)(1u << SAMPLED_WEIGHT_SHIFT);
@@ -506,6 +507,10 @@ static void add_sample(struct sampled *s, struct proc *p, struct istack *st, uin
 	m.total_access_count = est_accesses > UINT64_MAX / c ? UINT64_MAX : c * est_accesses;
 	m.access_samples = access_samples;
 	m.alloc_samples = nsamples;
+	if (we) {              /* raw evidence, never scaled by c (store/mib.h) */
+		m.watch_hits = we->hits;
+		m.watch_ns = we->watched_s > 0 ? (uint64_t)(we->watched_s * 1e9 + 0.5) : 0;
+	}
 	if (p->exit_mono_ns && dead_ns >= p->exit_mono_ns)
 		mib_mark_live_at_exit(&m);   /* reaped at its process's exit: c objects */
 	int64_t bucket = agg_bucket_of((int64_t)dead_ns + r->mono_to_real_ns);
@@ -553,7 +558,7 @@ int sampled_reap(struct sampled *s, uint32_t tgid, uint64_t start_ns, uint64_t t
 			continue;
 		if (p)
 			add_sample(s, p, context_of(s, p, v.key), v.size, v.weight_q16, v.ts_ns, dead,
-				   v.cpu, cpu, 0, 0);
+				   v.cpu, cpu, 0, 0, NULL);
 	}
 	free(keys);
 	return 0;
@@ -588,7 +593,7 @@ static int handle_event(struct sampled *s, void *data, size_t len)
 			return 0;   /* aggregated when it settles: sampled_object() */
 		}
 		add_sample(s, p, context_of(s, p, e->key), e->size, e->weight_q16, e->alloc_ns,
-			   e->free_ns, e->alloc_cpu, e->free_cpu, 0, 0);
+			   e->free_ns, e->alloc_cpu, e->free_cpu, 0, 0, NULL);
 		ustack_key_done(p, e->key);   /* a copied stack's key is this sample's alone */
 		return 0;
 	}
@@ -692,6 +697,7 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 	struct proc *p = proc_find(&r->procs, o->tgid, o->start_ns);
 	uint64_t samples = o->samples, est = o->est_accesses;
 	struct watch_est we;
+	bool watched = false;
 
 	if (r->watch) {
 		struct carry *c = o->ctx ? carry_get(s, o->ctx) : NULL;
@@ -701,6 +707,7 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 			double a = watch_est_accesses(&we, o->size, o->free_ns - o->alloc_ns);
 
 			est = d2u(a);
+			watched = true;
 			samples += we.hits;
 			r->watch_hits += we.hits;
 			r->watch_est += est;
@@ -715,7 +722,7 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 	}
 	if (p)
 		add_sample(s, p, o->ctx, o->size, o->weight_q16, o->alloc_ns, o->free_ns,
-			   o->alloc_cpu, o->free_cpu, samples, est);
+			   o->alloc_cpu, o->free_cpu, samples, est, watched ? &we : NULL);
 }
 
 int sampled_drain(struct sampled *s)
