@@ -8,7 +8,9 @@ default mode, the soft source at 1 Hz so that its samples cannot decide:
 - alloc_brief_hot has at least one watch's worth of traps behind it (16; the soft source
   gives 2 samples in the whole run), an estimate, a density interval above 0, and is hot
   when a trap is cheap enough to show the hot threshold (see check_watch.py);
-- alloc_brief_cold is not hot;
+- alloc_brief_cold is not hot, and its own watches decide it: no trap over enough watched
+  time says it is not hot, so its class is not `unknown` and its density interval ends
+  below the hot threshold (the store-wide soft samples alone leave it unknown);
 - no target dies: --runs short runs, each sent --stray-traps SIGTRAPs shaped as the
   kernel's debug traps (TRAP_HWBKPT/TRAP_BRKPT, the traps that killed ~1 in 10 targets
   here before the sampler guarded SIGTRAP), all exit 0 and record counts the traps as
@@ -117,6 +119,10 @@ def main():
     if cold["class"] == "hot":
         errs.append("alloc_brief_cold is hot (density %.4g, %d samples)" % (
             cold["lifetime_access_density"], cold["access_samples"]))
+    chi = (cold.get("density_interval") or [0, None])[1]
+    if cold["class"] == "unknown" or chi is None or chi >= HOT_DENSITY:
+        errs.append("alloc_brief_cold is %s with interval %r: its watches did not decide it"
+                    % (cold["class"], cold.get("density_interval")))
     check_no_deaths(a, tmp, errs)
     mpdtest.finish(errs, "in-process watches tell short-lived hot objects from cold ones, "
                    "and no target dies of their traps", tmp)
