@@ -12,6 +12,8 @@
 
 #define WATCH_GRANULE 8                    /* bytes one x86 debug register watches */
 #define WATCH_SLOTS 4                      /* x86 has 4 debug registers per thread */
+#define WATCH_SLOTS_BESIDE_SAMPLER 2       /* windows at once while the sampler arms its own
+                                            * watches (sampler_watch.h's PER_THREAD: 2) */
 #define WATCH_WINDOW_NS 20000000ull        /* a window's length (closed at the next tick) */
 #define WATCH_MAX_HITS 16                  /* traps per thread per window, then disarmed:
                                             * enough to tell a rate at the trap limit */
@@ -35,6 +37,7 @@ struct watch_opts {
 	uint32_t max_hits;        /* 0: WATCH_MAX_HITS */
 	uint64_t window_ns;       /* 0: WATCH_WINDOW_NS */
 	double traps_per_s;       /* 0: WATCH_CPU_SHARE / the calibrated trap cost */
+	unsigned slots;           /* windows open at once, at most WATCH_SLOTS; 0: WATCH_SLOTS */
 };
 
 /* What the windows on one object say. rate is accesses per second per WATCH_GRANULE
