@@ -8,7 +8,9 @@ The sources come from `apt-get source` through a private sources dir (deb-src of
 Debian release in /etc/os-release), nothing changed on the system; they are built with
 frame pointers under WORKDIR. Per program, over the contexts holding 90% of the default
 mode's bytes (matched to exact mode's by their frames):
-  est%     share of those bytes in contexts with a density estimate (accesses seen)
+  est%     share of those bytes in contexts with a density estimate from accesses seen
+  watched% share in contexts with accesses seen or watched (watch_ns > 0: a density of 0
+           with an upper bound is an estimate too)
   decided% share in contexts whose class is not unknown
   spearman rank correlation of the default mode's densities with exact mode's
   agree%   share of bytes whose class is exact mode's
@@ -130,12 +132,14 @@ def compare(default, exact):
         top.append(c)
         acc += c["total_size"]
     est = sum(c["total_size"] for c in top if c["access_samples"] > 0)
+    watched = sum(c["total_size"] for c in top if c["access_samples"] > 0 or c.get("watch_ns", 0) > 0)
     decided = sum(c["total_size"] for c in top if c["class"] != "unknown")
     pairs = [(c, ex[key(c)]) for c in top if key(c) in ex]
     agree = sum(c["total_size"] for c, e in pairs if c["class"] == e["class"])
     rho = spearman([c["lifetime_access_density"] for c, _ in pairs],
                    [e["lifetime_access_density"] for _, e in pairs])
     return {"contexts": len(top), "matched": len(pairs), "est": est / acc if acc else 0,
+            "watched": watched / acc if acc else 0,
             "decided": decided / acc if acc else 0, "spearman": rho,
             "agree": agree / acc if acc else 0}
 
@@ -149,7 +153,7 @@ def main():
     ap.add_argument("--sampler-watch-ppm", help="MEMPROFD_SAMPLER_WATCH_PPM of the default-mode "
                     "runs (the sampler's in-process watches; 0: off)")
     a = ap.parse_args()
-    env = dict(os.environ, MEMPROFD_WATCH_INPROCESS="1")   # opt-in: see the README
+    env = dict(os.environ)
     if a.sampler_watch_ppm is not None:
         env["MEMPROFD_SAMPLER_WATCH_PPM"] = a.sampler_watch_ppm
     mpd = os.path.join(a.build, "cli", "memprofd")
@@ -170,12 +174,13 @@ def main():
         r.update(program=name, windows=w[0], objects=w[1], traps=w[2], trap_us=w[3],
                  inproc=w[4], inproc_traps=w[5])
         rows.append(r)
-    print("%-18s %5s %5s %6s %8s %8s %7s %8s %8s %6s %7s %7s %7s" % (
-        "program", "ctx90", "match", "est%", "decided%", "spearman", "agree%", "windows",
-        "objects", "traps", "trap_us", "inproc", "itraps"))
+    print("%-18s %5s %5s %6s %8s %8s %8s %7s %8s %8s %6s %7s %7s %7s" % (
+        "program", "ctx90", "match", "est%", "watched%", "decided%", "spearman", "agree%",
+        "windows", "objects", "traps", "trap_us", "inproc", "itraps"))
     for r in rows:
-        print("%-18s %5d %5d %5.1f%% %7.1f%% %8.3f %6.1f%% %8s %8s %6s %7s %7s %7s" % (
-            r["program"], r["contexts"], r["matched"], 100 * r["est"], 100 * r["decided"],
+        print("%-18s %5d %5d %5.1f%% %7.1f%% %7.1f%% %8.3f %6.1f%% %8s %8s %6s %7s %7s %7s" % (
+            r["program"], r["contexts"], r["matched"], 100 * r["est"], 100 * r["watched"],
+            100 * r["decided"],
             r["spearman"], 100 * r["agree"], r["windows"], r["objects"], r["traps"], r["trap_us"],
             r["inproc"], r["inproc_traps"]))
     if a.csv:

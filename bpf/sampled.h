@@ -76,3 +76,4 @@ struct ev_swatch {
 #define SAMPLED_WATCH_K_MASK 0xffffu
 #define SAMPLED_WATCH_CAPPED 0x10000u
 #define SAMPLED_WATCH_OTHER_THREAD 0x40000u   /* freed by another thread than the allocating one */
+#define SAMPLED_WATCH_STRAY_SHIFT 24          /* debug traps the sampler's guard swallowed */

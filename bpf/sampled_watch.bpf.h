@@ -14,8 +14,14 @@ int BPF_USDT(on_watch, u64 addr, u64 hits, u64 watched_ns, u64 flags, u64 granul
 	if (!is_target(tgid))
 		return 0;
 	v = bpf_map_lookup_elem(&live, &k);
-	if (!v || (v->flags & SAMPLED_F_THINNED))
-		return 0;    /* an object the daemon does not follow */
+	if (!v || (v->flags & SAMPLED_F_THINNED)) {
+		/* An object the daemon does not follow: only the swallowed traps' count. */
+		if (!(flags >> SAMPLED_WATCH_STRAY_SHIFT))
+			return 0;
+		v = NULL;
+		addr = hits = watched_ns = 0;
+		flags &= ~(u64)((1u << SAMPLED_WATCH_STRAY_SHIFT) - 1);
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(CNT_DROP_RINGBUF);
@@ -23,7 +29,7 @@ int BPF_USDT(on_watch, u64 addr, u64 hits, u64 watched_ns, u64 flags, u64 granul
 	}
 	e->h.type = EV_SWATCH;
 	e->h.tgid = tgid;
-	e->h.start_ns = v->start_ns;
+	e->h.start_ns = v ? v->start_ns : 0;
 	e->addr = addr;
 	e->hits = hits;
 	e->watched_ns = watched_ns;

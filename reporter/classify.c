@@ -4,7 +4,8 @@
  * CLASSIFY_MIN_EXPECTED_SAMPLES samples, or it had accesses; unknown otherwise. Pure
  * functions of the combined MIB's four summed fields (alloc_count, total_size,
  * total_lifetime_ns, total_access_count: what a store_ctx_filter's accept() sees) and of
- * the store's evidence, so every reader agrees. */
+ * the store's evidence and of the MIB's own watch evidence (watch_ns: the time its
+ * objects' granules were watched), so every reader agrees. */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -59,10 +60,18 @@ double classify_density(const struct mib *m)
 	return store_lifetime_access_density(m);
 }
 
+/* Traps m's watches would have taken at the hot threshold. */
+static double expected_hot_traps(const struct mib *m)
+{
+	return CLASSIFY_HOT_DENSITY * CLASSIFY_WATCH_GRANULE * (double)m->watch_ns / 1e9;
+}
+
 double classify_expected_hot_samples(const struct mib *m, const struct classify_evidence *ev)
 {
-	if (!ev || ev->access_weight <= 0 || !m->alloc_count)
+	if (!m->alloc_count)
 		return 0;
+	if (!ev || ev->access_weight <= 0)
+		return expected_hot_traps(m);
 
 	double bytes = (double)m->total_size;
 	double life_s = (double)classify_avg_lifetime_ns(m) / 1e9;
@@ -71,7 +80,7 @@ double classify_expected_hot_samples(const struct mib *m, const struct classify_
 		bytes *= -expm1(-(bytes / (double)m->alloc_count) / ev->sampler_mean);
 	if (life_s < 0.001)
 		life_s = 0.001;     /* as store_lifetime_access_density() */
-	return CLASSIFY_HOT_DENSITY * bytes * life_s / ev->access_weight;
+	return CLASSIFY_HOT_DENSITY * bytes * life_s / ev->access_weight + expected_hot_traps(m);
 }
 
 enum classify_class classify_mib(const struct mib *m, const struct classify_evidence *ev)

@@ -24,6 +24,10 @@ struct store;
 /* sampler/sampler.h's SAMPLER_DEFAULT_MEAN (reporter/ may not include sampler/; the unit
  * test holds the two equal). */
 #define CLASSIFY_SAMPLER_MEAN (512u << 10)
+/* Bytes one hardware watch covers (the watches' granule, daemon/access/watch.h and
+ * sampler/sampler_watch.h): at the hot threshold a watched granule is accessed
+ * CLASSIFY_HOT_DENSITY * this many times a second. */
+#define CLASSIFY_WATCH_GRANULE 8.0
 
 enum classify_class { CLASSIFY_NOTCOLD, CLASSIFY_COLD, CLASSIFY_HOT, CLASSIFY_UNKNOWN,
 		      CLASSIFY_NCLASSES };
@@ -42,7 +46,9 @@ int classify_evidence_load(struct store *s, struct classify_evidence *ev);
 uint64_t classify_avg_lifetime_ns(const struct mib *m);
 double classify_density(const struct mib *m);
 /* Access samples a context of m's bytes and lifetimes would have given at exactly
- * CLASSIFY_HOT_DENSITY: hot density * sampled bytes * average lifetime s / weight. */
+ * CLASSIFY_HOT_DENSITY: hot density * sampled bytes * average lifetime s / weight, plus
+ * the traps its own watches would have taken: hot density * granule * watched granule-
+ * seconds (m->watch_ns; counted with or without ev). */
 double classify_expected_hot_samples(const struct mib *m, const struct classify_evidence *ev);
 /* hot if density > CLASSIFY_HOT_DENSITY; unknown if no access was seen and fewer than
  * CLASSIFY_MIN_EXPECTED_SAMPLES were expected at the hot threshold (a context with

@@ -118,6 +118,7 @@ struct src_schema {
 	bool truncated;         /* issue 16: stacks.truncated */
 	bool mib_density;       /* issue 17: mib.min_access_density and the other extremes */
 	bool run_missed;        /* v11: runs.missed_exec/_late/_unknown, flushed_ns (issue 18) */
+	bool mib_watch;         /* issue 15: mib.watch_hits, watch_ns */
 };
 
 /* Whether the input has table (column NULL) or table.column. */
@@ -163,6 +164,8 @@ static int src_schema_read(struct merger *m, struct src_schema *sch)
 		r = src_has(m, "mib", "min_access_density", &sch->mib_density);
 	if (!r)
 		r = src_has(m, "runs", "missed_exec", &sch->run_missed);
+	if (!r)
+		r = src_has(m, "mib", "watch_hits", &sch->mib_watch);
 	return r;
 }
 
@@ -211,20 +214,22 @@ static int copy_runs(struct merger *m, const struct src_schema *sch, const char 
  * migration derived it); second: its histogram (m.access_hist, NULL before schema 6). */
 static const char copy_mib_sql[] =
 	"INSERT INTO main.mib(context_id, process_id, run_id, bucket_start" STORE__MIB_FIELDS(COL)
-	STORE__MIB_V9_FIELDS(COL) STORE__MIB_V12_FIELDS(COL) ", access_hist) SELECT mc.dst, mp.dst,"
+	STORE__MIB_V9_FIELDS(COL) STORE__MIB_V12_FIELDS(COL) STORE__MIB_V13_FIELDS(COL)
+	", access_hist) SELECT mc.dst, mp.dst,"
 	" coalesce((SELECT mr.dst FROM temp.map_run mr WHERE mr.src = %s), 0),"
-	" m.bucket_start" STORE__MIB_FIELDS(SRC_COL) "%s%s, %s"
+	" m.bucket_start" STORE__MIB_FIELDS(SRC_COL) "%s%s%s, %s"
 	" FROM src.mib m JOIN temp.map_ctx mc ON mc.src = m.context_id"
 	" JOIN temp.map_proc mp ON mp.src = m.process_id";
 
 static int copy_mibs(struct merger *m, const struct src_schema *sch, const char *in)
 {
-	char sql[sizeof(copy_mib_sql) + 512];
+	char sql[sizeof(copy_mib_sql) + 768];
 
 	snprintf(sql, sizeof(sql), copy_mib_sql, sch->mib_run ? "m.run_id" :
 		 "(SELECT p.run_id FROM src.processes p WHERE p.id = m.process_id)",
 		 sch->mib_v9 ? STORE__MIB_V9_FIELDS(SRC_COL) : ", 0, 0, 0, 0",
 		 sch->mib_density ? STORE__MIB_V12_FIELDS(SRC_COL) : ", NULL, NULL, NULL, NULL",
+		 sch->mib_watch ? STORE__MIB_V13_FIELDS(SRC_COL) : ", 0, 0",
 		 sch->mib_hist ? "m.access_hist" : "NULL");
 	return exec(m, sql, in);
 }

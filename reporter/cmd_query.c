@@ -99,7 +99,8 @@ static void print_ctx_evidence_json(FILE *out, const struct mib *m)
 	fprintf(out, ", \"few_samples\": %s", estimate_weak(&cnt, &acc) ? "true" : "false");
 }
 
-/* This additive field: the density's 95% interval (null: no evidence bounds it). */
+/* This issue's additive fields: the density's 95% interval (null: no evidence bounds it)
+ * and the watch evidence behind the class. */
 static void print_ctx_density_interval_json(FILE *out, const struct mib *m,
 					    const struct classify_evidence *ev)
 {
@@ -111,6 +112,9 @@ static void print_ctx_density_interval_json(FILE *out, const struct mib *m,
 		fprintf(out, "%.9g]", hi);
 	else
 		fputs("null]", out);
+	/* The context's own watch evidence: traps, and granule-nanoseconds watched. */
+	fprintf(out, ", \"watch_hits\": %" PRIu64 ", \"watch_ns\": %" PRIu64, m->watch_hits,
+		m->watch_ns);
 }
 
 static void print_ctx_json(FILE *out, const struct store_ctx_row *r,

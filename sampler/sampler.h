@@ -30,7 +30,9 @@
  *     | 0x20000 when ended 20 ms after arming with the object still live (it then fires
  *     at a later sampled allocation or free, maybe on another thread) | 0x40000 when
  *     freed by another thread than the allocating one (whose accesses were not
- *     watched). Else fires before memprofd:free of the same object. Budget: MEMPROFD_SAMPLER_WATCH_PPM
+ *     watched) | n << 24: n (<= 255) debug traps the sampler's SIGTRAP guard swallowed
+ *     since the last report (sampler_trap.c); addr 0: no object, only that count (at exit).
+ *     Else fires before memprofd:free of the same object. Budget: MEMPROFD_SAMPLER_WATCH_PPM
  *     (CPU time of syscalls and traps, parts per million of one CPU; default 10000, 0 off).
  * memprofd attaches memprofd:* where an object has both. */
 #define SAMPLER_F_REGION 1u    /* object lives in the region: its free will fire memprofd:free */

@@ -4,7 +4,9 @@
  * disarms by itself after SAMPLER_WATCH_HITS traps (sample_period + IOC_REFRESH 1, no
  * signal). At the free it is read (hits, time enabled), closed and reported. Costs: 4
  * syscalls per watch and at most K traps, charged to a token bucket of CPU time (ppm of
- * one CPU): syscalls as measured, traps at SAMPLER_WATCH_TRAP_NS, unused traps refunded.
+ * one CPU): syscalls as the thread's CPU clock measures them (a wall clock would charge
+ * the time a loaded machine preempts them), traps at SAMPLER_WATCH_TRAP_NS, unused traps
+ * refunded.
  * A watch still armed SAMPLER_WATCH_LIFE_NS later is ended at the next sampled allocation
  * or free (it holds a debug register; longer lives are the daemon's windows' job), and a
  * thread holds at most SAMPLER_WATCH_PER_THREAD: a program that stops allocating keeps
@@ -19,6 +21,7 @@
 #include <unistd.h>
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
+#include "sampler/sampler_trap.h"
 #include "sampler/sampler_watch.h"
 
 __extension__ unsigned short memprofd_watch_semaphore __attribute__((unused, section(".probes"), visibility("hidden")));
@@ -49,13 +52,16 @@ static void unlock(void)
 	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
 }
 
-static uint64_t mono_ns(void)
+static uint64_t clock_ns(clockid_t c)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(c, &t);
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
+
+static uint64_t mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+static uint64_t cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 void sampler_watch_init(uint64_t p)
 {
@@ -130,11 +136,14 @@ void sampler_watch_arm(void *p, size_t n, uint64_t rnd)
 	uint64_t granules = (n + SAMPLER_WATCH_GRANULE - 1) / SAMPLER_WATCH_GRANULE;
 	uintptr_t at = ((uintptr_t)p & ~(uintptr_t)(SAMPLER_WATCH_GRANULE - 1)) +
 		       (uintptr_t)(rnd % (granules ? granules : 1)) * SAMPLER_WATCH_GRANULE;
+
+	sampler_trap_guard();   /* before the first trap can come */
+	uint64_t c0 = cpu_ns();
 	int fd = bp_open(at);
-	uint64_t t1 = mono_ns();
+	uint64_t c1 = cpu_ns(), t1 = mono_ns();
 
 	lock();
-	tokens_ns -= (int64_t)(t1 - t0);
+	tokens_ns -= (int64_t)(c1 - c0);
 	if (fd < 0) {
 		tokens_ns += (int64_t)SAMPLER_WATCH_HITS * SAMPLER_WATCH_TRAP_NS;
 		unlock();
@@ -165,15 +174,18 @@ void sampler_watch_arm(void *p, size_t n, uint64_t rnd)
 /* Reads, closes and reports one watch (outside the lock). */
 static void finish(int fd, uintptr_t p, unsigned extra)
 {
-	uint64_t t0 = mono_ns(), v[2] = { 0, 0 };
+	uint64_t t0 = cpu_ns(), v[2] = { 0, 0 };
 	int got = read(fd, v, sizeof(v)) == (ssize_t)sizeof(v);
 
 	close(fd);
-	uint64_t t1 = mono_ns();
+	uint64_t t1 = cpu_ns();
 	uint64_t hits = got ? v[0] : 0, flags = SAMPLER_WATCH_HITS | extra;
 
 	if (hits >= SAMPLER_WATCH_HITS)
 		flags |= SAMPLER_WATCH_F_CAPPED;
+	if (got && memprofd_watch_semaphore)
+		flags |= (uint64_t)sampler_trap_take_unreported(SAMPLER_WATCH_STRAY_MAX)
+			 << SAMPLER_WATCH_STRAY_SHIFT;
 	lock();
 	tokens_ns -= (int64_t)(t1 - t0);
 	if (hits < SAMPLER_WATCH_HITS)
@@ -231,6 +243,16 @@ void sampler_watch_end(void *p)
 		finish(fd, (uintptr_t)p, tid != my_tid ? SAMPLER_WATCH_F_OTHER_THREAD : 0);
 	}
 	expire(mono_ns());
+}
+
+/* At exit, the swallowed traps no watch's report carried yet, on a report of no object. */
+__attribute__((destructor)) static void report_strays(void)
+{
+	unsigned n;
+
+	while (memprofd_watch_semaphore && (n = sampler_trap_take_unreported(SAMPLER_WATCH_STRAY_MAX)))
+		STAP_PROBE5(memprofd, watch, 0, 0, 0, (uint64_t)n << SAMPLER_WATCH_STRAY_SHIFT,
+			    SAMPLER_WATCH_GRANULE);
 }
 
 void sampler_watch_forget(void)

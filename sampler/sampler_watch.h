@@ -14,6 +14,8 @@
 #define SAMPLER_WATCH_F_CAPPED 0x10000u  /* probe flags: K traps taken, the watch disarmed */
 #define SAMPLER_WATCH_F_EXPIRED 0x20000u /* ended at SAMPLER_WATCH_LIFE_NS, object still live */
 #define SAMPLER_WATCH_F_OTHER_THREAD 0x40000u /* freed by a thread other than the allocating one */
+#define SAMPLER_WATCH_STRAY_SHIFT 24  /* probe flags: debug traps the guard swallowed since */
+#define SAMPLER_WATCH_STRAY_MAX 255   /* the last report (sampler_trap.c), at most this many */
 #define SAMPLER_WATCH_LIFE_NS 20000000ull /* a watch's longest life (it holds a debug register) */
 
 struct sampler_watch_stats { uint64_t armed, busy, budget, errors, hits; };

@@ -87,6 +87,8 @@ static void combine_counts(struct mib *a, const struct mib *b)
 	a->live_at_exit_count += b->live_at_exit_count;
 	a->live_at_exit_bytes += b->live_at_exit_bytes;
 	a->live_at_exit_lifetime_ns += b->live_at_exit_lifetime_ns;
+	a->watch_hits += b->watch_hits;
+	a->watch_ns += b->watch_ns;
 	/* Extremes over both sides, or none when either side's objects are not all known. */
 	a->has_density = a->has_density && b->has_density;
 	a->min_access_density = MIN(a->min_access_density, b->min_access_density);

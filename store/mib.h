@@ -35,6 +35,11 @@ struct mib {
 	uint64_t has_density;                      /* 0 or 1 (a full word: no padding) */
 	double min_access_density, max_access_density;
 	double min_lifetime_access_density, max_lifetime_access_density;
+	/* Watch evidence (issue 15; schema >= 13; 0 in older rows: none): hardware-watch
+	 * traps behind the estimate and the time granules of the objects were watched
+	 * (granule-nanoseconds, trap time removed), raw counts, never scaled by weights:
+	 * what a hot context would have shown is decided from them (reporter/classify.c). */
+	uint64_t watch_hits, watch_ns;
 };
 #define MIB_MIN_LIFETIME_NS 1000000ull    /* MemProf's 1 ms floor for lifetime densities */
 

@@ -268,6 +268,11 @@ static const char *const migrations[] = {
 	"ALTER TABLE mib ADD COLUMN max_access_density REAL;"
 	"ALTER TABLE mib ADD COLUMN min_lifetime_access_density REAL;"
 	"ALTER TABLE mib ADD COLUMN max_lifetime_access_density REAL;",
+	/* issue 15: 12 -> 13: each MIB row's watch evidence (store/mib.h): hardware-watch
+	 * traps and watched granule-nanoseconds, so a context whose watches saw nothing for
+	 * long enough is decided. 0 in older rows: none. */
+	"ALTER TABLE mib ADD COLUMN watch_hits INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE mib ADD COLUMN watch_ns INTEGER NOT NULL DEFAULT 0;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

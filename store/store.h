@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 12
+#define STORE_SCHEMA_VERSION 13
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -297,6 +297,8 @@ const char *store__migration_sql(int from);
 #define STORE__MIB_V12_FIELDS(X) \
 	X(min_access_density, MIN) X(max_access_density, MAX) \
 	X(min_lifetime_access_density, MIN) X(max_lifetime_access_density, MAX)
+/* The struct mib watch evidence of schema >= 13 (issue 15), SUM, 0 in older rows. */
+#define STORE__MIB_V13_FIELDS(X) X(watch_hits, SUM) X(watch_ns, SUM)
 
 /* ---- data-access sampling (schema >= 4) ----
  * Per run, absolute values: the recorder keeps running totals and rewrites them at every

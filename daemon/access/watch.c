@@ -157,6 +157,8 @@ int watch_open(struct watch **out, const struct watch_opts *o)
 		w->o.max_hits = WATCH_MAX_HITS;
 	if (!w->o.window_ns)
 		w->o.window_ns = WATCH_WINDOW_NS;
+	if (!w->o.slots || w->o.slots > WATCH_SLOTS)
+		w->o.slots = WATCH_SLOTS;
 	w->objs = calloc(WATCH_OBJECTS_MAX, sizeof(*w->objs));
 	for (int i = 0; i < WATCH_SLOTS; i++)
 		w->win[i].obj = -1;
@@ -342,6 +344,11 @@ int watch_report(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t add
 	return 0;
 }
 
+void watch_count_stray(struct watch *w, unsigned n)
+{
+	w->c.inproc_stray += n;
+}
+
 static void free_at(struct watch *w, int i)
 {
 	w->objs[i].dead = true;
@@ -519,7 +526,7 @@ int watch_tick(struct watch *w, uint64_t now)
 			window_end(w, &w->win[s], now);
 			closed++;
 		}
-	for (int s = 0; s < WATCH_SLOTS; s++) {
+	for (int s = 0; s < (int)w->o.slots; s++) {
 		if (w->win[s].obj >= 0)
 			continue;
 		int i = next_object(w);

@@ -12,6 +12,8 @@
 
 #define WATCH_GRANULE 8                    /* bytes one x86 debug register watches */
 #define WATCH_SLOTS 4                      /* x86 has 4 debug registers per thread */
+#define WATCH_SLOTS_BESIDE_SAMPLER 2       /* windows at once while the sampler arms its own
+                                            * watches (sampler_watch.h's PER_THREAD: 2) */
 #define WATCH_WINDOW_NS 20000000ull        /* a window's length (closed at the next tick) */
 #define WATCH_MAX_HITS 16                  /* traps per thread per window, then disarmed:
                                             * enough to tell a rate at the trap limit */
@@ -35,6 +37,7 @@ struct watch_opts {
 	uint32_t max_hits;        /* 0: WATCH_MAX_HITS */
 	uint64_t window_ns;       /* 0: WATCH_WINDOW_NS */
 	double traps_per_s;       /* 0: WATCH_CPU_SHARE / the calibrated trap cost */
+	unsigned slots;           /* windows open at once, at most WATCH_SLOTS; 0: WATCH_SLOTS */
 };
 
 /* What the windows on one object say. rate is accesses per second per WATCH_GRANULE
@@ -54,9 +57,13 @@ struct watch_counts {
 	uint64_t inproc, inproc_traps;   /* the sampler's own watches (watch_report) */
 	uint64_t inproc_shared;   /* ... on objects freed by another thread than their maker */
 	uint64_t late_windows;    /* dropped: still open at their object's free (watch_freed) */
+	uint64_t inproc_stray;    /* debug traps the sampler's SIGTRAP guard swallowed */
 };
 
 struct watch;
+
+/* n debug traps the sampler's SIGTRAP guard swallowed (memprofd:watch's flags >> 24). */
+void watch_count_stray(struct watch *w, unsigned n);
 
 /* Calibrates the trap cost on the calling thread; -ENOENT/-EACCES/-EOPNOTSUPP when the
  * breakpoint PMU is missing or refused. */

@@ -263,7 +263,7 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid)
 	if (n == 1 && !s->r->no_watch && s->nwatch_pending < SAMPLED_WATCH_PENDING &&
 	    (s->watch_paths[s->nwatch_pending] = strdup(path)))
 		s->watch_pids[s->nwatch_pending++] = pid;
-	if (s->r->watch)
+	if (s->r->watch && s->r->watch_inprocess)
 		sampled_attach_watch(s);
 	for (int i = 0; i < SAMPLED_LINKS; i++)
 		if ((err = add_usdt(s, &l[i]))) {
@@ -281,8 +281,9 @@ int sampled_attach_watch(struct sampled *s)
 	for (unsigned i = 0; i < s->nwatch_pending; i++) {
 		struct usdt_link l = { 0 };
 
-		if (s->r->watch && usdt_attach(s, s->skel->progs.on_watch, s->watch_pids[i],
-					       s->watch_paths[i], "memprofd", "watch", &l) == 0 &&
+		if (s->r->watch && s->r->watch_inprocess &&
+		    usdt_attach(s, s->skel->progs.on_watch, s->watch_pids[i],
+				s->watch_paths[i], "memprofd", "watch", &l) == 0 &&
 		    add_usdt(s, &l) == 0)
 			n++;
 		free(s->watch_paths[i]);
@@ -537,7 +538,8 @@ static struct istack *context_of(struct sampled *s, struct proc *p, uint64_t key
 /* One sampled object's death, with a = est_accesses from access_samples samples. */
 static void add_sample(struct sampled *s, struct proc *p, struct istack *st, uint64_t size,
 		       uint64_t weight_q16, uint64_t alloc_ns, uint64_t dead_ns, uint32_t acpu,
-		       uint32_t dcpu, uint64_t access_samples, uint64_t est_accesses)
+		       uint32_t dcpu, uint64_t access_samples, uint64_t est_accesses,
+		       const struct watch_est *we)
 {
 	struct recorder *r = s->r;
 	double w = (double)weight_q16 / (double)(1u << SAMPLED_WEIGHT_SHIFT);
@@ -558,6 +560,10 @@ static void add_sample(struct sampled *s, struct proc *p, struct istack *st, uin
 	m.total_access_count = est_accesses > UINT64_MAX / c ? UINT64_MAX : c * est_accesses;
 	m.access_samples = access_samples;
 	m.alloc_samples = nsamples;
+	if (we) {              /* raw evidence, never scaled by c (store/mib.h) */
+		m.watch_hits = we->hits;
+		m.watch_ns = we->watched_s > 0 ? (uint64_t)(we->watched_s * 1e9 + 0.5) : 0;
+	}
 	if (p->exit_mono_ns && dead_ns >= p->exit_mono_ns)
 		mib_mark_live_at_exit(&m);   /* reaped at its process's exit: c objects */
 	int64_t bucket = agg_bucket_of((int64_t)dead_ns + r->mono_to_real_ns);
@@ -605,7 +611,7 @@ int sampled_reap(struct sampled *s, uint32_t tgid, uint64_t start_ns, uint64_t t
 			continue;
 		if (p)
 			add_sample(s, p, context_of(s, p, v.key), v.size, v.weight_q16, v.ts_ns, dead,
-				   v.cpu, cpu, 0, 0);
+				   v.cpu, cpu, 0, 0, NULL);
 	}
 	free(keys);
 	return 0;
@@ -640,12 +646,14 @@ static int handle_event(struct sampled *s, void *data, size_t len)
 			return 0;   /* aggregated when it settles: sampled_object() */
 		}
 		add_sample(s, p, context_of(s, p, e->key), e->size, e->weight_q16, e->alloc_ns,
-			   e->free_ns, e->alloc_cpu, e->free_cpu, 0, 0);
+			   e->free_ns, e->alloc_cpu, e->free_cpu, 0, 0, NULL);
 		ustack_key_done(p, e->key);   /* a copied stack's key is this sample's alone */
 		return 0;
 	}
 	if (h->type == EV_SWATCH) {
 		const struct ev_swatch *e = data;
+		if (len >= sizeof(*e) && r->watch)
+			watch_count_stray(r->watch, e->flags >> SAMPLED_WATCH_STRAY_SHIFT);
 		if (len >= sizeof(*e) && r->watch)
 			watch_report(r->watch, h->tgid, h->start_ns, e->addr, e->hits, e->watched_ns,
 				     e->flags & SAMPLED_WATCH_K_MASK, e->flags & SAMPLED_WATCH_CAPPED,
@@ -742,6 +750,7 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 	struct proc *p = proc_find(&r->procs, o->tgid, o->start_ns);
 	uint64_t samples = o->samples, est = o->est_accesses;
 	struct watch_est we;
+	bool watched = false;
 
 	if (r->watch) {
 		struct carry *c = o->ctx ? carry_get(s, o->ctx) : NULL;
@@ -751,6 +760,7 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 			double a = watch_est_accesses(&we, o->size, o->free_ns - o->alloc_ns);
 
 			est = d2u(a);
+			watched = true;
 			samples += we.hits;
 			r->watch_hits += we.hits;
 			r->watch_est += est;
@@ -765,7 +775,7 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 	}
 	if (p)
 		add_sample(s, p, o->ctx, o->size, o->weight_q16, o->alloc_ns, o->free_ns,
-			   o->alloc_cpu, o->free_cpu, samples, est);
+			   o->alloc_cpu, o->free_cpu, samples, est, watched ? &we : NULL);
 }
 
 int sampled_drain(struct sampled *s)

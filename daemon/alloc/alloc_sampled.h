@@ -23,7 +23,8 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid);
 /* memprofd:watch (which turns the sampler's in-process watches on) for the samplers
  * sampled_attach_binary attached before the recorder's watch opened (it attaches it
  * itself once the watch is open); call after access_setup. Returns the probes attached
- * (none when the watch did not open). sampled_attach_links never attaches it. */
+ * (none when the watch did not open or r->watch_inprocess is off). sampled_attach_links
+ * never attaches it. */
 int sampled_attach_watch(struct sampled *s);
 /* The same, with the two links (memprofd:alloc, memprofd:free) handed to the caller, who
  * destroys them (usdt_link_destroy) to detach, and without registering path for symbols

@@ -68,7 +68,8 @@ static const char record_usage[] =
 	"  --period N       events per sample of the PMU sources\n"
 	"  --watch on|off   --alloc sampled with access sampling: hardware watchpoints on\n"
 	"                   the sampled objects measure their access rates (default on;\n"
-	"                   traps cost the target at most 1% of a CPU)\n"
+	"                   traps cost the target at most 1% of a CPU); the sampler also\n"
+	"                   arms its own at allocation (MEMPROFD_WATCH_INPROCESS=0: not)\n"
 	"  --duration SEC   stop after SEC seconds (default: when the process ends)\n"
 	"\n"
 	"CMD may be a script or a wrapper: probes follow exec to what it finally runs. When\n"
@@ -391,7 +392,7 @@ struct record {
 /* Returned by the argument checks when recording may go on (anything else is an exit code). */
 #define RECORD_GO (-1)
 #define RECORD_MAX_DURATION_S (365ULL * 86400)
-#define RECORD_WATCH_INPROCESS_ENV "MEMPROFD_WATCH_INPROCESS"   /* "1": sampler-armed watches */
+#define RECORD_WATCH_INPROCESS_ENV "MEMPROFD_WATCH_INPROCESS"   /* "0": no sampler-armed watches */
 /* A final flush that fails (e.g. a reader holding a lock) is retried this often... */
 #define RECORD_FINAL_FLUSH_RETRIES 20
 /* ... this many microseconds apart. */
@@ -530,15 +531,16 @@ static int access_open(struct record *rec)
 {
 	const struct record_opts *o = rec->o;
 
-	rec->r.no_watch = o->no_watch;
-	int err = access_setup(&rec->r, o->access_mode, o->access_given, o->freq, o->period);
-
-	/* issue 15: the sampler's in-process watches, opt-in: with them a target died of
-	 * SIGTRAP in about 1 of 10 runs here (cause not found yet; README). */
 	const char *inproc = getenv(RECORD_WATCH_INPROCESS_ENV);
 
-	if (err >= 0 && rec->smp && inproc && !strcmp(inproc, "1"))
-		sampled_attach_watch(rec->smp);
+	rec->r.no_watch = o->no_watch;
+	/* On with the watch unless MEMPROFD_WATCH_INPROCESS=0 (the sampler guards the
+	 * targets' SIGTRAP: sampler/sampler_trap.c). */
+	rec->r.watch_inprocess = !o->no_watch && !(inproc && !strcmp(inproc, "0"));
+	int err = access_setup(&rec->r, o->access_mode, o->access_given, o->freq, o->period);
+
+	if (err >= 0 && rec->smp)
+		sampled_attach_watch(rec->smp);   /* the samplers queued before the watch opened */
 	return err;
 }
 

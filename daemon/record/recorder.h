@@ -58,6 +58,9 @@ struct recorder {
 	 * (daemon/access/watch.h; NULL: none), and what they gave the settled objects. */
 	struct watch *watch;
 	bool no_watch;                   /* set before access_setup: --watch off */
+	bool watch_inprocess;            /* set before access_setup: memprofd:watch (the sampler's
+	                                  * in-process watches) is attached with the watch; record
+	                                  * only (the daemon would turn them on in every process) */
 	uint64_t watch_hits, watch_est;  /* traps behind the estimates, accesses estimated */
 	uint64_t watch_imputed;          /* unwatched objects given their context's ratio */
 	/* The daemon's view of the process lifecycle (NULL in record mode): called after

@@ -42,6 +42,7 @@ print(n)
 """
 COLD_DENSITY, HOT_DENSITY, COLD_LIFE_NS = 0.05, 1000.0, 200 * 10**9   # reporter/classify.h
 MIN_EXPECTED, SAMPLER_MEAN = 3.0, 512 << 10      # reporter/classify.h, sampler/sampler.h
+WATCH_GRANULE = 8.0                              # reporter/classify.h CLASSIFY_WATCH_GRANULE
 EVIDENCE = {"weight": 0.0, "mean": 0.0}           # the store's, set by load_evidence()
 
 
@@ -73,21 +74,24 @@ def density(ac, ts, tl, acc):
     return acc / ts / max(tl / (ac * 1e9), 0.001)
 
 
-def expected_hot(ac, ts, tl):
+def expected_hot(ac, ts, tl, wns=0):
     w, mean = EVIDENCE["weight"], EVIDENCE["mean"]
-    if w <= 0 or not ac:
+    if not ac:
         return 0.0
+    traps = HOT_DENSITY * WATCH_GRANULE * wns / 1e9     # the context's own watches
+    if w <= 0:
+        return traps
     b = float(ts)
     if mean > 0:
         b *= -math.expm1(-(b / ac) / mean)
-    return HOT_DENSITY * b * max((tl // ac) / 1e9, 0.001) / w
+    return HOT_DENSITY * b * max((tl // ac) / 1e9, 0.001) / w + traps
 
 
-def classify(ac, ts, tl, acc):
+def classify(ac, ts, tl, acc, wns=0):
     d = density(ac, ts, tl, acc)
     if d > HOT_DENSITY:
         return "hot"
-    if not acc and expected_hot(ac, ts, tl) < MIN_EXPECTED:
+    if not acc and expected_hot(ac, ts, tl, wns) < MIN_EXPECTED:
         return "unknown"
     if d < COLD_DENSITY and ac and tl // ac >= COLD_LIFE_NS:
         return "cold"
@@ -111,13 +115,14 @@ def reference(db, binary=None, pid=None, since=None, until=None, sort="bytes", l
         where.append("m.bucket_start < ?")
         args.append(until)
     sql = ("SELECT m.context_id, sum(m.alloc_count), sum(m.total_size), sum(m.total_lifetime_ns),"
-           " sum(m.total_access_count) FROM mib m JOIN contexts c ON c.id = m.context_id"
+           " sum(m.total_access_count), sum(m.watch_ns) FROM mib m"
+           " JOIN contexts c ON c.id = m.context_id"
            " JOIN binaries b ON b.id = c.binary_id WHERE " +
            " AND ".join("(%s)" % w for w in where) + " GROUP BY m.context_id")
     rows = db.execute(sql, args).fetchall()
     key = {"bytes": lambda r: r[2], "count": lambda r: r[1], "lifetime": lambda r: r[3],
            "accesses": lambda r: r[4], "density": lambda r: density(r[1], r[2], r[3], r[4])}[sort]
-    rows = [r for r in rows if cls is None or classify(r[1], r[2], r[3], r[4]) == cls]
+    rows = [r for r in rows if cls is None or classify(r[1], r[2], r[3], r[4], r[5]) == cls]
     rows.sort(key=lambda r: (-key(r), r[0]))
     return rows[:limit] if limit else rows
 
@@ -181,7 +186,7 @@ def check_filters(a, path):
                 fail("query %s: row %d is %r, the database says %r" % (
                     " ".join(cli), i, [g["alloc_count"], g["total_size"], g["est_accesses"]],
                     [w[1], w[2], w[4]]))
-            if g["class"] != classify(w[1], w[2], w[3], w[4]):
+            if g["class"] != classify(w[1], w[2], w[3], w[4], w[5]):
                 fail("query %s: row %d class %s" % (" ".join(cli), i, g["class"]))
         if not want and "--pid" not in cli:
             fail("query %s: the case selects nothing; pick another" % " ".join(cli))

@@ -8,7 +8,13 @@ default mode, the soft source at 1 Hz so that its samples cannot decide:
 - alloc_brief_hot has at least one watch's worth of traps behind it (16; the soft source
   gives 2 samples in the whole run), an estimate, a density interval above 0, and is hot
   when a trap is cheap enough to show the hot threshold (see check_watch.py);
-- alloc_brief_cold is not hot.
+- alloc_brief_cold is not hot, and its own watches decide it: no trap over enough watched
+  time says it is not hot, so its class is not `unknown` and its density interval ends
+  below the hot threshold (the store-wide soft samples alone leave it unknown);
+- no target dies: --runs short runs, each sent --stray-traps SIGTRAPs shaped as the
+  kernel's debug traps (TRAP_HWBKPT/TRAP_BRKPT, the traps that killed ~1 in 10 targets
+  here before the sampler guarded SIGTRAP), all exit 0 and record counts the traps as
+  swallowed; a tgkill'd SIGTRAP (not a debug trap) still kills its target.
 Without the in-process watches (MEMPROFD_SAMPLER_WATCH_PPM=0, or no memprofd:watch
 probe) alloc_brief_hot has no traps and this fails. Skips when BPF or the breakpoint PMU
 is missing."""
@@ -24,6 +30,7 @@ import mpdtest  # noqa: E402
 HOT_DENSITY = 1000.0          # reporter/classify.h
 GRANULE = 8                   # sampler/sampler_watch.h
 K = 16                        # SAMPLER_WATCH_HITS
+SIGTRAP_STATUS = 128 + 5      # record's exit status for a target killed by SIGTRAP
 
 
 def ctx_of(ctxs, fn):
@@ -33,10 +40,44 @@ def ctx_of(ctxs, fn):
     return None
 
 
+def short_run(a, db, extra):
+    env = dict(os.environ, MEMPROFD_SAMPLE_BYTES="16384")
+    p = mpdtest.run([a.memprofd, "record", "--db", db, "--freq", "1", "--", a.workload,
+                     "--seconds", "0.5", "--life-us", "800"] + extra, timeout=120, env=env)
+    for f in (db, db + "-wal", db + "-shm"):
+        if os.path.exists(f):
+            os.unlink(f)
+    m = re.search(r"(\d+) stray debug traps swallowed", p.stderr)
+    return p, int(m.group(1)) if m else None
+
+
+def check_no_deaths(a, tmp, errs):
+    """Targets sent kernel-shaped debug traps live on; a user's SIGTRAP still kills."""
+    db, deaths, swallowed = os.path.join(tmp, "runs.db"), 0, 0
+    for i in range(a.runs):
+        p, n = short_run(a, db, ["--stray-traps", str(a.stray_traps)])
+        if p.returncode != 0:
+            deaths += 1
+            mpdtest.log("run %d: %s" % (i, mpdtest.describe(p)))
+        swallowed += n or 0
+    mpdtest.log("%d runs, %d deaths, %d stray traps sent, %d swallowed" % (
+        a.runs, deaths, a.runs * a.stray_traps, swallowed))
+    if deaths:
+        errs.append("%d of %d targets died" % (deaths, a.runs))
+    if swallowed < (a.runs - deaths) * a.stray_traps:
+        errs.append("record counted %d swallowed traps, %d were sent" % (
+            swallowed, (a.runs - deaths) * a.stray_traps))
+    p, _ = short_run(a, db, ["--stray-traps", "1", "--user-trap"])
+    if p.returncode != SIGTRAP_STATUS:
+        errs.append("a tgkill'd SIGTRAP did not kill the target: %s" % mpdtest.describe(p))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
     ap.add_argument("--workload", required=True, help="tests/workloads/short_watch")
+    ap.add_argument("--runs", type=int, default=8, help="short runs that must not die")
+    ap.add_argument("--stray-traps", type=int, default=2, help="debug traps sent per run")
     a = ap.parse_args()
     mpdtest.require_bpf()
     if not os.path.exists("/sys/bus/event_source/devices/breakpoint/type"):
@@ -78,7 +119,16 @@ def main():
     if cold["class"] == "hot":
         errs.append("alloc_brief_cold is hot (density %.4g, %d samples)" % (
             cold["lifetime_access_density"], cold["access_samples"]))
-    mpdtest.finish(errs, "in-process watches tell short-lived hot objects from cold ones", tmp)
+    # 3 traps expected at the hot threshold over the granule-ns its watches covered
+    expected = HOT_DENSITY * GRANULE * cold.get("watch_ns", 0) / 1e9
+    mpdtest.log("alloc_brief_cold: %d traps over %d granule-ns watched, %.1f expected if hot"
+                % (cold.get("watch_hits", 0), cold.get("watch_ns", 0), expected))
+    if expected < 3 or cold["class"] == "unknown":
+        errs.append("alloc_brief_cold is %s, %.1f traps expected from its own watches: they "
+                    "did not decide it" % (cold["class"], expected))
+    check_no_deaths(a, tmp, errs)
+    mpdtest.finish(errs, "in-process watches tell short-lived hot objects from cold ones, "
+                   "and no target dies of their traps", tmp)
 
 
 if __name__ == "__main__":

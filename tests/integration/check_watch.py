@@ -60,8 +60,8 @@ def main():
     trap_us, budget = float(m.group(4)), float(m.group(5))
     mpdtest.log("watch: %d windows on %d objects, %d traps, %.1f us each, budget %.0f/s" %
                 (windows, objects, traps, trap_us, budget))
-    if windows < 4 or objects < 8:
-        errs.append("only %d windows on %d objects" % (windows, objects))
+    if windows < 4:
+        errs.append("only %d windows" % windows)
     # Budget: a second's worth saved up at most, plus the windows open at the end.
     if traps > budget * (float(SECONDS) + 2) + 4 * 16:
         errs.append("%d traps over the budget of %.0f/s" % (traps, budget))
@@ -70,6 +70,11 @@ def main():
     hot, cold = ctx_of(ctxs, "alloc_dense_hot"), ctx_of(ctxs, "alloc_idle_cold")
     if not hot or not cold:
         mpdtest.finish(["contexts alloc_dense_hot/alloc_idle_cold missing"], "watch", tmp)
+    # Every object the sampler kept had a window (a 64 KiB object escapes a 16 KiB mean
+    # with p = e^-4: one of the 8 does in ~14% of runs, which is no fault of the watch).
+    sampled = (hot.get("alloc_samples") or 0) + (cold.get("alloc_samples") or 0)
+    if objects < sampled or sampled < OBJECTS:
+        errs.append("windows on %d objects of %d sampled" % (objects, sampled))
     for c in (hot, cold):
         mpdtest.log("%s: %d samples, est %d, density %.4g %s, class %s" % (
             c["frames"][0]["function"], c["access_samples"], c["est_accesses"],

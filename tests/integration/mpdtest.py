@@ -40,6 +40,8 @@ EVIDENCE_KEYS = {
     "total_size_lo": (int, type(None)), "total_size_hi": (int, type(None)),
     "est_accesses_lo": (int, type(None)), "est_accesses_hi": (int, type(None)),
     "few_samples": bool,
+    # issue 15: the context's own hardware-watch traps and watched granule-nanoseconds
+    "watch_hits": int, "watch_ns": int,
 }
 FRAME_KEYS = {
     "function": (str, type(None)), "file": (str, type(None)), "line": (int, type(None)),

@@ -538,6 +538,65 @@ static void test_classification_evidence(void **state)
 	assert_int_equal(classify_mib(&w, &ev), CLASSIFY_UNKNOWN);
 }
 
+/* A context's own watches are evidence (issue 15): at the hot threshold a watched 8-byte
+ * granule takes 8000 traps a second, so 0.375 ms watched with no trap is 3 expected and
+ * none seen, whatever the store's soft samples say. */
+static void test_classification_watch_evidence(void **state)
+{
+	struct classify_evidence ev = { .access_weight = 1e6, .sampler_mean = 512 << 10 };
+	struct mib m = { .alloc_count = 100, .total_size = 100 * 4096,
+			 .total_lifetime_ns = 100 * 20000 };      /* 20 us each */
+
+	(void)state;
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_UNKNOWN);   /* no watch */
+	m.watch_ns = 374000;                                         /* 2.99 expected */
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_UNKNOWN);
+	m.watch_ns = 375000;
+	assert_true(classify_expected_hot_samples(&m, &ev) >= 3.0);
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_NOTCOLD);   /* short-lived */
+	assert_int_equal(classify_mib(&m, NULL), CLASSIFY_NOTCOLD);  /* its own, without ev */
+	m.total_lifetime_ns = 100 * CLASSIFY_COLD_MIN_AVG_LIFETIME_NS;
+	assert_int_equal(classify_mib(&m, &ev), CLASSIFY_COLD);
+	double lo, hi;
+
+	classify_density_interval(&m, &ev, &lo, &hi);
+	assert_true(hi < INFINITY && hi > 0);
+}
+
+static int run_cmd(struct fixture *f, char **out, char **err, int argc, ...);
+
+/* The watch evidence goes through the store: written, read back, summed per context. */
+static void test_watch_evidence_store(void **state)
+{
+	struct fixture *f = *state;
+	struct store *w;
+	char e[256], *out = NULL, *err = NULL;
+
+	if (store_open(&w, f->db, STORE_RDWR, e, sizeof(e)) < 0)
+		fail_msg("%s", e);
+	struct store_proc p = { .pid = 98, .start_ns = 8, .exe = "/srv/w", .build_id = "beef" };
+	struct store_frame seen = { "beef", "/srv/w", 0x10, "watched_leaf", NULL };
+	struct store_frame unseen = { "beef", "/srv/w", 0x20, "unwatched_leaf", NULL };
+	struct mib m = { .alloc_count = 1, .total_size = 8, .min_size = 8, .max_size = 8,
+			 .total_lifetime_ns = 1000000, .min_lifetime_ns = 1000000,
+			 .max_lifetime_ns = 1000000 };
+
+	OK(store_put_mib(w, &p, 91, &unseen, 1, 0, &m));
+	m.watch_ns = 200000;      /* two rows: 0.4 ms together, 3.2 traps expected */
+	OK(store_put_mib(w, &p, 92, &seen, 1, 0, &m));
+	OK(store_put_mib(w, &p, 92, &seen, 1, 1, &m));
+	store_close(w);
+	assert_int_equal(run_cmd(f, &out, &err, 6, "query", "contexts", "--db", f->db,
+				 "--format", "json"), 0);
+	const char *a = strstr(out, "\"watched_leaf\""), *b = strstr(out, "\"unwatched_leaf\"");
+
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(strstr(a, "\"class\": \""));
+	assert_true(!strncmp(strstr(a, "\"class\": \"") + 10, "notcold\"", 8));
+	assert_true(!strncmp(strstr(b, "\"class\": \"") + 10, "unknown\"", 8));
+	free(out); free(err);
+}
 
 static void test_csv(void **state)
 {
@@ -1556,6 +1615,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_other_reports_json, setup, teardown),
 		cmocka_unit_test(test_classification),
 		cmocka_unit_test(test_classification_evidence),
+		cmocka_unit_test(test_classification_watch_evidence),
+		cmocka_unit_test_setup_teardown(test_watch_evidence_store, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_csv, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_width, setup, teardown),
 		cmocka_unit_test(test_units),

@@ -16,6 +16,9 @@
 #include "tests/unit/mpd_cmocka.h"
 #define SAMPLER_PREFIX 1     /* the mps_* build: it runs beside the real allocator */
 #include "sampler/sampler.h"
+#include "sampler/sampler_trap.h"
+#include <signal.h>
+#include <sys/syscall.h>
 
 static struct memprofd_sampler_stats stats(void)
 {
@@ -280,6 +283,71 @@ static void *churn(void *arg)
 	return NULL;
 }
 
+/* A SIGTRAP to this thread shaped as the kernel's (code > 0) or as tgkill's. */
+static void send_trap(int code)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	si.si_signo = SIGTRAP;
+	si.si_code = code;
+	syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), SIGTRAP, &si);
+}
+
+static volatile sig_atomic_t own_traps;
+static void own_handler(int sig) { (void)sig; own_traps++; }
+
+/* Arms one watch in a fresh child (the guard is installed once per process). */
+static int arm_one(void)
+{
+	mps_test_reset(1, 1, 11);
+	memprofd_watch_semaphore = 1;
+	void *p = mps_malloc(64);
+	struct memprofd_sampler_stats s = stats();
+
+	mps_free(p);
+	return s.watch_armed > 0;
+}
+
+/* The SIGTRAP guard (sampler_trap.c), each case in its own child: with SIGTRAP at
+ * SIG_DFL the first watch installs it, debug traps are swallowed and counted, a tgkill'd
+ * SIGTRAP still kills; a target's own handler is left alone and gets its traps. Runs
+ * before test_watch (the parent must not have armed one). */
+static void test_trap_guard(void **state)
+{
+	int status;
+	pid_t pid;
+
+	(void)state;
+	if ((pid = fork()) == 0) {
+		if (!arm_one())
+			_exit(77);       /* no breakpoint PMU */
+		if (!sampler_trap_installed())
+			_exit(2);
+		send_trap(TRAP_HWBKPT);
+		send_trap(TRAP_BRKPT);   /* this thread armed a watch */
+		if (sampler_trap_swallowed() != 2)
+			_exit(3);
+		send_trap(SI_TKILL);     /* not a debug trap: the default action */
+		_exit(4);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		skip();
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGTRAP);
+	if ((pid = fork()) == 0) {
+		signal(SIGTRAP, own_handler);
+		if (!arm_one())
+			_exit(77);
+		send_trap(TRAP_HWBKPT);
+		_exit(!sampler_trap_installed() && own_traps == 1 && !sampler_trap_swallowed() ? 0 : 5);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* In-process watches (sampler_watch.c): off without memprofd:watch's semaphore; with it,
  * a sampled object gets one, which counts the allocating thread's reads up to K and is
  * read at the free; a thread holds at most SAMPLER_WATCH_PER_THREAD; a forked child has
@@ -380,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_aligned_paths),
 		cmocka_unit_test(test_no_tracer),
 		cmocka_unit_test(test_threads_and_fork),
+		cmocka_unit_test(test_trap_guard),
 		cmocka_unit_test(test_watch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

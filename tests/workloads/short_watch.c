@@ -2,12 +2,19 @@
  * in-process watches. Each round allocates a hot object (alloc_brief_hot: every 8-byte
  * granule read in a loop for --life-us) and a cold one (alloc_brief_cold: written once,
  * then left alone for --life-us), frees both, and goes on for --seconds. Both are 4 KiB
- * and come from two contexts; with the sampler's mean at 16 KiB a fifth are sampled. */
+ * and come from two contexts; with the sampler's mean at 16 KiB a fifth are sampled.
+ * --stray-traps N sends the thread, spread over the run, N SIGTRAPs shaped as the kernel's
+ * debug traps (TRAP_HWBKPT, and TRAP_BRKPT as a #DB with no cause in DR6 gives), the
+ * traps that killed targets of the in-process watches; --user-trap ends with a tgkill'd
+ * SIGTRAP, which must still kill (the sampler's guard swallows only debug traps). */
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WORDS 512                      /* 4 KiB per object */
 
@@ -33,17 +40,36 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+#define STRAY_FIRST_ROUND 64            /* the sampler has armed a watch by then */
+
+/* A SIGTRAP to this thread as the kernel's #DB handler would send it. */
+static void stray_trap(int code)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	si.si_signo = SIGTRAP;
+	si.si_code = code;
+	syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), SIGTRAP, &si);
+}
+
 int main(int argc, char **argv)
 {
 	double seconds = 2.0;
-	uint64_t life_ns = 800000, sum = 0, rounds = 0;
+	uint64_t life_ns = 800000, sum = 0, rounds = 0, strays = 0, sent = 0;
+	int user_trap = 0;
 
 	for (int i = 1; i + 1 < argc; i++) {
 		if (!strcmp(argv[i], "--seconds"))
 			seconds = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--life-us"))
 			life_ns = strtoull(argv[++i], NULL, 10) * 1000;
+		else if (!strcmp(argv[i], "--stray-traps"))
+			strays = strtoull(argv[++i], NULL, 10);
 	}
+	for (int i = 1; i < argc; i++)
+		user_trap |= !strcmp(argv[i], "--user-trap");
+	uint64_t t_start = now_ns();
 	uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
 
 	while (now_ns() < end) {
@@ -62,7 +88,14 @@ int main(int argc, char **argv)
 		free((void *)h);
 		free(c);
 		rounds++;
+		/* Spread over the run's second half, the first after STRAY_FIRST_ROUND. */
+		if (sent < strays && rounds >= STRAY_FIRST_ROUND &&
+		    now_ns() - t_start >= (uint64_t)(seconds * 1e9 * (0.5 + 0.5 * sent / strays)))
+			stray_trap(sent++ % 2 ? TRAP_BRKPT : TRAP_HWBKPT);
 	}
-	printf("{\"rounds\": %llu}\n", (unsigned long long)rounds);
+	if (user_trap)
+		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGTRAP);
+	printf("{\"rounds\": %llu, \"stray_traps\": %llu}\n", (unsigned long long)rounds,
+	       (unsigned long long)sent);
 	return sum == 42 ? 2 : 0;
 }
