@@ -130,6 +130,10 @@ int store_put_mib_hist(struct store *s, const struct store_proc *p, uint64_t sta
 		       const struct store_frame *frames, unsigned nframes, int64_t bucket_start,
 		       const struct mib *m, const struct mib_hist *h);
 
+/* Names and DWARF lines of a frame some put stored bare (symbolized after its flush
+ * committed): fills what the row lacks, never replaces what it has. Within a transaction. */
+int store_put_frame_symbols(struct store *s, const struct store_frame *f);
+
 /* Marks a process as exited (exit time in CLOCK_REALTIME ns). */
 int store_proc_exit(struct store *s, const struct store_proc *p, int64_t exit_ns);
 /* Drops the writer's cached id of a process that will write no more, so a long-running
