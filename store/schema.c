@@ -267,6 +267,12 @@ static const char *const migrations[] = {
 	"ALTER TABLE mib ADD COLUMN max_access_density REAL;"
 	"ALTER TABLE mib ADD COLUMN min_lifetime_access_density REAL;"
 	"ALTER TABLE mib ADD COLUMN max_lifetime_access_density REAL;",
+	/* issue 22: 12 -> 13: what a daemon run dropped over its memory_limit while the
+	 * store was unwritable (store/mem_drops.c), running totals per run. */
+	"CREATE TABLE mem_drops ("
+	"  run_id INTEGER PRIMARY KEY REFERENCES runs(id),"
+	"  aggregates INTEGER NOT NULL, objects INTEGER NOT NULL,"
+	"  limit_bytes INTEGER NOT NULL);",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

@@ -165,6 +165,12 @@ static int flush_store(struct recorder *r, const struct store_run_stats *st)
 		err = write_access(r);
 	if (!err)
 		err = store_run_update(r->store, r->run_id, st);
+	if (!err && r->mem_dropped_aggs) {
+		struct store_mem_drops md = { .aggregates = r->mem_dropped_aggs,
+					      .objects = r->mem_dropped_objects,
+					      .limit_bytes = r->mem_limit_bytes };
+		err = store_put_mem_drops(r->store, r->run_id, &md);
+	}
 	if (!err)
 		err = store_commit(r->store);
 	if (err) {
@@ -252,6 +258,7 @@ size_t recorder_forget_exited(struct recorder *r)
 
 void recorder_bound_memory(struct recorder *r, uint64_t limit)
 {
+	r->mem_limit_bytes = limit;
 	while (agg_bytes(&r->aggs) > limit && agg_count(&r->aggs)) {
 		uint64_t objs = 0;
 		size_t n = agg_drop_oldest(&r->aggs, &objs);

@@ -82,6 +82,7 @@ struct recorder {
 	/* Aggregates dropped, oldest bucket first, while the store was unwritable and they
 	 * outgrew the memory limit (recorder_bound_memory). */
 	uint64_t mem_dropped_aggs, mem_dropped_objects;
+	uint64_t mem_limit_bytes;        /* the limit they were dropped over */
 	bool mem_drop_logged;
 	uint64_t procs_forgotten;        /* exited processes freed by recorder_forget_exited */
 	/* What the run missed (query status): processes whose probes came after they
