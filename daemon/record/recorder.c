@@ -10,6 +10,7 @@
 #include "daemon/record/recorder.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
+#include "daemon/alloc/unwind.h"
 #include "store/store.h"
 #include "symbolizer/symcache.h"
 #include "daemon/attrib/attrib.h"
@@ -259,6 +260,16 @@ size_t recorder_forget_exited(struct recorder *r)
 void recorder_bound_memory(struct recorder *r, uint64_t limit)
 {
 	r->mem_limit_bytes = limit;
+	/* Exited processes wait for their exit row while the store is unwritable: what only
+	 * their stack records needed goes now (none of theirs follows the exit record). */
+	hmap_foreach(&r->procs.procs, i) {
+		struct proc *p = r->procs.procs.vals[i];
+		if (p->exited) {
+			hmap_free(&p->stacks);
+			unwinder_free(p->uw);
+			p->uw = NULL;
+		}
+	}
 	while (agg_bytes(&r->aggs) > limit && agg_count(&r->aggs)) {
 		uint64_t objs = 0;
 		size_t n = agg_drop_oldest(&r->aggs, &objs);
