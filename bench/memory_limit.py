@@ -2,7 +2,7 @@
 """The daemon's memory while its store cannot be written, on real BPF: the database on a
 tmpfs this test mounts and fills (ENOSPC) for OUTAGE_S while ctx_fanout forks a child
 every INTERVAL_MS, each allocating at 2^DEPTH contexts (2^DEPTH new aggregates per
-child, ~0.15 MiB at depth 9: ~18 MiB over the outage if nothing bounds them). With
+child, ~0.3 MiB at depth 10: ~30 MiB over the outage if nothing bounds them). With
 memory_limit = LIMIT:
 - the daemon's anonymous memory (RssAnon) holds at most LIMIT + RSS_SLACK more than
   before the outage (median of its second half; the page cache is held at CACHE);
@@ -32,11 +32,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import mpdtest as t  # noqa: E402
 from check_daemon_stress import config, exe_rule, fill, rss_kib, start, total_allocs  # noqa: E402
 
-DEPTH = 9                 # 512 contexts per child
-INTERVAL_MS = 100         # a child every 100 ms: ~1.5 MiB of new aggregates a second
-OUTAGE_S = 12.0
-LIMIT = "1M"             # the least memory_limit the config takes
-LIMIT_BYTES = 1 << 20
+DEPTH = 10                # 1024 contexts per child
+INTERVAL_MS = 100         # a child every 100 ms: ~3 MiB of new aggregates a second
+OUTAGE_S = 10.0
+LIMIT = "2M"
+LIMIT_BYTES = 2 << 20
 CACHE = "256K"
 # What else the outage holds once settled: exited processes' records, malloc's arenas
 # keeping dropped aggregates' memory. Judged on the median of the outage's second half:
@@ -44,7 +44,7 @@ CACHE = "256K"
 # rollback) and the ring records stashed meanwhile are transient peaks (+17 MiB seen).
 # Measured on 2 loaded cores: +4.5 to +6.4 MiB held with memory_limit = 2M (flat after
 # ~3 s, 20 s outage too); +27 MiB after 8 s and still growing with 1G (no bound).
-RSS_SLACK_KIB = 6 << 10
+RSS_SLACK_KIB = 8 << 10
 TMPFS = "128m"     # the WAL grows by MiBs a second here (no checkpoint)
 RECOVER_S = 15.0
 
