@@ -119,6 +119,7 @@ struct src_schema {
 	bool mib_density;       /* issue 17: mib.min_access_density and the other extremes */
 	bool run_missed;        /* v11: runs.missed_exec/_late/_unknown, flushed_ns (issue 18) */
 	bool mib_watch;         /* issue 15: mib.watch_hits, watch_ns */
+	bool mem_drops;         /* issue 22: mem_drops */
 };
 
 /* Whether the input has table (column NULL) or table.column. */
@@ -166,6 +167,7 @@ static int src_schema_read(struct merger *m, struct src_schema *sch)
 		r = src_has(m, "runs", "missed_exec", &sch->run_missed);
 	if (!r)
 		r = src_has(m, "mib", "watch_hits", &sch->mib_watch);
+		r = src_has(m, "mem_drops", NULL, &sch->mem_drops);
 	return r;
 }
 
@@ -250,6 +252,9 @@ static const char copy_governor_sql[] =
 	" JOIN temp.map_run mr ON mr.src = g.run_id;"
 	"INSERT INTO main.governor_sources SELECT mr.dst, g.source, g.scale, g.rate, g.unit, g.events"
 	" FROM src.governor_sources g JOIN temp.map_run mr ON mr.src = g.run_id;";
+static const char copy_mem_drops_sql[] =
+	"INSERT INTO main.mem_drops SELECT mr.dst, d.aggregates, d.objects, d.limit_bytes"
+	" FROM src.mem_drops d JOIN temp.map_run mr ON mr.src = d.run_id;";
 static const char copy_targets_sql[] =
 	"INSERT INTO main.daemon_targets SELECT mr.dst, t.traced, t.unsampled, t.skipped,"
 	" t.unsampled_list FROM src.daemon_targets t JOIN temp.map_run mr ON mr.src = t.run_id;";
@@ -473,6 +478,8 @@ static int merge_one(struct merger *m, const char *in)
 		r = exec(m, copy_governor_sql, in);
 	if (!r && sch.daemon_targets)
 		r = exec(m, copy_targets_sql, in);
+	if (!r && sch.mem_drops)
+		r = exec(m, copy_mem_drops_sql, in);
 	if (!r)
 		r = exec(m, "COMMIT", in);
 	else

@@ -23,6 +23,7 @@
 #include "reporter/export.h"
 #include "reporter/format.h"
 #include "reporter/status_governor.h"
+#include "reporter/status_mem_drops.h"
 #include "reporter/query.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
@@ -895,7 +896,10 @@ static int run_cb(const struct store_run_row *r, void *arg)
 		fputs(", \"unsymbolized\": [", o->out);
 		if (o->s && (rc = print_unsym(o->out, o->s, r->id, QUERY_JSON)) < 0)
 			return rc;
-		fputs("]}", o->out);
+		fputc(']', o->out);
+		if (o->s && (rc = status_mem_drops_json(o->out, o->s, r->id)) < 0)
+			return rc;
+		fputc('}', o->out);
 		break;
 	case QUERY_CSV:
 		fprintf(o->out, "%" PRId64 ",", r->id);
@@ -949,6 +953,8 @@ static int run_cb(const struct store_run_row *r, void *arg)
 		if (o->s && (rc = print_unsym(o->out, o->s, r->id, QUERY_TABLE)) < 0)
 			return rc;
 		if (o->s && (rc = status_governor_table(o->out, o->s, r->id, W_INDENT)) < 0)
+			return rc;
+		if (o->s && (rc = status_mem_drops_table(o->out, o->s, r->id, W_INDENT)) < 0)
 			return rc;
 	}
 	}

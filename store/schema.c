@@ -273,6 +273,12 @@ static const char *const migrations[] = {
 	 * long enough is decided. 0 in older rows: none. */
 	"ALTER TABLE mib ADD COLUMN watch_hits INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE mib ADD COLUMN watch_ns INTEGER NOT NULL DEFAULT 0;",
+	/* issue 22: 13 -> 14: what a daemon run dropped over its memory_limit while the
+	 * store was unwritable (store/mem_drops.c), running totals per run. */
+	"CREATE TABLE mem_drops ("
+	"  run_id INTEGER PRIMARY KEY REFERENCES runs(id),"
+	"  aggregates INTEGER NOT NULL, objects INTEGER NOT NULL,"
+	"  limit_bytes INTEGER NOT NULL);",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

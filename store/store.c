@@ -686,23 +686,12 @@ static int intern_binary(struct store *s, const char *build_id, const char *path
 	return cache_add(s, &s->binaries, key, klen, h, *id);
 }
 
-static int intern_frame(struct store *s, const struct store_frame *f, int64_t *id)
+/* The frame's row (its names kept where set: coalesce) and its lines (the first writer's
+ * stay): what a put writes for a new frame, and what symbolization adds to a bare one. */
+static int frame_put(struct store *s, int64_t bin, const struct store_frame *f, int64_t *id)
 {
-	int64_t bin;
-	int r = intern_binary(s, f->build_id, f->path, &bin);
-
-	if (r < 0)
-		return r;
-
-	uint64_t key[2] = { (uint64_t)bin, f->offset };
-	uint64_t h = hash_bytes(key, sizeof(key));
-	struct idnode *n = idmap_find(&s->frames, key, sizeof(key), h);
-
-	if (n) {
-		*id = n->id;
-		return 0;
-	}
 	_cleanup_reset_ sqlite3_stmt *st = hot(s, ST_FRAME_PUT);
+	int r;
 
 	sqlite3_bind_int64(st, 1, bin);
 	sqlite3_bind_int64(st, 2, (int64_t)f->offset);
@@ -730,7 +719,37 @@ static int intern_frame(struct store *s, const struct store_frame *f, int64_t *i
 		if (rc != SQLITE_DONE)
 			return store__fail(s, rc, "inserting a frame line");
 	}
+	return 0;
+}
+
+static int intern_frame(struct store *s, const struct store_frame *f, int64_t *id)
+{
+	int64_t bin;
+	int r = intern_binary(s, f->build_id, f->path, &bin);
+
+	if (r < 0)
+		return r;
+
+	uint64_t key[2] = { (uint64_t)bin, f->offset };
+	uint64_t h = hash_bytes(key, sizeof(key));
+	struct idnode *n = idmap_find(&s->frames, key, sizeof(key), h);
+
+	if (n) {
+		*id = n->id;
+		return 0;
+	}
+	r = frame_put(s, bin, f, id);
+	if (r < 0)
+		return r;
 	return cache_add(s, &s->frames, key, sizeof(key), h, *id);
+}
+
+int store_put_frame_symbols(struct store *s, const struct store_frame *f)
+{
+	int64_t bin, id;
+	int r = intern_binary(s, f->build_id, f->path, &bin);
+
+	return r < 0 ? r : frame_put(s, bin, f, &id);
 }
 
 static int intern_stack(struct store *s, uint64_t hash, const struct store_frame *frames,

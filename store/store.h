@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 13
+#define STORE_SCHEMA_VERSION 14
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -129,6 +129,22 @@ int store_put_mib(struct store *s, const struct store_proc *p, uint64_t stack_ha
 int store_put_mib_hist(struct store *s, const struct store_proc *p, uint64_t stack_hash,
 		       const struct store_frame *frames, unsigned nframes, int64_t bucket_start,
 		       const struct mib *m, const struct mib_hist *h);
+
+/* Names and DWARF lines of a frame some put stored bare (symbolized after its flush
+ * committed): fills what the row lacks, never replaces what it has. Within a transaction. */
+int store_put_frame_symbols(struct store *s, const struct store_frame *f);
+
+/* Aggregates (and the objects in them) a daemon run dropped over its memory_limit while
+ * the store was unwritable: running totals (store/mem_drops.c). */
+struct store_mem_drops {
+	uint64_t aggregates, objects;
+	uint64_t limit_bytes;    /* the memory_limit they were dropped over */
+};
+/* Replaces the run's record; within the flush's transaction. */
+int store_put_mem_drops(struct store *s, int64_t run_id, const struct store_mem_drops *m);
+/* The run's record: 1 and m filled, 0 (m zeroed) when it has none or the store predates
+ * the table, or -errno. */
+int store_get_mem_drops(struct store *s, int64_t run_id, struct store_mem_drops *m);
 
 /* Marks a process as exited (exit time in CLOCK_REALTIME ns). */
 int store_proc_exit(struct store *s, const struct store_proc *p, int64_t exit_ns);

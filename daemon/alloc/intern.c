@@ -191,6 +191,7 @@ struct istack *intern_stack_cut(struct interner *in, const struct iframe *f, uns
 	s->nframes = n;
 	s->truncated = truncated;
 	s->symbolized = false;
+	s->sym_queued = false;
 	for (unsigned i = 0; i < n; i++) {
 		s->frames[i] = f[i];
 		s->function[i] = s->mangled[i] = NULL;

@@ -53,6 +53,7 @@ struct istack {
 	unsigned nframes;
 	bool truncated;         /* the walk stopped before the outermost frame */
 	bool symbolized;        /* function[]/mangled[] filled (NULL where unknown) */
+	bool sym_queued;        /* stored bare, awaiting recorder_symbolize */
 	const char **function;  /* per frame, demangled, NULL until symbolized */
 	const char **mangled;
 	const struct store_line **lines;  /* per frame, its DWARF inline chain (NULL if none) */

@@ -211,9 +211,9 @@ static int hex2raw(const char *hex, unsigned char raw[20])
 static bool bin_eq_raw(const void *val, const void *key)
 {
 	const struct binary *b = val;
-	unsigned char raw[20];
 
-	return hex2raw(b->build_id, raw) == 0 && memcmp(raw, key, 20) == 0;
+	/* Raw bytes kept at registration: this runs for every frame of every stack record. */
+	return memcmp(b->raw, key, 20) == 0;
 }
 
 struct binary *bin_by_raw(struct proctab *t, const unsigned char raw[20])
@@ -236,6 +236,7 @@ struct binary *bin_register(struct proctab *t, const char *path, const char *ope
 	if (!b)
 		return NULL;
 	b->build_id = intern_str(t->in, hex);
+	memcpy(b->raw, raw, sizeof(b->raw));
 	/* Keep a path that stays valid after the process exits, when the file is the same. */
 	b->path = intern_str(t->in, path);
 	if (!b->build_id || !b->path || hmap_insert(&t->bins, hash_bytes(raw, 20, 0), b)) {

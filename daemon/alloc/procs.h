@@ -37,6 +37,7 @@ struct proc {
 
 struct binary {
 	const char *build_id;      /* interned, true length */
+	unsigned char raw[20];     /* the same, zero padded: the table's key */
 	const char *path;          /* interned, where it can be opened */
 	struct elfsym *sym;        /* opened lazily */
 	bool sym_failed;

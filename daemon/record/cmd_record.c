@@ -935,6 +935,7 @@ static int record_free(struct record *rec, int rc)
 		symcache_free(rec->r.symcache);
 	agg_free(&rec->r.aggs);
 	proctab_free(&rec->r.procs);
+	recorder_symbols_free(&rec->r);
 	interner_free(&rec->r.in);
 	store_close(rec->r.store);
 	free(rec->cmdline);

@@ -1,6 +1,7 @@
-/* Flushing the recorder's aggregates to the store: one transaction per flush. A failed
- * flush is rolled back and retried at the next interval with everything still dirty, so
- * a locked DB or a full disk delays data but never loses or half-writes it. */
+/* Flushing the recorder's aggregates to the store: one transaction per flush, new stacks'
+ * names in the next (symbolize.c). A failed flush is rolled back and retried at the next
+ * interval with everything still dirty, so a locked DB or a full disk delays data but
+ * never loses or half-writes it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "daemon/record/recorder.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
+#include "daemon/alloc/unwind.h"
 #include "store/store.h"
 #include "symbolizer/symcache.h"
 #include "daemon/attrib/attrib.h"
@@ -32,66 +34,6 @@ static void fill_proc(const struct recorder *r, const struct proc *p, struct sto
 	};
 }
 
-/* DWARF inline chain of one return address, copied into the arena (interned strings). */
-static void frame_lines(struct recorder *r, struct istack *s, unsigned i)
-{
-	const char *path = bin_path(&r->procs, s->frames[i].build_id);
-	struct dwsym_frames df = { 0 };
-	uint64_t off = s->frames[i].offset;
-
-	if (!r->symcache || !path)
-		return;
-	/* Frames are return addresses: the call is the byte before. */
-	if (symcache_code(r->symcache, s->frames[i].build_id, path, NULL, off ? off - 1 : 0, &df) < 0)
-		return;
-	unsigned n = df.n < STORE_MAX_LINES ? df.n : STORE_MAX_LINES;
-	struct store_line *v = n ? arena_alloc(&r->in.arena, n * sizeof(*v)) : NULL;
-	if (v) {
-		for (unsigned j = 0; j < n; j++) {
-			const struct dwsym_frame *f = &df.v[j];
-			v[j] = (struct store_line){
-				.function = f->function ? intern_str(&r->in, f->function) : NULL,
-				.mangled = f->mangled ? intern_str(&r->in, f->mangled) : NULL,
-				.file = f->file ? intern_str(&r->in, f->file) : NULL,
-				.line = f->line, .column = f->column, .decl_line = f->decl_line,
-				.inlined = f->inlined,
-			};
-		}
-		s->lines[i] = v;
-		s->nlines[i] = n;
-	}
-	dwsym_frames_free(&df);
-}
-
-static void symbolize(struct recorder *r, struct istack *s)
-{
-	for (unsigned i = 0; i < s->nframes; i++) {
-		if (s->function[i] || !*s->frames[i].build_id)
-			continue;
-		stash_tick(&r->stash);   /* a first look into an object can take long */
-		const struct isym *m = intern_sym_find(&r->in, &s->frames[i]);
-		if (m) {   /* found for another context already */
-			s->function[i] = m->function;
-			s->mangled[i] = m->mangled;
-			s->lines[i] = m->lines;
-			s->nlines[i] = m->nlines;
-			continue;
-		}
-		bin_function(&r->procs, s->frames[i].build_id, s->frames[i].offset,
-			     &s->function[i], &s->mangled[i]);
-		frame_lines(r, s, i);
-		/* No ELF symbol covers it (a stripped .symtab): name it from DWARF. */
-		if (!s->function[i] && s->nlines[i]) {
-			s->function[i] = s->lines[i][s->nlines[i] - 1].function;
-			s->mangled[i] = s->lines[i][s->nlines[i] - 1].mangled;
-		}
-		/* Found ones only: a file not readable yet may be at the next context. */
-		if (s->function[i] || s->nlines[i])
-			intern_sym_add(&r->in, &s->frames[i], s->function[i], s->mangled[i],
-				       s->lines[i], s->nlines[i]);
-	}
-}
-
 static int write_agg(struct agg *a, void *arg)
 {
 	struct recorder *r = arg;
@@ -100,18 +42,11 @@ static int write_agg(struct agg *a, void *arg)
 	struct store_proc sp;
 
 	stash_tick(&r->stash);
-	if (!s->symbolized) {
-		symbolize(r, s);
-		s->symbolized = true;
-	}
+	/* A new stack goes in bare and is named after the commit (symbolize.c), so a cold
+	 * object's DWARF never delays the rows. */
+	recorder_queue_symbols(r, s);
 	/* Frames go with every put: the store reads them only for a hash it has not seen. */
-	for (unsigned i = 0; i < s->nframes && i < ALLOC_MAX_FRAMES; i++)
-		f[i] = (struct store_frame){
-			.build_id = s->frames[i].build_id, .offset = s->frames[i].offset,
-			.function = s->function[i], .mangled = s->mangled[i],
-			.lines = s->lines[i], .nlines = s->nlines[i],
-			.path = *s->frames[i].build_id ? bin_path(&r->procs, s->frames[i].build_id) : NULL,
-		};
+	recorder_store_frames(r, s, f);
 	fill_proc(r, a->proc, &sp);
 	/* The store keys buckets by their start in CLOCK_REALTIME ns. */
 	int err = store_put_mib_hist(r->store, &sp, s->hash, f, s->nframes,
@@ -207,6 +142,14 @@ int recorder_flush(struct recorder *r, const char *status)
 	/* A running flush reads the ring meanwhile; the final one has the whole drain. */
 	r->stash.armed = st.ended_ns == 0;
 	err = flush_store(r, &st);
+	/* Names after the rows are safe: a running flush names what fits in a slice (the
+	 * rest at the next), the last one all of them. */
+	if (!err) {
+		int64_t slice = r->sym_slice_ms ? r->sym_slice_ms : RECORD_SYMBOLIZE_SLICE_MS;
+		int e = recorder_symbolize(r, st.ended_ns ? -1 : slice);
+		if (st.ended_ns)
+			err = e;
+	}
 	stash_replay(&r->stash);   /* after the aggregates were marked clean or kept dirty */
 	return err;
 }
@@ -223,6 +166,12 @@ static int flush_store(struct recorder *r, const struct store_run_stats *st)
 		err = write_access(r);
 	if (!err)
 		err = store_run_update(r->store, r->run_id, st);
+	if (!err && r->mem_dropped_aggs) {
+		struct store_mem_drops md = { .aggregates = r->mem_dropped_aggs,
+					      .objects = r->mem_dropped_objects,
+					      .limit_bytes = r->mem_limit_bytes };
+		err = store_put_mem_drops(r->store, r->run_id, &md);
+	}
 	if (!err)
 		err = store_commit(r->store);
 	if (err) {
@@ -310,6 +259,17 @@ size_t recorder_forget_exited(struct recorder *r)
 
 void recorder_bound_memory(struct recorder *r, uint64_t limit)
 {
+	r->mem_limit_bytes = limit;
+	/* Exited processes wait for their exit row while the store is unwritable: what only
+	 * their stack records needed goes now (none of theirs follows the exit record). */
+	hmap_foreach(&r->procs.procs, i) {
+		struct proc *p = r->procs.procs.vals[i];
+		if (p->exited) {
+			hmap_free(&p->stacks);
+			unwinder_free(p->uw);
+			p->uw = NULL;
+		}
+	}
 	while (agg_bytes(&r->aggs) > limit && agg_count(&r->aggs)) {
 		uint64_t objs = 0;
 		size_t n = agg_drop_oldest(&r->aggs, &objs);

@@ -12,11 +12,14 @@
 
 #define RECORD_FLUSH_MS 500          /* at most this much is lost on a crash */
 #define RECORD_POLL_MS 100
+#define RECORD_SYMBOLIZE_SLICE_MS 100   /* a running flush's naming of new stacks (the rest
+                                         * waits for the next flush; the last names all) */
 
 struct alloc_bpf;
 struct ring_buffer;
 struct bpf_link;
 struct store;
+struct store_frame;
 
 struct recorder {
 	const char *cmd;                 /* "record" or "daemon", for messages (NULL: "record") */
@@ -47,6 +50,11 @@ struct recorder {
 	uint64_t objects;                /* objects aggregated (deaths + live at end) */
 	bool flush_error_logged;
 	struct symcache *symcache;       /* DWARF lines of frames, by build-id (NULL: ELF only) */
+	struct istack **unsym;           /* stacks stored bare, oldest first (symbolize.c) */
+	size_t nunsym, unsym_cap;
+	unsigned unsym_at;               /* the first stack's frame to resume naming at */
+	int64_t sym_slice_ms;            /* a running flush's naming (0: RECORD_SYMBOLIZE_SLICE_MS) */
+	bool sym_error_logged;
 	/* --access: the source that opened, its samples, and attribution (NULL when off). */
 	struct access_choice access;
 	struct src_soft *soft;
@@ -77,6 +85,7 @@ struct recorder {
 	/* Aggregates dropped, oldest bucket first, while the store was unwritable and they
 	 * outgrew the memory limit (recorder_bound_memory). */
 	uint64_t mem_dropped_aggs, mem_dropped_objects;
+	uint64_t mem_limit_bytes;        /* the limit they were dropped over */
 	bool mem_drop_logged;
 	uint64_t procs_forgotten;        /* exited processes freed by recorder_forget_exited */
 	/* What the run missed (query status): processes whose probes came after they
@@ -99,6 +108,15 @@ static inline const char *recorder_cmd(const struct recorder *r)
 int recorder_targets_fd(const struct recorder *r);
 
 int recorder_flush(struct recorder *r, const char *status);
+/* A stack about to be stored bare, queued for recorder_symbolize (named at once where the
+ * queue cannot grow). Always 0. */
+int recorder_queue_symbols(struct recorder *r, struct istack *s);
+/* Names queued stacks for about budget_ms (< 0: all; at least one frame), then writes the
+ * frames' names and lines in a transaction of its own: 0, or -errno (kept queued). */
+int recorder_symbolize(struct recorder *r, int64_t budget_ms);
+/* The store's view of s's frames (ALLOC_MAX_FRAMES at most), names where known. */
+void recorder_store_frames(struct recorder *r, const struct istack *s, struct store_frame *f);
+void recorder_symbols_free(struct recorder *r);
 /* Frees exited processes whose exit is committed, whose aggregates are all written
  * (those are freed too: nothing can add to them any more) and of which access
  * attribution holds no unsettled object; attribution and the access source forget them

@@ -47,6 +47,7 @@
 #define DAEMON_MAX_WAIT_MS 1000      /* longest poll, so deadlines are never late by more */
 #define DAEMON_BUSY_TIMEOUT_MS 200   /* SQLite lock wait of a running flush (then: retry) */
 #define DAEMON_FLUSH_RETRY_MS 100    /* pause between final flush attempts */
+#define DAEMON_SYMBOLIZE_SHARE 5     /* naming new stacks: 1/5 of each flush interval */
 #define DAEMON_SYMCACHE_BYTES ((size_t)128 << 20)  /* opened symbolizers kept (LRU) */
 #define DAEMON_FIRST_MAINT_MS 60000  /* first maintenance after start: not in the start-up rush */
 #define MS_PER_S 1000
@@ -374,6 +375,8 @@ static int open_sources(struct daemon *d)
 	int r;
 
 	d->r.cmd = "daemon";
+	/* New stacks are named after their rows commit, for a share of each interval. */
+	d->r.sym_slice_ms = (int64_t)d->cfg.flush_interval_ms / DAEMON_SYMBOLIZE_SHARE + 1;
 	d->r.watch_all_exec = true;
 	/* Contexts get file:line and inline chains as record's do, at flush (write_agg), never
 	 * on the ring reader's path; the cache is bounded. Without it: ELF symbols only. */
@@ -687,6 +690,7 @@ int cmd_daemon(int argc, char **argv)
 		symcache_free(d->r.symcache);
 	agg_free(&d->r.aggs);
 	proctab_free(&d->r.procs);
+	recorder_symbols_free(&d->r);
 	interner_free(&d->r.in);
 	store_close(d->r.store);
 	if (d->sfd >= 0)

@@ -1175,10 +1175,10 @@ static void test_status_access(void **state)
 		"\"unknown\": {\"samples\": 1, \"est_accesses\": 10}, "
 		"\"vdso\": {\"samples\": 2, \"est_accesses\": 20}}, "
 		"\"missed\": {\"exec\": 0, \"late\": 0, \"unknown\": 0}, \"flushed_ns\": null, "
-		"\"unsymbolized\": []}"));
+		"\"unsymbolized\": [], \"memory_limit_drops\": null}"));
 	/* Run 2's static samples that no symbol covers, per binary. */
 	assert_non_null(strstr(out, "\"unsymbolized\": [{\"build_id\": \"\", \"binary\": "
-				    "\"/srv/o,d\\\"d\", \"samples\": 1, \"est_accesses\": 1}]}"));
+				    "\"/srv/o,d\\\"d\", \"samples\": 1, \"est_accesses\": 1}], \"memory_limit_drops\": null}"));
 	/* A run without access sampling. */
 	assert_non_null(strstr(out, "\"access_source\": null, \"access_reasons\": [], "
 				    "\"access_classes\": {\"heap\": {\"samples\": 0,"));
@@ -1271,6 +1271,48 @@ static void test_status_governor(void **state)
 				    "\\\"quoted\\\"\"}]}}, \"events\": 0"));
 	/* The recording of build() has no governor. */
 	assert_non_null(strstr(out, "\"status\": \"ok\", \"governor\": null, \"events\": 123456"));
+	free(out);
+}
+
+/* issue 22: what a daemon run dropped over memory_limit, as a table line and as the run's
+ * "memory_limit_drops" object; runs without a record say null and print nothing. */
+static void test_status_mem_drops(void **state)
+{
+	struct fixture *f = *state;
+	struct store *w;
+	char err[256], *out = NULL;
+	int64_t run;
+
+	build(f);
+	if (store_open(&w, f->db, STORE_RDWR, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+	struct store_run rd = { .command = "daemon", .alloc_mode = "exact", .access_mode = "off",
+				.started_ns = 1700000100000000000ll };
+	struct store_mem_drops md = { .aggregates = 90126, .objects = 90304,
+				      .limit_bytes = 2 << 20 }, back;
+	OK(store_begin(w));
+	OK(store_run_begin(w, &rd, &run));
+	OK(store_put_mem_drops(w, run, &md));
+	md.aggregates++;   /* a later flush's running total replaces it */
+	OK(store_put_mem_drops(w, run, &md));
+	OK(store_commit(w));
+	assert_int_equal(store_get_mem_drops(w, run, &back), 1);
+	assert_int_equal(back.aggregates, 90127);
+	assert_int_equal(store_get_mem_drops(w, run + 100, &back), 0);
+	store_close(w);
+
+	CAPTURE(out, query_print_status(fp, f->s, QUERY_TABLE));
+	assert_width(out, FMT_TABLE_WIDTH);
+	assert_non_null(strstr(out, "dropped over memory_limit 2.0 MiB, store unwritable: "
+				    "90127 aggregates, 90304 objects\n"));
+	assert_ptr_equal(strstr(strstr(out, "dropped over memory_limit") + 1,
+				"dropped over memory_limit"), NULL);   /* the other runs: nothing */
+	free(out);
+	CAPTURE(out, query_print_status(fp, f->s, QUERY_JSON));
+	assert_true(json_valid(out));
+	assert_non_null(strstr(out, "\"memory_limit_drops\": {\"aggregates\": 90127, "
+				    "\"objects\": 90304, \"memory_limit\": 2097152}}"));
+	assert_non_null(strstr(out, "\"memory_limit_drops\": null}"));
 	free(out);
 }
 
@@ -1626,6 +1668,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_data_csv_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_status_access, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_status_governor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_status_mem_drops, setup, teardown),
 		cmocka_unit_test(test_classify_data),
 		cmocka_unit_test_setup_teardown(test_cmd_query_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_filters_match_reference, setup, teardown),

@@ -1,0 +1,174 @@
+/* Symbolizing stored contexts outside the flush's commit: a flush stores a new stack's
+ * frames bare (build-id, offset) and queues it; recorder_symbolize then finds names, file:line
+ * and inline chains (a first look into an object's DWARF can take a second) and writes
+ * them in a transaction of their own. So a kill loses at most one flush interval of rows,
+ * only names, which the next writer of the same stack fills in. Cost: one ELF and DWARF
+ * lookup per (object, return address) per run (intern_sym caches what was found). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/array.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "daemon/record/recorder.h"
+#include "store/store.h"
+#include "symbolizer/symcache.h"
+
+#define SYM_QUEUE_MIN 64     /* first capacity of the queue of bare stacks */
+
+/* DWARF inline chain of one return address, copied into the arena (interned strings). */
+static void frame_lines(struct recorder *r, struct istack *s, unsigned i)
+{
+	const char *path = bin_path(&r->procs, s->frames[i].build_id);
+	struct dwsym_frames df = { 0 };
+	uint64_t off = s->frames[i].offset;
+
+	if (!r->symcache || !path)
+		return;
+	/* Frames are return addresses: the call is the byte before. */
+	if (symcache_code(r->symcache, s->frames[i].build_id, path, NULL, off ? off - 1 : 0, &df) < 0)
+		return;
+	unsigned n = df.n < STORE_MAX_LINES ? df.n : STORE_MAX_LINES;
+	struct store_line *v = n ? arena_alloc(&r->in.arena, n * sizeof(*v)) : NULL;
+	if (v) {
+		for (unsigned j = 0; j < n; j++) {
+			const struct dwsym_frame *f = &df.v[j];
+			v[j] = (struct store_line){
+				.function = f->function ? intern_str(&r->in, f->function) : NULL,
+				.mangled = f->mangled ? intern_str(&r->in, f->mangled) : NULL,
+				.file = f->file ? intern_str(&r->in, f->file) : NULL,
+				.line = f->line, .column = f->column, .decl_line = f->decl_line,
+				.inlined = f->inlined,
+			};
+		}
+		s->lines[i] = v;
+		s->nlines[i] = n;
+	}
+	dwsym_frames_free(&df);
+}
+
+/* Names and lines of s's frames from the first, NULL where none is found, until deadline
+ * (ns, monotonic; 0: none) after at least one: returns the frame to resume at (nframes:
+ * done, s->symbolized set). */
+static unsigned symbolize(struct recorder *r, struct istack *s, unsigned first, int64_t deadline)
+{
+	unsigned i;
+
+	for (i = first; i < s->nframes; i++) {
+		if (i > first && deadline && (int64_t)mono_ns() >= deadline)
+			return i;
+		if (s->function[i] || !*s->frames[i].build_id)
+			continue;
+		stash_tick(&r->stash);   /* a first look into an object can take long */
+		const struct isym *m = intern_sym_find(&r->in, &s->frames[i]);
+		if (m) {   /* found for another context already */
+			s->function[i] = m->function;
+			s->mangled[i] = m->mangled;
+			s->lines[i] = m->lines;
+			s->nlines[i] = m->nlines;
+			continue;
+		}
+		bin_function(&r->procs, s->frames[i].build_id, s->frames[i].offset,
+			     &s->function[i], &s->mangled[i]);
+		frame_lines(r, s, i);
+		/* No ELF symbol covers it (a stripped .symtab): name it from DWARF. */
+		if (!s->function[i] && s->nlines[i]) {
+			s->function[i] = s->lines[i][s->nlines[i] - 1].function;
+			s->mangled[i] = s->lines[i][s->nlines[i] - 1].mangled;
+		}
+		/* Found ones only: a file not readable yet may be at the next context. */
+		if (s->function[i] || s->nlines[i])
+			intern_sym_add(&r->in, &s->frames[i], s->function[i], s->mangled[i],
+				       s->lines[i], s->nlines[i]);
+	}
+	s->symbolized = true;
+	return i;
+}
+
+void recorder_store_frames(struct recorder *r, const struct istack *s, struct store_frame *f)
+{
+	for (unsigned i = 0; i < s->nframes && i < ALLOC_MAX_FRAMES; i++)
+		f[i] = (struct store_frame){
+			.build_id = s->frames[i].build_id, .offset = s->frames[i].offset,
+			.function = s->function[i], .mangled = s->mangled[i],
+			.lines = s->lines[i], .nlines = s->nlines[i],
+			.path = *s->frames[i].build_id ? bin_path(&r->procs, s->frames[i].build_id) : NULL,
+		};
+}
+
+int recorder_queue_symbols(struct recorder *r, struct istack *s)
+{
+	if (s->symbolized || s->sym_queued)
+		return 0;
+	if (ARRAY_GROW(r->unsym, r->unsym_cap, r->nunsym, SYM_QUEUE_MIN) < 0) {
+		symbolize(r, s, 0, 0);   /* no room to defer it: named within the flush */
+		return 0;
+	}
+	r->unsym[r->nunsym++] = s;
+	s->sym_queued = true;
+	return 0;
+}
+
+/* The names of the first n queued stacks, in one transaction. */
+static int write_symbols(struct recorder *r, size_t n)
+{
+	struct store_frame f[ALLOC_MAX_FRAMES];
+	int err = store_begin(r->store);
+
+	for (size_t k = 0; !err && k < n; k++) {
+		const struct istack *s = r->unsym[k];
+
+		recorder_store_frames(r, s, f);
+		for (unsigned i = 0; !err && i < s->nframes && i < ALLOC_MAX_FRAMES; i++)
+			if (f[i].function || f[i].nlines)
+				err = store_put_frame_symbols(r->store, &f[i]);
+	}
+	if (!err)
+		err = store_commit(r->store);
+	if (err)
+		store_rollback(r->store);
+	return err;
+}
+
+int recorder_symbolize(struct recorder *r, int64_t budget_ms)
+{
+	int64_t deadline = budget_ms < 0 ? 0 : (int64_t)mono_ns() + budget_ms * 1000000LL;
+	size_t n = 0;
+	int err;
+
+	/* At least one frame per call, each stack resumed where the last call stopped: one
+	 * slow object delays the loop by its own lookup only. */
+	while (n < r->nunsym) {
+		struct istack *s = r->unsym[n];
+
+		if (!s->symbolized)
+			r->unsym_at = symbolize(r, s, r->unsym_at, deadline);
+		if (!s->symbolized)
+			break;
+		r->unsym_at = 0;
+		n++;
+		if (deadline && (int64_t)mono_ns() >= deadline)
+			break;
+	}
+	if (!n)
+		return 0;
+	if ((err = write_symbols(r, n))) {
+		if (!r->sym_error_logged)
+			log_warn("flush: writing symbols: %s (will retry)", store_errmsg(r->store));
+		r->sym_error_logged = true;
+		return err;
+	}
+	r->sym_error_logged = false;
+	for (size_t k = 0; k < n; k++)
+		r->unsym[k]->sym_queued = false;
+	memmove(r->unsym, r->unsym + n, (r->nunsym - n) * sizeof(*r->unsym));
+	r->nunsym -= n;
+	return 0;
+}
+
+void recorder_symbols_free(struct recorder *r)
+{
+	free(r->unsym);
+	r->unsym = NULL;
+	r->nunsym = r->unsym_cap = 0;
+}
