@@ -167,6 +167,7 @@ static int src_schema_read(struct merger *m, struct src_schema *sch)
 		r = src_has(m, "runs", "missed_exec", &sch->run_missed);
 	if (!r)
 		r = src_has(m, "mib", "watch_hits", &sch->mib_watch);
+	if (!r)
 		r = src_has(m, "mem_drops", NULL, &sch->mem_drops);
 	return r;
 }
