@@ -24,7 +24,7 @@ struct insn_window {
 	bool used, ok;             /* ok: the IP was an instruction boundary */
 	uint8_t n, ninsns, nmem, lost, pos;
 	bool dep_load, ip_rep;
-	uint64_t block;
+	uint64_t block, after_read;
 	struct wacc a[INSN_WIN_ACC_MAX];
 };
 
@@ -193,6 +193,18 @@ static bool dependent_load(const struct winsn *v, unsigned n)
 	return false;
 }
 
+/* Bit i: instruction i of the run follows a heap-like read (bits past 63 dropped). */
+static uint64_t after_reads(const struct winsn *v, unsigned n)
+{
+	uint64_t mask = 0;
+
+	for (unsigned i = 1; i < n && i < 64; i++)
+		for (unsigned k = 0; k < v[i - 1].d.n; k++)
+			if (chase_read(&v[i - 1].d.m[k]))
+				mask |= 1ull << i;
+	return mask;
+}
+
 /* First pass: the window's first instruction (after the last branch before ip, at or
  * after the last direct branch target <= ip, at most INSN_WIN_BACK_MAX back); 0 when ip
  * is not an instruction boundary. */
@@ -307,6 +319,7 @@ const struct insn_window *insn_win_decode(struct insn_decoder *d, const uint8_t 
 	win->ninsns = (uint8_t)(nb + nf ? nb + nf : 1);
 	win->pos = (uint8_t)nb;
 	win->dep_load = dependent_load(v, nb + nf);
+	win->after_read = after_reads(v, nb + nf);
 	for (unsigned k = 0; nf && k < v[nb].d.n; k++)
 		win->ip_rep |= (v[nb].d.m[k].flags & INSN_F_REP) != 0;
 	win->block = insn__mix(bh ^ win->ninsns, off - (ip - start)) | 1;
@@ -323,6 +336,7 @@ unsigned insn_win_eval(struct insn_decoder *d, const struct insn_window *w, uint
 	res->block = w->block;
 	res->pos = w->pos;
 	res->dep_load = w->dep_load;
+	res->after_read = w->after_read;
 	res->ip_rep = w->ip_rep;
 	if (!w->ok)
 		return 0;

@@ -36,6 +36,9 @@ struct insn_win_result {
 	                                * instruction, length): the same for every IP in it */
 	unsigned pos;                  /* the IP's index in that run */
 	bool dep_load;                 /* a read in it takes its address from a read in it */
+	uint64_t after_read;           /* bit i: the run's instruction i follows a heap-like
+	                                * read, where a timer sample lands while that read
+	                                * misses (the IP is the next to retire) */
 	bool ip_rep;                   /* the IP is a rep string instruction: the sample's time
 	                                * went to its iterations */
 	struct insn_access acc[INSN_WIN_ACC_MAX];

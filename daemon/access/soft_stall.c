@@ -32,17 +32,26 @@ static int cmp_u16(const void *a, const void *b)
 	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
 }
 
-/* The median of the block's per-instruction counts (the mean of the middle two). */
-static double median(const struct slot *s, unsigned n)
+/* The median count (the mean of the middle two) of the block's instructions that are not
+ * in after_read, or of all of them when fewer than SOFT_STALL_MIN_REF are not. */
+static double median(const struct slot *s, unsigned n, uint64_t after_read)
 {
 	uint16_t v[SOFT_STALL_INSNS];
+	unsigned m = 0;
 
-	memcpy(v, s->cnt, n * sizeof(v[0]));
-	qsort(v, n, sizeof(v[0]), cmp_u16);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+	for (unsigned i = 0; i < n; i++)
+		if (!(after_read >> i & 1))
+			v[m++] = s->cnt[i];
+	if (m < SOFT_STALL_MIN_REF) {
+		memcpy(v, s->cnt, n * sizeof(v[0]));
+		m = n;
+	}
+	qsort(v, m, sizeof(v[0]), cmp_u16);
+	return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2.0;
 }
 
-double soft_stall_note(struct soft_stall *st, uint64_t block, unsigned pos, unsigned ninsns)
+double soft_stall_note(struct soft_stall *st, uint64_t block, unsigned pos, unsigned ninsns,
+		       uint64_t after_read)
 {
 	struct slot *s;
 	double f;
@@ -63,6 +72,6 @@ double soft_stall_note(struct soft_stall *st, uint64_t block, unsigned pos, unsi
 	s->total++;
 	if (s->total < SOFT_STALL_MIN_SAMPLES || s->total < SOFT_STALL_MIN_PER_INSN * ninsns)
 		return 1.0;
-	f = ninsns * median(s, ninsns) / s->total;
+	f = ninsns * median(s, ninsns, after_read) / s->total;
 	return f < SOFT_STALL_MIN_FACTOR ? SOFT_STALL_MIN_FACTOR : f > 1.0 ? 1.0 : f;
 }

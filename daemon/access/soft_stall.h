@@ -14,6 +14,8 @@
 #define SOFT_STALL_MIN_PER_INSN 4     /* samples per instruction before a block's shares count */
 #define SOFT_STALL_MIN_SAMPLES 32     /* and at least these */
 #define SOFT_STALL_MIN_FACTOR (1.0 / 64)
+#define SOFT_STALL_MIN_REF 1          /* instructions outside after_read for them to be the
+                                       * one-cycle reference */
 #define SOFT_STALL_AGE_AT 30000       /* a block's counts are halved at this many samples */
 
 struct soft_stall;
@@ -21,5 +23,9 @@ struct soft_stall;
 int soft_stall_open(struct soft_stall **out);
 void soft_stall_close(struct soft_stall *st);
 /* Notes a sample at index pos of block (ninsns instructions long) and returns the factor
- * for its weight; 1 until the block has enough samples, or when ninsns is out of range. */
-double soft_stall_note(struct soft_stall *st, uint64_t block, unsigned pos, unsigned ninsns);
+ * for its weight; 1 until the block has enough samples, or when ninsns is out of range.
+ * after_read (bit i: instruction i follows a heap-like read) marks where a read's misses
+ * land: those are left out of the one-cycle reference, so a run of two dependent misses
+ * (node, then the key it points to) reads as stalled, not as half its instructions. */
+double soft_stall_note(struct soft_stall *st, uint64_t block, unsigned pos, unsigned ninsns,
+		       uint64_t after_read);

@@ -403,7 +403,7 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 		/* Only where a load waits on a load: elsewhere samples also pile up on the
 		 * first instruction of a group retired together, which is no stall. */
 		double f = wres.dep_load ? soft_stall_note(s->stall, wres.block, wres.pos,
-							    wres.ninsns) : 1.0;
+							    wres.ninsns, wres.after_read) : 1.0;
 		return deliver_window(s, e, &wres, (uint64_t)((double)w * f + 0.5));
 	}
 	if (m && m->path[0] == '/') {

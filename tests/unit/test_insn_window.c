@@ -28,6 +28,10 @@ FN(w_spill, "mov %rdi,8(%rsp)\nmov 8(%rsp),%rdx\nmov (%rdx),%rcx\npush %rbx\n"
 FN(w_clob, "mov (%rbx),%rcx\nmov %rdx,%rbx\n.globl w_clob_ip\nw_clob_ip: nop\nmov (%rsi),%r9\n"
 	   "mov %rdi,%rsi\nmov (%rsi),%r10\nret");
 
+/* db_bench's memtable lookup: node->key, then the key's first byte; a stack read after */
+FN(w_twomiss, "1: mov (%r15),%rdi\nmovzbl (%rdi),%eax\n.globl w_twomiss_ip\nw_twomiss_ip: "
+	      "test %al,%al\nmov 8(%rsp),%rdx\nnop\njns 1b\nret");
+
 static struct insn_ctx regs(void)
 {
 	struct insn_ctx c;
@@ -115,6 +119,22 @@ static void test_spill(void **state)
 	insn_decoder_close(d);
 }
 
+/* after_read marks the instructions after a heap-like read (where its misses' samples
+ * land), not after the stack read, not the run's first */
+static void test_after_read(void **state)
+{
+	struct insn_decoder *d;
+	struct insn_win_result r;
+
+	(void)state;
+	assert_int_equal(insn_decoder_open(&d, 0), 0);
+	eval(d, w_twomiss, w_twomiss_ip, 0x40, &r);
+	assert_int_equal(r.ninsns, 6);
+	assert_true(r.dep_load);
+	assert_int_equal(r.after_read, 1u << 1 | 1u << 2);
+	insn_decoder_close(d);
+}
+
 static void test_clobbered(void **state)
 {
 	struct insn_decoder *d;
@@ -136,6 +156,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_loop),
 		cmocka_unit_test(test_chase),
+		cmocka_unit_test(test_after_read),
 		cmocka_unit_test(test_spill),
 		cmocka_unit_test(test_clobbered),
 	};
