@@ -30,6 +30,7 @@ struct proc {
 	bool fp_checked;           /* its objects were checked for frame pointers (fpcheck.c) */
 	bool fp_mode;              /* and all keep them: BPF walks them (unwind_modes) */
 	uint64_t stack_top;        /* main stack copied up to here (ustack.c), 0: whole */
+	bool deep_copy;            /* a walk ran past an ALLOC_USTACK_MAX copy: BPF copies more */
 	unsigned maps_reloads;     /* re-reads of maps for frames outside them (ustack.c) */
 	bool forget;               /* recorder_forget_exited's scratch mark */
 };

@@ -96,7 +96,7 @@ static int write_agg(struct agg *a, void *arg)
 {
 	struct recorder *r = arg;
 	struct istack *s = a->stack;
-	struct store_frame f[ALLOC_MAX_FRAMES];
+	struct store_frame f[ALLOC_MAX_UFRAMES];
 	struct store_proc sp;
 
 	stash_tick(&r->stash);
@@ -105,7 +105,7 @@ static int write_agg(struct agg *a, void *arg)
 		s->symbolized = true;
 	}
 	/* Frames go with every put: the store reads them only for a hash it has not seen. */
-	for (unsigned i = 0; i < s->nframes && i < ALLOC_MAX_FRAMES; i++)
+	for (unsigned i = 0; i < s->nframes && i < ALLOC_MAX_UFRAMES; i++)
 		f[i] = (struct store_frame){
 			.build_id = s->frames[i].build_id, .offset = s->frames[i].offset,
 			.function = s->function[i], .mangled = s->mangled[i],

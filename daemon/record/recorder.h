@@ -40,6 +40,7 @@ struct recorder {
 	bool slice_spent;                /* the slice ran out with records left */
 	uint64_t unresolved_frames;
 	uint64_t ustacks, ustacks_truncated;  /* stacks unwound from DWARF CFI, of them cut short */
+	uint64_t ustack_stops[4];             /* of those, by enum unwind_stop */
 	struct stash stash;              /* the ring read during a running flush (stash.h) */
 	int unwind_modes_fd;             /* BPF unwind_modes map (daemon/alloc/ustack.c), 0: none */
 	bool unwind_mode_logged;
