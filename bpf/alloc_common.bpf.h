@@ -209,17 +209,21 @@ __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 	/* The main thread's stack above its outermost frame (argv, environment) is never
 	 * read: user space says where that frame is once it has seen it. */
 	struct unwind_mode_val *mv = bpf_map_lookup_elem(&unwind_modes, &tgid);
-	if (mv && mv->start_ns == q->start_ns && mv->stack_top > sp && mv->stack_top <= stack_hi)
+	bool topped = false;
+	if (mv && mv->start_ns == q->start_ns && mv->stack_top > sp && mv->stack_top <= stack_hi) {
 		stack_hi = mv->stack_top;
+		topped = true;
+	}
 	/* The first copy of a process wakes the reader: its modules are read from /proc
 	 * while it lives (a short-lived one is gone by the next poll). */
 	if (mv && mv->start_ns == q->start_ns && !mv->woke) {
 		mv->woke = 1;
 		wake = true;
 	}
-	/* A process whose walks ran past the usual copy (deep recursion) gets a longer one,
-	 * as far as the ring's room allows: past it the walk stops and says `truncated`. */
-	if (mv && mv->start_ns == q->start_ns && mv->deep) {
+	/* A copy that ends at the main thread's known outermost frame holds frames only, and
+	 * a process whose walks ran past the usual copy (deep recursion) gets a longer one:
+	 * as far as the ring's room allows; past it the walk stops and says `truncated`. */
+	if (topped || (mv && mv->start_ns == q->start_ns && mv->deep)) {
 		cap = room / USTACK_DEEP_SHARE;
 		if (cap > ALLOC_USTACK_DEEP_MAX)
 			cap = ALLOC_USTACK_DEEP_MAX;
