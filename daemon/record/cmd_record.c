@@ -608,6 +608,9 @@ static int start_tracing(struct record *rec)
 		rec->r.lifecycle = follow_exec;
 		rec->r.lifecycle_arg = &rec->follow;
 	}
+	/* record's ring holds a burst of stack copies while the reader unwinds (deep
+	 * C++ stacks: clang-19 -fsyntax-only lost half its samples at the default) */
+	rec->r.ring_bytes = ALLOC_RECORD_RINGBUF_BYTES;
 	if (o->sampled) {
 		/* A command's own otel_memory sampler is in its executable (a compile-time
 		 * wrapper); without one, those programs are not even loaded. */
@@ -620,7 +623,6 @@ static int start_tracing(struct record *rec)
 		return *o->cmd ? start_sampled_command(rec) : start_sampled_pid(rec);
 	}
 	rec->r.alloc_off = o->alloc_off;
-	rec->r.ring_bytes = ALLOC_RECORD_RINGBUF_BYTES;
 	err = exact_open(&rec->r);
 	if (err < 0)
 		return err;
