@@ -168,6 +168,9 @@ static __always_inline u64 ustack_key(void)
 #define USTACK_RING_RESERVE (2 << 20)   /* ring bytes kept for small records (~30k frees) */
 #define USTACK_DEEP_SHARE 16            /* a copy past ALLOC_USTACK_MAX takes at most this
                                          * fraction of the ring's room above the reserve */
+#define USTACK_DEEP_FILL 4              /* and only while the ring is under 1/this full (the
+                                         * reader keeps up: g++'s cc1plus, exact, lost 60%
+                                         * of its records to a reader behind long copies) */
 
 struct ustack_req {
 	u64 start_ns;
@@ -223,7 +226,9 @@ __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 	/* A copy that ends at the main thread's known outermost frame holds frames only, and
 	 * a process whose walks ran past the usual copy (deep recursion) gets a longer one:
 	 * as far as the ring's room allows; past it the walk stops and says `truncated`. */
-	if (topped || (mv && mv->start_ns == q->start_ns && mv->deep)) {
+	if ((topped || (mv && mv->start_ns == q->start_ns && mv->deep)) &&
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) <
+	    bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / USTACK_DEEP_FILL) {
 		cap = room / USTACK_DEEP_SHARE;
 		if (cap > ALLOC_USTACK_DEEP_MAX)
 			cap = ALLOC_USTACK_DEEP_MAX;
