@@ -3,7 +3,9 @@
  * both sides agree without BTF. */
 #pragma once
 
-#define ALLOC_MAX_FRAMES 64        /* user frames kept per allocation context */
+#define ALLOC_MAX_FRAMES 64        /* user frames BPF's frame-pointer walk keeps per context */
+#define ALLOC_MAX_UFRAMES 512      /* user frames a DWARF walk keeps per context (clang's
+                                    * recursive-descent parser: 150-400); >= ALLOC_MAX_FRAMES */
 #define ALLOC_STACK_CHUNK 1024     /* bytes of user stack the walk copies at once (power of 2) */
 #define ALLOC_LIVE_MAX (1 << 20)   /* live allocations tracked at once (map, no prealloc) */
 #define ALLOC_STACKS_MAX 65536     /* stack keys remembered as already sent (LRU) */
@@ -17,6 +19,8 @@
 #define ALLOC_USTACK_MAX 24576     /* user stack bytes copied for DWARF unwinding: sqlite3's
                                     * shell needs more than 16 KiB to reach main; a per-CPU
                                     * map value (the record's scratch) is at most 32 KiB */
+#define ALLOC_USTACK_DEEP_MAX (1 << 18)  /* bytes copied for a process whose walks ran past
+                                    * ALLOC_USTACK_MAX (unwind_mode_val.deep); a power of 2 */
 #define ALLOC_MODES_MAX 16384      /* processes whose unwinding mode user space decided */
 #define ALLOC_NREGS 17             /* x86-64 DWARF registers rax..r15, rip (DWARF numbering) */
 
@@ -98,6 +102,9 @@ struct unwind_mode_val {
 	                                * copy (user space writes 0) */
 	unsigned long long stack_top;  /* UNWIND_DWARF: the main thread's stack is copied only
 	                                * up to here, above its outermost frame (0: unknown) */
+	unsigned int deep;             /* a walk ran past an ALLOC_USTACK_MAX copy: copy up to
+	                                * ALLOC_USTACK_DEEP_MAX, as the ring's room allows */
+	unsigned int pad;
 };
 
 /* A process not in UNWIND_FP mode (its objects lack frame pointers, or are not checked yet):
@@ -113,7 +120,7 @@ struct ev_ustack {
 	unsigned long long sp;         /* user address of data[0] (= regs[7]) */
 	unsigned int len;              /* bytes of data that hold the stack */
 	unsigned int pad;
-	unsigned char data[ALLOC_USTACK_MAX + 4096];  /* a page of slack for BPF's page-wise copy */
+	unsigned char data[ALLOC_USTACK_DEEP_MAX + 4096];  /* a page of slack for BPF's page-wise copy */
 };
 
 struct ev_free {

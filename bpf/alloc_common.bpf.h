@@ -129,8 +129,10 @@ struct ustack_scratch {
 	struct ev_ustack u;
 };
 
+/* One scratch record per CPU (indexed by CPU: a per-CPU value is at most 32 KiB); user
+ * space sizes it to the possible CPUs before load (ustack_size_scratch). */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, u32);
 	__type(value, struct ustack_scratch);
@@ -162,8 +164,13 @@ static __always_inline u64 ustack_key(void)
 	return ALLOC_USTACK_KEY | ((*seq & 0xffffffffffULL) << 12) | ((u64)(cpu & 0x7ff) << 1) | 1;
 }
 
-#define USTACK_PAGES (ALLOC_USTACK_MAX / 4096 + 1)   /* page-wise copies after a failed one */
+#define USTACK_PAGES (ALLOC_USTACK_DEEP_MAX / 4096 + 1)   /* page-wise copies after a failed one */
 #define USTACK_RING_RESERVE (2 << 20)   /* ring bytes kept for small records (~30k frees) */
+#define USTACK_DEEP_SHARE 16            /* a copy past ALLOC_USTACK_MAX takes at most this
+                                         * fraction of the ring's room above the reserve */
+#define USTACK_DEEP_FILL 4              /* and only while the ring is under 1/this full (the
+                                         * reader keeps up: g++'s cc1plus, exact, lost 60%
+                                         * of its records to a reader behind long copies) */
 
 struct ustack_req {
 	u64 start_ns;
@@ -181,9 +188,9 @@ struct ustack_req {
  * be sent. */
 __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 {
-	u32 zero = 0;
-	struct ustack_scratch *s = bpf_map_lookup_elem(&ustack_map, &zero);
-	u64 sp, len, key, stack_hi;
+	u32 cpu = bpf_get_smp_processor_id();
+	struct ustack_scratch *s = bpf_map_lookup_elem(&ustack_map, &cpu);
+	u64 sp, len, key, stack_hi, cap = ALLOC_USTACK_MAX, room;
 	u32 tgid;
 	bool wake;
 
@@ -192,11 +199,12 @@ __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 	/* Copies are large: within USTACK_RING_RESERVE of a full ring, the small records
 	 * (frees, lifecycle) that keep the counts right go first; the allocation's stack
 	 * is counted lost. */
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >
-	    bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) - USTACK_RING_RESERVE) {
+	room = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) - USTACK_RING_RESERVE;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > room) {
 		count(CNT_DROP_STACK);
 		return 0;
 	}
+	room -= bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
 	stack_hi = q->stack_hi;
 	tgid = q->tgid;
 	wake = q->wake;
@@ -204,20 +212,35 @@ __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 	/* The main thread's stack above its outermost frame (argv, environment) is never
 	 * read: user space says where that frame is once it has seen it. */
 	struct unwind_mode_val *mv = bpf_map_lookup_elem(&unwind_modes, &tgid);
-	if (mv && mv->start_ns == q->start_ns && mv->stack_top > sp && mv->stack_top <= stack_hi)
+	bool topped = false;
+	if (mv && mv->start_ns == q->start_ns && mv->stack_top > sp && mv->stack_top <= stack_hi) {
 		stack_hi = mv->stack_top;
+		topped = true;
+	}
 	/* The first copy of a process wakes the reader: its modules are read from /proc
 	 * while it lives (a short-lived one is gone by the next poll). */
 	if (mv && mv->start_ns == q->start_ns && !mv->woke) {
 		mv->woke = 1;
 		wake = true;
 	}
-	len = stack_hi > sp ? stack_hi - sp : ALLOC_USTACK_MAX;
-	if (len > ALLOC_USTACK_MAX)
-		len = ALLOC_USTACK_MAX;
-	len &= 32767;   /* a bound the verifier can see */
-	if (len > ALLOC_USTACK_MAX)
-		len = ALLOC_USTACK_MAX;
+	/* A copy that ends at the main thread's known outermost frame holds frames only, and
+	 * a process whose walks ran past the usual copy (deep recursion) gets a longer one:
+	 * as far as the ring's room allows; past it the walk stops and says `truncated`. */
+	if ((topped || (mv && mv->start_ns == q->start_ns && mv->deep)) &&
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) <
+	    bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / USTACK_DEEP_FILL) {
+		cap = room / USTACK_DEEP_SHARE;
+		if (cap > ALLOC_USTACK_DEEP_MAX)
+			cap = ALLOC_USTACK_DEEP_MAX;
+		if (cap < ALLOC_USTACK_MAX)
+			cap = ALLOC_USTACK_MAX;
+	}
+	len = stack_hi > sp ? stack_hi - sp : cap;
+	if (len > cap)
+		len = cap;
+	len &= ALLOC_USTACK_DEEP_MAX * 2 - 1;   /* a bound the verifier can see */
+	if (len > ALLOC_USTACK_DEEP_MAX)
+		len = ALLOC_USTACK_DEEP_MAX;
 	if (len && bpf_probe_read_user(s->u.data, len, (void *)sp)) {
 		/* No stack bound known (the mm lock was contended: the copy ran past the
 		 * stack's top) or a page not present: copy page by page up to the first
@@ -225,13 +248,16 @@ __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 		u64 off = 0, n = 4096 - (sp & 4095);
 		len = 0;
 		for (int i = 0; i < USTACK_PAGES; i++) {
-			if (off >= ALLOC_USTACK_MAX || n > 4096)
+			if (off >= cap || n > 4096)
 				break;
-			/* data has a page of slack past ALLOC_USTACK_MAX for this */
+			asm volatile("" : "+r"(off));   /* bounds checked on off itself, */
+			if (off >= ALLOC_USTACK_DEEP_MAX) /* not on a derived pointer */
+				break;
+			/* data has a page of slack past ALLOC_USTACK_DEEP_MAX for this */
 			if (bpf_probe_read_user(s->u.data + off, n, (void *)(sp + off)))
 				break;
 			off += n;
-			len = off < ALLOC_USTACK_MAX ? off : ALLOC_USTACK_MAX;
+			len = off < cap ? off : cap;
 			n = 4096;
 		}
 	}

@@ -106,6 +106,8 @@ int exact_open(struct recorder *r)
 	r->skel->rodata->mark_at_exec = r->mark_at_exec;
 	if (r->ring_bytes && (err = bpf_map__set_max_entries(r->skel->maps.events, (__u32)r->ring_bytes)))
 		return log_error_errno(err, "%s: sizing the ring buffer: %s", recorder_cmd(r), strerror(-err));
+	if ((err = ustack_size_scratch(r->skel->maps.ustack_map)))
+		return log_error_errno(err, "%s: sizing the stack scratch: %s", recorder_cmd(r), strerror(-err));
 	err = alloc_bpf__load(r->skel);
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),

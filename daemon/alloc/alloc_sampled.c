@@ -174,6 +174,10 @@ int sampled_open(struct sampled **out, struct recorder *r)
 		bpf_program__set_autoload(s->skel->progs.on_otel_free, false);
 	}
 	usdt_prepare(s);
+	if (r->ring_bytes && (err = bpf_map__set_max_entries(s->skel->maps.events, (__u32)r->ring_bytes)))
+		return log_error_errno(err, "%s: sizing the ring buffer: %s", recorder_cmd(r), strerror(-err));
+	if ((err = ustack_size_scratch(s->skel->maps.ustack_map)))
+		return log_error_errno(err, "%s: sizing the stack scratch: %s", recorder_cmd(r), strerror(-err));
 	err = sampled_bpf__load(s->skel);
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),

@@ -31,6 +31,7 @@ struct proc {
 	bool fp_mode;              /* and all keep them: BPF walks them (unwind_modes) */
 	bool fp_reached_own;       /* a walked stack reached the program's own frames */
 	uint64_t stack_top;        /* main stack copied up to here (ustack.c), 0: whole */
+	bool deep_copy;            /* a walk ran past an ALLOC_USTACK_MAX copy: BPF copies more */
 	unsigned maps_reloads;     /* re-reads of maps for frames outside them (ustack.c) */
 	bool forget;               /* recorder_forget_exited's scratch mark */
 };

@@ -12,7 +12,7 @@
 
 #define STASH_MAX_BYTES (64u << 20)       /* records held while a flush runs */
 #define STASH_TICK_NS (5 * 1000000ULL)    /* how often a flush reads the ring */
-#define STASH_RECORD_MAX (32u << 10)      /* a ring record's largest size (a stack copy) */
+#define STASH_RECORD_MAX (272u << 10)      /* a ring record's largest size (a stack copy) */
 
 struct ring_buffer;
 

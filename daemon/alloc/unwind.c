@@ -31,6 +31,7 @@ struct unwinder {
 	                              * unreadable return address for the outermost frame */
 	struct unwind_rules *rules;  /* the fast path's per-address rules */
 	uint64_t top;                /* the last walk's highest word read (0: unknown) */
+	enum unwind_stop stop;       /* why the last walk ended */
 };
 
 struct walk {
@@ -248,6 +249,7 @@ int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct maps *known,
 			return -ENOMEM;
 		uw->pid = pid;
 	}
+	uw->stop = UNWIND_STOP_CFI;
 	if (!uw->dwfl) {
 		if (uw->reports >= UNWIND_REPORTS_MAX)
 			return -ESRCH;
@@ -257,7 +259,11 @@ int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct maps *known,
 	uw->top = 0;
 	if (rules_on() &&
 	    rules_walk(&uw->rules, uw->dwfl, u, len, pcs, max, n, truncated, &uw->top) == RULES_WALKED) {
+		/* rules_walk's truncated walk either filled pcs or read past the copy */
+		uw->stop = !*truncated ? UNWIND_STOP_ROOT : *n == max ? UNWIND_STOP_FRAMES : UNWIND_STOP_COPY;
 		end_at_entry(uw->dwfl, pcs, n, truncated);
+		if (!*truncated)
+			uw->stop = UNWIND_STOP_ROOT;
 		return *n ? 0 : -ENOENT;
 	}
 	uw->top = 0;
@@ -274,14 +280,23 @@ int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct maps *known,
 	}
 	/* 0: the outermost frame was reached (its return address is undefined in the CFI). */
 	*truncated = rc != 0 || w.full || uw->read_failed;
+	uw->stop = !*truncated ? UNWIND_STOP_ROOT : w.full ? UNWIND_STOP_FRAMES
+		 : uw->read_failed ? UNWIND_STOP_COPY : UNWIND_STOP_CFI;
 	*n = w.n;
 	end_at_entry(uw->dwfl, pcs, n, truncated);
+	if (!*truncated)
+		uw->stop = UNWIND_STOP_ROOT;
 	return w.n ? 0 : -ENOENT;
 }
 
 uint64_t unwind_top(const struct unwinder *uw)
 {
 	return uw ? uw->top : 0;
+}
+
+enum unwind_stop unwind_stop(const struct unwinder *uw)
+{
+	return uw ? uw->stop : UNWIND_STOP_CFI;
 }
 
 void unwinder_free(struct unwinder *uw)

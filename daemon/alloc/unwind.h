@@ -21,5 +21,14 @@ int unwind_stack(struct unwinder **uw, uint32_t pid, const struct maps *known,
 		 uint64_t *pcs, unsigned max, unsigned *n, bool *truncated);
 /* The end of the highest stack word the last unwind_stack read (0: unknown). */
 uint64_t unwind_top(const struct unwinder *uw);
+/* Why the last unwind_stack's walk ended (counted by record, bench/stack_sweep.py). */
+enum unwind_stop {
+	UNWIND_STOP_ROOT = 0,   /* the outermost frame: whole */
+	UNWIND_STOP_COPY,       /* a read past the end of the stack copy */
+	UNWIND_STOP_FRAMES,     /* max frames reached */
+	UNWIND_STOP_CFI,        /* no CFI, an unreadable module, a return address of 0 */
+	UNWIND_STOPS
+};
+enum unwind_stop unwind_stop(const struct unwinder *uw);
 /* Forgets the process's modules (after exec, or when a new object was mapped). */
 void unwinder_free(struct unwinder *uw);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include "base/log.h"
 #include "daemon/alloc/ustack.h"
 #include "daemon/alloc/unwind.h"
@@ -141,7 +142,8 @@ static unsigned forced_mode(unsigned mode)
 static void set_mode(struct recorder *r, struct proc *p, unsigned mode)
 {
 	struct unwind_mode_val v = { .start_ns = p->start_ns, .mode = mode,
-				     .stack_top = mode == UNWIND_DWARF ? p->stack_top : 0 };
+				     .stack_top = mode == UNWIND_DWARF ? p->stack_top : 0,
+				     .deep = mode == UNWIND_DWARF && p->deep_copy };
 	uint32_t tgid = p->pid;
 
 	if (bpf_map_update_elem(r->unwind_modes_fd, &tgid, &v, BPF_ANY) && !r->unwind_mode_logged) {
@@ -179,6 +181,7 @@ void ustack_decide_exec(struct recorder *r, struct proc *p)
 	if (r->unwind_modes_fd <= 0)
 		return;
 	p->stack_top = 0;   /* a new image, a new stack */
+	p->deep_copy = false;
 	maps_free(&p->maps);
 	p->maps_loaded = false;
 	if (maps_read_pid(&p->maps, p->pid) || !p->maps.n)
@@ -260,6 +263,27 @@ static void note_top(struct recorder *r, struct proc *p, bool truncated)
 	set_mode(r, p, UNWIND_DWARF);
 }
 
+/* A walk that ran out of an ALLOC_USTACK_MAX copy (deep recursion): later copies of the
+ * process go up to ALLOC_USTACK_DEEP_MAX, as far as the ring's room allows. */
+static void note_deep(struct recorder *r, struct proc *p, const struct ev_ustack *e,
+		      enum unwind_stop stop)
+{
+	if (stop != UNWIND_STOP_COPY || e->len < ALLOC_USTACK_MAX || p->deep_copy || p->fp_mode ||
+	    !p->fp_checked)
+		return;
+	p->deep_copy = true;
+	set_mode(r, p, UNWIND_DWARF);
+}
+
+int ustack_size_scratch(struct bpf_map *scratch)
+{
+	int ncpus = libbpf_num_possible_cpus();
+
+	if (ncpus < 0)
+		return ncpus;
+	return bpf_map__set_max_entries(scratch, (uint32_t)ncpus);
+}
+
 static unsigned stack_unresolved(const struct istack *s)
 {
 	unsigned u = 0;
@@ -282,8 +306,8 @@ static unsigned caller_skip(const struct ev_ustack *e, const uint64_t *pcs, unsi
 
 void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 {
-	uint64_t pcs[ALLOC_MAX_FRAMES + SAMPLED_CALLER_SEARCH];
-	struct iframe f[ALLOC_MAX_FRAMES];
+	uint64_t pcs[ALLOC_MAX_UFRAMES + SAMPLED_CALLER_SEARCH];
+	struct iframe f[ALLOC_MAX_UFRAMES];
 	unsigned got = 0, n = 0, i, unresolved = 0;
 	bool truncated, reloaded = false;
 	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
@@ -299,11 +323,11 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 	if (e->len < have)
 		have = e->len;
 	procmaps_load(p);   /* libdwfl's modules once the process is gone */
-	unwind_stack(&p->uw, p->pid, &p->maps, e, have, pcs, e->caller ? ALLOC_MAX_FRAMES + SAMPLED_CALLER_SEARCH
-							      : ALLOC_MAX_FRAMES, &got, &truncated);
+	unwind_stack(&p->uw, p->pid, &p->maps, e, have, pcs, e->caller ? ALLOC_MAX_UFRAMES + SAMPLED_CALLER_SEARCH
+							      : ALLOC_MAX_UFRAMES, &got, &truncated);
 	const struct map_entry *m = NULL;
 	struct binary *b = NULL;
-	for (i = caller_skip(e, pcs, got); i < got && n < ALLOC_MAX_FRAMES; i++) {
+	for (i = caller_skip(e, pcs, got); i < got && n < ALLOC_MAX_UFRAMES; i++) {
 		/* Callers are mostly in the same object: its mapping is asked first. */
 		if (!m || pcs[i] < m->start || pcs[i] >= m->end) {
 			m = exec_map(p, pcs[i], &reloaded);
@@ -318,9 +342,14 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 		unresolved += !b;
 		n++;
 	}
-	if (i < got)
+	enum unwind_stop stop = unwind_stop(p->uw);
+	if (i < got) {
 		truncated = true;
+		if (!m)
+			stop = UNWIND_STOP_CFI;
+	}
 	note_top(r, p, truncated);
+	note_deep(r, p, e, stop);
 	if (replaces && !n)
 		return;   /* nothing unwound: the frame-pointer walk's frames are better */
 	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
@@ -335,8 +364,10 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 		return;
 	r->unresolved_frames += unresolved;
 	r->ustacks++;
-	if (truncated)
+	if (truncated) {
 		r->ustacks_truncated++;
+		r->ustack_stops[stop == UNWIND_STOP_ROOT ? UNWIND_STOP_CFI : stop]++;
+	}
 }
 
 void ustack_key_done(struct proc *p, uint64_t key)

@@ -36,3 +36,6 @@ struct binary *ustack_map_binary(struct recorder *r, struct proc *p, const struc
 /* The context of an allocation's key is no longer needed (the allocation died): a
  * per-allocation key (ALLOC_USTACK_KEY) is forgotten. */
 void ustack_key_done(struct proc *p, uint64_t key);
+struct bpf_map;
+/* Sizes BPF's stack-copy scratch map (one record per possible CPU) before load. */
+int ustack_size_scratch(struct bpf_map *scratch);

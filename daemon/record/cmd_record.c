@@ -30,6 +30,7 @@
 #include "daemon/access/watch.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
+#include "daemon/alloc/unwind.h"
 #include "store/store.h"
 #include "symbolizer/elfstatic.h"
 #include "symbolizer/maps.h"
@@ -705,6 +706,9 @@ static int start_tracing(struct record *rec)
 		rec->r.lifecycle = follow_exec;
 		rec->r.lifecycle_arg = &rec->follow;
 	}
+	/* record's ring holds a burst of stack copies while the reader unwinds (deep
+	 * C++ stacks: clang-19 -fsyntax-only lost half its samples at the default) */
+	rec->r.ring_bytes = ALLOC_RECORD_RINGBUF_BYTES;
 	if (o->sampled) {
 		/* A command's own otel_memory sampler is in its executable (a compile-time
 		 * wrapper); without one, those programs are not even loaded. */
@@ -717,7 +721,6 @@ static int start_tracing(struct record *rec)
 		return *o->cmd ? start_sampled_command(rec) : start_sampled_pid(rec);
 	}
 	rec->r.alloc_off = o->alloc_off;
-	rec->r.ring_bytes = ALLOC_RECORD_RINGBUF_BYTES;
 	if (!*o->cmd && !o->alloc_off) {
 		rec->pid_follow.r = &rec->r;
 		rec->r.lifecycle = follow_fork;
@@ -738,7 +741,7 @@ static int begin_run(struct record *rec)
 
 	snprintf(settings, sizeof(settings),
 		 "{\"flush_ms\":%d,\"bucket_s\":%d,\"max_frames\":%d,\"duration_s\":%llu}",
-		 RECORD_FLUSH_MS, AGG_BUCKET_SECONDS, ALLOC_MAX_FRAMES, o->duration);
+		 RECORD_FLUSH_MS, AGG_BUCKET_SECONDS, ALLOC_MAX_UFRAMES, o->duration);
 	struct store_run run = { .command = rec->cmdline ? rec->cmdline : "", .alloc_mode = o->alloc,
 				 .access_mode = rec->r.attrib ? o->access_mode : "off", .settings = settings,
 				 .started_ns = real_ns() };
@@ -902,8 +905,11 @@ static void print_summary(struct record *rec)
 			(unsigned long long)r->unknown_stack_objs);
 	if (r->ustacks)
 		fprintf(stderr, "memprofd: %llu stacks unwound from DWARF CFI (%llu cut short: "
-			"truncated)\n", (unsigned long long)r->ustacks,
-			(unsigned long long)r->ustacks_truncated);
+			"truncated; at the copy's end %llu, the frame cap %llu, other %llu)\n",
+			(unsigned long long)r->ustacks, (unsigned long long)r->ustacks_truncated,
+			(unsigned long long)r->ustack_stops[UNWIND_STOP_COPY],
+			(unsigned long long)r->ustack_stops[UNWIND_STOP_FRAMES],
+			(unsigned long long)r->ustack_stops[UNWIND_STOP_CFI]);
 }
 
 /* Ends what the recording holds; returns rc, or the command's exit status once it ran

@@ -38,7 +38,7 @@ static int write_agg(struct agg *a, void *arg)
 {
 	struct recorder *r = arg;
 	struct istack *s = a->stack;
-	struct store_frame f[ALLOC_MAX_FRAMES];
+	struct store_frame f[ALLOC_MAX_UFRAMES];
 	struct store_proc sp;
 
 	stash_tick(&r->stash);

@@ -43,6 +43,7 @@ struct recorder {
 	bool slice_spent;                /* the slice ran out with records left */
 	uint64_t unresolved_frames;
 	uint64_t ustacks, ustacks_truncated;  /* stacks unwound from DWARF CFI, of them cut short */
+	uint64_t ustack_stops[4];             /* of those, by enum unwind_stop */
 	struct stash stash;              /* the ring read during a running flush (stash.h) */
 	int unwind_modes_fd;             /* BPF unwind_modes map (daemon/alloc/ustack.c), 0: none */
 	bool unwind_mode_logged;
@@ -114,7 +115,7 @@ int recorder_queue_symbols(struct recorder *r, struct istack *s);
 /* Names queued stacks for about budget_ms (< 0: all; at least one frame), then writes the
  * frames' names and lines in a transaction of its own: 0, or -errno (kept queued). */
 int recorder_symbolize(struct recorder *r, int64_t budget_ms);
-/* The store's view of s's frames (ALLOC_MAX_FRAMES at most), names where known. */
+/* The store's view of s's frames (ALLOC_MAX_UFRAMES at most), names where known. */
 void recorder_store_frames(struct recorder *r, const struct istack *s, struct store_frame *f);
 void recorder_symbols_free(struct recorder *r);
 /* Frees exited processes whose exit is committed, whose aggregates are all written

@@ -87,7 +87,7 @@ static unsigned symbolize(struct recorder *r, struct istack *s, unsigned first, 
 
 void recorder_store_frames(struct recorder *r, const struct istack *s, struct store_frame *f)
 {
-	for (unsigned i = 0; i < s->nframes && i < ALLOC_MAX_FRAMES; i++)
+	for (unsigned i = 0; i < s->nframes && i < ALLOC_MAX_UFRAMES; i++)
 		f[i] = (struct store_frame){
 			.build_id = s->frames[i].build_id, .offset = s->frames[i].offset,
 			.function = s->function[i], .mangled = s->mangled[i],
@@ -112,14 +112,14 @@ int recorder_queue_symbols(struct recorder *r, struct istack *s)
 /* The names of the first n queued stacks, in one transaction. */
 static int write_symbols(struct recorder *r, size_t n)
 {
-	struct store_frame f[ALLOC_MAX_FRAMES];
+	struct store_frame f[ALLOC_MAX_UFRAMES];
 	int err = store_begin(r->store);
 
 	for (size_t k = 0; !err && k < n; k++) {
 		const struct istack *s = r->unsym[k];
 
 		recorder_store_frames(r, s, f);
-		for (unsigned i = 0; !err && i < s->nframes && i < ALLOC_MAX_FRAMES; i++)
+		for (unsigned i = 0; !err && i < s->nframes && i < ALLOC_MAX_UFRAMES; i++)
 			if (f[i].function || f[i].nlines)
 				err = store_put_frame_symbols(r->store, &f[i]);
 	}
