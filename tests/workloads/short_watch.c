@@ -4,7 +4,7 @@
  * then left alone for --life-us), frees both, and goes on for --seconds. Both are 4 KiB
  * and come from two contexts; with the sampler's mean at 16 KiB a fifth are sampled.
  * --stray-traps N sends the thread, spread over the run, N SIGTRAPs shaped as the kernel's
- * debug traps (TRAP_HWBKPT, and TRAP_BRKPT as a #DB with no cause in DR6 gives), the
+ * debug traps once the sampler's guard is installed (TRAP_HWBKPT, and TRAP_BRKPT as a #DB with no cause in DR6 gives), the
  * traps that killed targets of the in-process watches; --user-trap ends with a tgkill'd
  * SIGTRAP, which must still kill (the sampler's guard swallows only debug traps). */
 #include <signal.h>
@@ -43,6 +43,17 @@ static uint64_t now_ns(void)
 #define STRAY_FIRST_ROUND 64            /* the sampler has armed a watch by then */
 
 /* A SIGTRAP to this thread as the kernel's #DB handler would send it. */
+/* Whether a SIGTRAP handler is installed (the sampler's guard, set before its first watch):
+ * a kernel debug trap can only come once a watch was armed, so strays wait for it. */
+static int trap_guarded(void)
+{
+	struct sigaction old;
+
+	return sigaction(SIGTRAP, NULL, &old) == 0 &&
+	       ((old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
+					      : old.sa_handler != SIG_DFL);
+}
+
 static void stray_trap(int code)
 {
 	siginfo_t si;
@@ -89,7 +100,7 @@ int main(int argc, char **argv)
 		free(c);
 		rounds++;
 		/* Spread over the run's second half, the first after STRAY_FIRST_ROUND. */
-		if (sent < strays && rounds >= STRAY_FIRST_ROUND &&
+		if (sent < strays && rounds >= STRAY_FIRST_ROUND && trap_guarded() &&
 		    now_ns() - t_start >= (uint64_t)(seconds * 1e9 * (0.5 + 0.5 * sent / strays)))
 			stray_trap(sent++ % 2 ? TRAP_BRKPT : TRAP_HWBKPT);
 	}
