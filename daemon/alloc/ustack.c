@@ -304,10 +304,30 @@ static unsigned caller_skip(const struct ev_ustack *e, const uint64_t *pcs, unsi
 	return SAMPLED_DEFAULT_SKIP;
 }
 
+/* A copied stack of a process that keeps frame pointers ends as its frame-pointer walks
+ * do: one runtime frame past the program's outermost frame below the runtime's start
+ * code (main's caller in libc; the walk cannot go further through objects without frame
+ * pointers). Without it the
+ * copies taken while the process was undecided (its first allocations: fopen, stdio
+ * buffers) root at _start and the later frame-pointer stacks at __libc_start_call_main,
+ * so one program shows two mains in a flame graph. Returns the frames kept. */
+static unsigned fp_shape(struct binary *const *fb, unsigned n)
+{
+	if (n < 3)
+		return n;
+	unsigned j = n - 2;   /* the root (_start) may be the program's own: skipped */
+	while (j > 0 && fb[j] && fp_exempt_path(fb[j]->path))
+		j--;
+	if (!fb[j] || fp_exempt_path(fb[j]->path))
+		return n;     /* no frame of the program below the runtime's: left whole */
+	return j + 2 < n ? j + 2 : n;
+}
+
 void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 {
 	uint64_t pcs[ALLOC_MAX_UFRAMES + SAMPLED_CALLER_SEARCH];
 	struct iframe f[ALLOC_MAX_UFRAMES];
+	struct binary *fb[ALLOC_MAX_UFRAMES];
 	unsigned got = 0, n = 0, i, unresolved = 0;
 	bool truncated, reloaded = false;
 	struct proc *p = proc_get(&r->procs, e->h.tgid, e->h.start_ns);
@@ -339,9 +359,12 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 		}
 		f[n].build_id = b ? b->build_id : "";
 		f[n].offset = b ? map_entry_file_offset(m, pcs[i]) : pcs[i];
+		fb[n] = b;
 		unresolved += !b;
 		n++;
 	}
+	if (p->fp_mode && !truncated)
+		n = fp_shape(fb, n);
 	enum unwind_stop stop = unwind_stop(p->uw);
 	if (i < got) {
 		truncated = true;

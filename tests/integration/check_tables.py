@@ -47,6 +47,8 @@ def entries(ctx):
     for f in ctx["frames"]:
         where = "%s:%d" % (os.path.basename(f["file"]), f["line"]) if f["file"] and f["line"] \
             else None
+        if f.get("inlined"):     # the table marks a frame inlined into its caller
+            where = where + " [inlined]" if where else "[inlined]"
         out.append((f["function"], where))
     return out
 
