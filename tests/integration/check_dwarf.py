@@ -166,7 +166,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
     ap.add_argument("--sanitized", action="store_true",
-                    help="an ASan build: libdwfl alone is compared on a tenth of the rows "
+                    help="an ASan build (libdwfl alone is compared on a tenth of the rows in every build) "
                          "(at ASan's speed its reader falls behind sqlite3's malloc rate)")
     args = ap.parse_args()
     mpdtest.require_bpf()
@@ -188,10 +188,11 @@ def main():
     d = check_run(args.memprofd, tmp, "sqlite3-exact-again", sq, "exact", errs)
     # The per-address rule cache (daemon/alloc/unwind_rules.c) against libdwfl alone:
     # the same stacks, as many times each.
-    cmp = c
-    if args.sanitized:
-        sq = ["/usr/bin/sqlite3", ":memory:", SQL_EXACT.replace("x < 5000", "x < 500")]
-        cmp = check_run(args.memprofd, tmp, "sqlite3-exact-small", sq, "exact", errs)
+    # On a tenth of the rows: libdwfl alone is too slow for x < 5000's stack rate and
+    # drops stacks near a full ring (CI's idle machine once kept 30.6% of the bytes), which
+    # is not what this compares.
+    sq = ["/usr/bin/sqlite3", ":memory:", SQL_EXACT.replace("x < 5000", "x < 500")]
+    cmp = check_run(args.memprofd, tmp, "sqlite3-exact-small", sq, "exact", errs)
     e = check_run(args.memprofd, tmp, "sqlite3-exact-libdwfl", sq, "exact", errs,
                   env={"MEMPROFD_UNWIND_RULES": "off"})
     git_runs(args.memprofd, tmp, errs)
