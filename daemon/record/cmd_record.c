@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "daemon/record/child.h"
+#include "daemon/record/phases.h"
 #include "daemon/record/private_libs.h"
 #include "daemon/record/release_later.h"
 #include "daemon/record/cmd_record.h"
@@ -135,6 +136,7 @@ static int attach_libs_private(struct recorder *r, struct private_libs *pl)
 {
 	int err = private_libs_make(pl, find_lib), total = 0;
 
+	phase_mark("private libc copies");
 	if (err < 0)
 		return log_error_errno(err, "record: private copies of the allocator libraries: %s",
 				       strerror(-err));
@@ -542,6 +544,7 @@ static int access_open(struct record *rec)
 
 	if (err >= 0 && rec->smp)
 		sampled_attach_watch(rec->smp);   /* the samplers queued before the watch opened */
+	phase_mark("access source");
 	return err;
 }
 
@@ -557,6 +560,7 @@ static int spawn_traced(struct record *rec, char **envp)
 		environ = envp;   /* child_spawn's execv passes environ */
 	err = child_spawn(&rec->ch, o->exe, o->cmd, &rec->orig);
 	environ = saved;
+	phase_mark("fork");
 	if (err) {
 		log_error("record: starting %s: %s", o->cmd[0], strerror(-err));
 		return err;
@@ -566,6 +570,7 @@ static int spawn_traced(struct record *rec, char **envp)
 	if (err < 0)
 		return err;
 	err = child_release(&rec->ch);
+	phase_mark("exec");
 	if (err) {
 		log_error("record: cannot run %s: %s", o->cmd[0], strerror(-err));
 		waitpid(rec->ch.pid, NULL, 0);
@@ -595,6 +600,7 @@ static int start_sampled_command(struct record *rec)
 	int n, err;
 
 	n = sampled_attach_binary(rec->smp, o->sampler_path, -1);
+	phase_mark("attach sampler USDT");
 	if (n == 0)
 		log_error("record: %s: no memprofd USDT probes in it (not a memprofd sampler?)", o->sampler_path);
 	if (n <= 0)
@@ -648,6 +654,7 @@ static int start_exact_command(struct record *rec)
 
 	if (!rec->o->alloc_off && exact_attach_binary(&rec->r, rec->o->exe) <= 0)
 		warn_static_unprobed(rec->o->exe, "no allocator symbol to probe (stripped)");
+	phase_mark("attach executable");
 	err = access_open(rec);
 	if (err >= 0 && !rec->o->alloc_off)
 		err = attach_libs_private(&rec->r, &rec->libs);
@@ -714,6 +721,7 @@ static int start_tracing(struct record *rec)
 		 * wrapper); without one, those programs are not even loaded. */
 		rec->r.no_otel = *o->cmd && !sampled_may_have_otel(o->exe);
 		err = sampled_open(&rec->smp, &rec->r);
+		phase_mark("BPF open+load");
 		rec->r.sampled = rec->smp;
 		rec->follow.smp = rec->smp;
 		if (err < 0)
@@ -727,6 +735,7 @@ static int start_tracing(struct record *rec)
 		rec->r.lifecycle_arg = &rec->pid_follow;
 	}
 	err = exact_open(&rec->r);
+	phase_mark("BPF open+load");
 	if (err < 0)
 		return err;
 	return *o->cmd ? start_exact_command(rec) : start_exact_pid(rec);
@@ -758,6 +767,7 @@ static int begin_run(struct record *rec)
 		return err;
 	}
 	rec->run_begun = true;
+	phase_mark("run row");
 	return 0;
 }
 
@@ -858,6 +868,7 @@ static int finish_run(struct record *rec)
 		exact_reap(&rec->r, 0, 0, end, (uint32_t)sched_getcpu());
 	}
 	access_finish(&rec->r, end);
+	phase_mark("drain");
 	err = recorder_flush(&rec->r, rec->status);
 	for (int i = 0; err && i < RECORD_FINAL_FLUSH_RETRIES; i++) {
 		usleep(RECORD_FINAL_FLUSH_RETRY_US);
@@ -932,6 +943,7 @@ static int record_free(struct record *rec, int rc)
 	/* The probes' detach (a grace period each) is paid by a helper after we exit. */
 	if ((rec->smp || rec->r.skel) && release_later() < 0)
 		log_warn("record: no helper to detach the probes: detaching them here");
+	phase_mark("release helper");
 	sampled_close(rec->smp);
 	access_close(&rec->r);
 	exact_close(&rec->r);
@@ -948,6 +960,7 @@ static int record_free(struct record *rec, int rc)
 	if (rec->sfd >= 0)
 		close(rec->sfd);
 	sigprocmask(SIG_SETMASK, &rec->orig, NULL);
+	phase_mark("closes");
 	return rc;
 }
 
@@ -960,6 +973,7 @@ int cmd_record(int argc, char **argv)
 	sigset_t mask;
 	int rc;
 
+	phases_start();
 	rc = parse_options(argc, argv, &o);
 	if (rc == RECORD_GO)
 		rc = check_options(&o);
@@ -967,6 +981,7 @@ int cmd_record(int argc, char **argv)
 		rc = check_environment(&o);
 	if (rc != RECORD_GO)
 		return rc;
+	phase_mark("options");
 	rec.db_existed = stat(o.db, &dbst) == 0;
 	if (store_open(&rec.r.store, o.db, STORE_RDWR, errbuf, sizeof(errbuf))) {
 		log_error("record: %s", errbuf);   /* names the file */
@@ -975,8 +990,10 @@ int cmd_record(int argc, char **argv)
 	/* Frames get their DWARF lines (separate debug files, debuginfod when
 	 * DEBUGINFOD_URLS is set); without it they keep their ELF symbols only. */
 	struct symcache_opts so = { .debug = { .debuginfod = true } };
+	phase_mark("store open");
 	if (symcache_new(&rec.r.symcache, &so) < 0)
 		rec.r.symcache = NULL;
+	phase_mark("symbol cache");
 
 	/* SIGINT/SIGTERM stop the recording; the child gets our original mask back. */
 	sigemptyset(&mask);
@@ -988,8 +1005,10 @@ int cmd_record(int argc, char **argv)
 	rc = 1;
 	if (start_tracing(&rec) == 0 && begin_run(&rec) == 0) {
 		record_loop(&rec);
+		phase_mark("command ran");
 		if (finish_run(&rec) == 0) {
 			print_summary(&rec);
+			phase_mark("summary");
 			rc = 0;
 		}
 	}
