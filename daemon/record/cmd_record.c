@@ -1,7 +1,8 @@
 /* `memprofd record`: profiles one command (started so that nothing is missed) or one
  * running process until it ends, a signal arrives, or --duration passes. Order of work:
- * validate everything that can fail cheaply (arguments, command, capability, DB) before
- * loading BPF, and load BPF before the child runs its first instruction. */
+ * validate everything that can fail cheaply (arguments, command, capability) before
+ * loading BPF; open the DB on a thread meanwhile (store_bg.h); load BPF and open the DB
+ * before the child runs its first instruction. */
 #include <errno.h>
 #include <getopt.h>
 #include <sched.h>
@@ -24,6 +25,7 @@
 #include "daemon/record/phases.h"
 #include "daemon/record/private_libs.h"
 #include "daemon/record/release_later.h"
+#include "daemon/record/store_bg.h"
 #include "daemon/record/cmd_record.h"
 #include "base/log.h"
 #include "daemon/record/recorder.h"
@@ -387,6 +389,7 @@ struct record {
 	struct follow follow;            /* a command's execs, probed as they come */
 	struct pid_follow pid_follow;    /* --pid, exact mode: the target's children */
 	struct private_libs libs;        /* exact mode's private libc/libstdc++ copies */
+	struct store_bg store_bg;        /* the store, opened while BPF loads */
 	int ws;                          /* the command's wait status, once child_ended */
 	bool child_ended;
 	bool db_existed, run_begun;      /* a failed start removes a store it created */
@@ -548,14 +551,35 @@ static int access_open(struct record *rec)
 	return err;
 }
 
+/* The store opened in the background, once it is needed (before the command runs, so
+ * that a store that cannot open fails the start as before). */
+static int join_store(struct record *rec)
+{
+	struct store *s;
+	int err;
+
+	if (rec->r.store)
+		return 0;
+	err = store_bg_join(&rec->store_bg, &s);
+	phase_mark("store open (waited for)");
+	if (err) {
+		log_error("record: %s", rec->store_bg.errbuf);   /* names the file */
+		return err;
+	}
+	rec->r.store = s;
+	return 0;
+}
+
 /* Starts the command (stopped before its first instruction, with envp as its environment
  * when given), makes it a target of the allocation mode in use, then lets it run. */
 static int spawn_traced(struct record *rec, char **envp)
 {
 	const struct record_opts *o = rec->o;
 	char **saved = environ;
-	int err;
+	int err = join_store(rec);
 
+	if (err)
+		return err;
 	if (envp)
 		environ = envp;   /* child_spawn's execv passes environ */
 	err = child_spawn(&rec->ch, o->exe, o->cmd, &rec->orig);
@@ -754,6 +778,8 @@ static int begin_run(struct record *rec)
 	struct store_run run = { .command = rec->cmdline ? rec->cmdline : "", .alloc_mode = o->alloc,
 				 .access_mode = rec->r.attrib ? o->access_mode : "off", .settings = settings,
 				 .started_ns = real_ns() };
+	if ((err = join_store(rec)))
+		return err;
 	err = store_begin(rec->r.store);
 	if (!err && (err = store_end_crashed_runs(rec->r.store)) > 0)
 		err = 0;   /* runs whose writer died, ended at their last flush */
@@ -935,6 +961,8 @@ static int record_free(struct record *rec, int rc)
 	}
 	if (rec->child_ended)
 		rc = child_exit_code(rec->ws);
+	if (!rec->r.store)
+		store_bg_join(&rec->store_bg, &rec->r.store);   /* a start that failed before */
 	if (!rec->run_begun && !rec->db_existed && rec->r.store) {
 		store_close(rec->r.store);
 		rec->r.store = NULL;
@@ -968,7 +996,6 @@ int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = { .db = "./memprofd.db", .alloc = "sampled", .access_mode = "auto" };
 	struct record rec = { .o = &o, .ch = { .pid = 0, .go_fd = -1, .err_fd = -1 }, .status = "ok" };
-	char errbuf[512];
 	struct stat dbst;
 	sigset_t mask;
 	int rc;
@@ -983,14 +1010,10 @@ int cmd_record(int argc, char **argv)
 		return rc;
 	phase_mark("options");
 	rec.db_existed = stat(o.db, &dbst) == 0;
-	if (store_open(&rec.r.store, o.db, STORE_RDWR, errbuf, sizeof(errbuf))) {
-		log_error("record: %s", errbuf);   /* names the file */
-		return 1;
-	}
+	store_bg_start(&rec.store_bg, o.db);
 	/* Frames get their DWARF lines (separate debug files, debuginfod when
 	 * DEBUGINFOD_URLS is set); without it they keep their ELF symbols only. */
 	struct symcache_opts so = { .debug = { .debuginfod = true } };
-	phase_mark("store open");
 	if (symcache_new(&rec.r.symcache, &so) < 0)
 		rec.r.symcache = NULL;
 	phase_mark("symbol cache");
