@@ -26,6 +26,7 @@
 #include "daemon/record/private_libs.h"
 #include "daemon/record/release_later.h"
 #include "daemon/record/store_bg.h"
+#include "daemon/record/sym_warm.h"
 #include "daemon/record/cmd_record.h"
 #include "base/log.h"
 #include "daemon/record/recorder.h"
@@ -390,6 +391,7 @@ struct record {
 	struct pid_follow pid_follow;    /* --pid, exact mode: the target's children */
 	struct private_libs libs;        /* exact mode's private libc/libstdc++ copies */
 	struct store_bg store_bg;        /* the store, opened while BPF loads */
+	struct sym_warm sym_warm;        /* libc's DWARF, opened while the command runs */
 	int ws;                          /* the command's wait status, once child_ended */
 	bool child_ended;
 	bool db_existed, run_begun;      /* a failed start removes a store it created */
@@ -949,6 +951,20 @@ static void print_summary(struct record *rec)
 			(unsigned long long)r->ustack_stops[UNWIND_STOP_CFI]);
 }
 
+/* A command's allocation stacks nearly all pass through libc: its DWARF (libc6-dbg's,
+ * compressed) is opened on a thread now rather than by the final flush. */
+static void warm_libc(struct record *rec)
+{
+	char libc[PATH_MAX];
+
+	if (!*rec->o->cmd || rec->o->alloc_off || !rec->r.symcache ||
+	    find_lib("libc.so.6", libc, sizeof(libc)) < 0)
+		return;
+	sym_warm_start(&rec->sym_warm, rec->r.symcache, libc);
+	if (rec->sym_warm.running)
+		rec->r.sym_warm = &rec->sym_warm;
+}
+
 /* Ends what the recording holds; returns rc, or the command's exit status once it ran
  * (DESIGN.md: ours only when it never did). */
 static int record_free(struct record *rec, int rc)
@@ -977,7 +993,13 @@ static int record_free(struct record *rec, int rc)
 	exact_close(&rec->r);
 	private_libs_remove(&rec->libs);
 	pid_follow_free(&rec->pid_follow);
-	if (rec->r.symcache)
+	/* A warm-up nothing waited for (no libc frame to name) is not waited for now: the
+	 * thread and its symcache end with the process, which exits after this (a leak
+	 * checker's build waits, so that every leak it reports is a real one). */
+#ifdef __SANITIZE_ADDRESS__
+	sym_warm_join(&rec->sym_warm);
+#endif
+	if (rec->r.symcache && !rec->sym_warm.running)
 		symcache_free(rec->r.symcache);
 	agg_free(&rec->r.aggs);
 	proctab_free(&rec->r.procs);
@@ -1016,6 +1038,7 @@ int cmd_record(int argc, char **argv)
 	struct symcache_opts so = { .debug = { .debuginfod = true } };
 	if (symcache_new(&rec.r.symcache, &so) < 0)
 		rec.r.symcache = NULL;
+	warm_libc(&rec);
 	phase_mark("symbol cache");
 
 	/* SIGINT/SIGTERM stop the recording; the child gets our original mask back. */
