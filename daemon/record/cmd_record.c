@@ -742,6 +742,9 @@ static int start_tracing(struct record *rec)
 	/* record's ring holds a burst of stack copies while the reader unwinds (deep
 	 * C++ stacks: clang-19 -fsyntax-only lost half its samples at the default) */
 	rec->r.ring_bytes = ALLOC_RECORD_RINGBUF_BYTES;
+	if (o->alloc_off)
+		rec->r.ring_bytes = 0;   /* lifecycle records only: the default ring (16 MiB, ~4 of
+					  * the 64 MiB one's ~15 ms to allocate) */
 	if (o->sampled) {
 		/* A command's own otel_memory sampler is in its executable (a compile-time
 		 * wrapper); without one, those programs are not even loaded. */
