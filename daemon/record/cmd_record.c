@@ -749,6 +749,11 @@ static int start_tracing(struct record *rec)
 		/* A command's own otel_memory sampler is in its executable (a compile-time
 		 * wrapper); without one, those programs are not even loaded. */
 		rec->r.no_otel = *o->cmd && !sampled_may_have_otel(o->exe);
+		/* Attached only with a watch and the sampler's own (access_open): else its
+		 * program is not loaded either. */
+		const char *inproc = getenv(RECORD_WATCH_INPROCESS_ENV);
+		rec->r.no_watch_usdt = o->no_watch || !strcmp(o->access_mode, "off") ||
+				       (inproc && !strcmp(inproc, "0"));
 		err = sampled_open(&rec->smp, &rec->r);
 		phase_mark("BPF open+load");
 		rec->r.sampled = rec->smp;

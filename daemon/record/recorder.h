@@ -68,6 +68,8 @@ struct recorder {
 	 * (daemon/access/watch.h; NULL: none), and what they gave the settled objects. */
 	struct watch *watch;
 	bool no_watch;                   /* set before access_setup: --watch off */
+	bool no_watch_usdt;              /* set before sampled_open: the sampler's memprofd:watch
+					  * probe cannot be used (its program is not loaded) */
 	bool watch_inprocess;            /* set before access_setup: memprofd:watch (the sampler's
 	                                  * in-process watches) is attached with the watch; record
 	                                  * only (the daemon would turn them on in every process) */
