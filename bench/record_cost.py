@@ -14,7 +14,8 @@ Usage: bench/record_cost.py --build BUILDDIR [--build OTHER]... [--runs 7] [--ch
 A second --build (e.g. main's) is measured side by side: each round runs every build's
 every mode in turn. --check: exit 1 if a median start-up or shutdown cost of the first
 build exceeds SECONDS (issue 18: 0.1); --limit: the same for one mode's phase (e.g.
-sampled.shutdown=0.12), repeatable.
+sampled.shutdown=0.12), repeatable. --phases: first, one run of each mode with
+MEMPROFD_TRACE_PHASES=1, its phase lines printed (where start-up and shutdown go).
 Exits 77 (skip) where BPF cannot work (not root, no kernel BTF)."""
 import argparse
 import os
@@ -60,12 +61,30 @@ def helpers_left(d, grace):
         time.sleep(0.1)
 
 
+def print_phases(build, pre, modes, d):
+    """One run of each mode with the phase trace; whether every run printed its phases
+    from the options to the closes."""
+    ok = True
+    for m, opts in modes.items():
+        p = subprocess.run(pre + [os.path.join(build, "cli", "memprofd"), "record", "--db",
+                                  os.path.join(d, "phases-%s.db" % m), *opts, "--", *CMD],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           env=dict(os.environ, MEMPROFD_TRACE_PHASES="1"))
+        lines = [x[len("memprofd: phase "):] for x in p.stderr.splitlines()
+                 if x.startswith("memprofd: phase ")]
+        print("phases, %s:\n  %s" % (m, "\n  ".join(lines)))
+        ok &= p.returncode == 0 and any(x.startswith("options:") for x in lines) and \
+            any(x.startswith("exec:") for x in lines) and any(x.startswith("closes:") for x in lines)
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True, action="append")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--check", type=float)
     ap.add_argument("--limit", action="append", default=[])
+    ap.add_argument("--phases", action="store_true")
     a = ap.parse_args()
     limits = {}
     for x in a.limit:
@@ -78,6 +97,8 @@ def main():
     pre = private_libc(d, os.path.join(a.build[0], "cli", "memprofd"))
     modes = {"sampled": ["--alloc", "sampled", "--access", "off"],
              "exact": ["--alloc", "exact", "--access", "off"], "off": ["--alloc", "off", "--access", "soft"]}
+    if a.phases and not print_phases(a.build[0], pre, modes, d):
+        sys.exit("FAIL: MEMPROFD_TRACE_PHASES=1 printed no phase of start-up and shutdown")
     runs = [("bare", None, None)] + [(m, b, "%s:%s" % (b, m)) for b in a.build for m in modes]
     got = {k: ([], []) for k, _, _ in [("bare", 0, 0)] + [(r[2], 0, 0) for r in runs[1:]]}
     for i in range(a.runs):
