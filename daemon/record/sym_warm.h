@@ -1,7 +1,7 @@
 /* The first look into libc's DWARF, done on a thread at record's start (issue 18): libc
  * frames are in nearly every stack, and opening libc6-dbg's debug file inflates its
  * compressed sections (~260M instructions, 0.08-0.2 s), which the final flush paid
- * after the command had ended. The thread runs at nice SYMWARM_NICE (spare CPU first)
+ * after the command had ended; record starts it once the command runs. The thread runs at nice SYMWARM_NICE (spare CPU first)
  * and is raised back to the caller's priority when it must be waited for. Invariant:
  * nothing else uses the symcache between sym_warm_start and sym_warm_join; a warm-up
  * never joined is left to end with the process (its symcache is not freed). */
