@@ -959,15 +959,15 @@ static void print_summary(struct record *rec)
 			(unsigned long long)r->ustack_stops[UNWIND_STOP_CFI]);
 }
 
-/* A command's allocation stacks nearly all pass through libc: its DWARF (libc6-dbg's,
- * compressed) is opened on a thread while the command runs rather than by the final
- * flush. Not earlier: beside the BPF load on a loaded machine it delayed the start-up
+/* Exact mode: the command's allocation stacks nearly all pass through libc, so its DWARF
+ * (libc6-dbg's, compressed) is opened on a thread while the command runs rather than by
+ * the final flush (sampled mode may have no sample to name: it would wait for nothing). Not earlier: beside the BPF load on a loaded machine it delayed the start-up
  * (exact: 0.27 -> 0.40 s at load 14) more than it saved at the end. */
 static void warm_libc(struct record *rec)
 {
 	char libc[PATH_MAX];
 
-	if (!*rec->o->cmd || rec->o->alloc_off || !rec->r.symcache ||
+	if (!*rec->o->cmd || rec->o->sampled || rec->o->alloc_off || !rec->r.symcache ||
 	    find_lib("libc.so.6", libc, sizeof(libc)) < 0)
 		return;
 	sym_warm_start(&rec->sym_warm, rec->r.symcache, libc);
@@ -1003,13 +1003,19 @@ static int record_free(struct record *rec, int rc)
 	exact_close(&rec->r);
 	private_libs_remove(&rec->libs);
 	pid_follow_free(&rec->pid_follow);
-	/* A warm-up nothing waited for (no libc frame to name) is not waited for now: the
-	 * thread and its symcache end with the process, which exits after this (a leak
-	 * checker's build waits, so that every leak it reports is a real one). */
+	/* A warm-up that no name waited for (no allocation stack: `record -- true`) is not
+	 * waited for at the end either: its thread and symcache end with the process, which
+	 * exits after this. Not so where its thread could meet exit's library cleanup
+	 * (debuginfod's curl and TLS) or a leak checker (which would report the symcache). */
+	bool abandon = rec->r.sym_warm && !getenv("DEBUGINFOD_URLS");
 #ifdef __SANITIZE_ADDRESS__
-	sym_warm_join(&rec->sym_warm);
+	abandon = false;
 #endif
-	if (rec->r.symcache && !rec->sym_warm.running)
+	if (abandon)
+		sym_warm_abandon(&rec->sym_warm);
+	else
+		sym_warm_join(&rec->sym_warm);
+	if (rec->r.symcache && !abandon)
 		symcache_free(rec->r.symcache);
 	agg_free(&rec->r.aggs);
 	proctab_free(&rec->r.procs);
