@@ -961,8 +961,9 @@ static void print_summary(struct record *rec)
 
 /* Exact mode: the command's allocation stacks nearly all pass through libc, so its DWARF
  * (libc6-dbg's, compressed) is opened on a thread while the command runs rather than by
- * the final flush (sampled mode may have no sample to name: it would wait for nothing). Not earlier: beside the BPF load on a loaded machine it delayed the start-up
- * (exact: 0.27 -> 0.40 s at load 14) more than it saved at the end. */
+ * the final flush (sampled mode may have no sample to name: it would wait for nothing).
+ * Not earlier: beside the BPF load on a loaded machine it delayed the start-up (exact:
+ * 0.27 -> 0.40 s at load 14) more than it saved at the end. */
 static void warm_libc(struct record *rec)
 {
 	char libc[PATH_MAX];
