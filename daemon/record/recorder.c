@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include "base/log.h"
+#include "daemon/record/phases.h"
 #include "daemon/record/recorder.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
@@ -142,13 +143,17 @@ int recorder_flush(struct recorder *r, const char *status)
 	/* A running flush reads the ring meanwhile; the final one has the whole drain. */
 	r->stash.armed = st.ended_ns == 0;
 	err = flush_store(r, &st);
+	if (st.ended_ns)
+		phase_mark("final flush: rows");
 	/* Names after the rows are safe: a running flush names what fits in a slice (the
 	 * rest at the next), the last one all of them. */
 	if (!err) {
 		int64_t slice = r->sym_slice_ms ? r->sym_slice_ms : RECORD_SYMBOLIZE_SLICE_MS;
 		int e = recorder_symbolize(r, st.ended_ns ? -1 : slice);
-		if (st.ended_ns)
+		if (st.ended_ns) {
+			phase_mark("final flush: names");
 			err = e;
+		}
 	}
 	stash_replay(&r->stash);   /* after the aggregates were marked clean or kept dirty */
 	return err;
