@@ -53,8 +53,9 @@ def check_pid(a, d, pre, bare, fails):
     """record --pid of a shell that waits on a FIFO, then runs blip in a child."""
     db, fifo = d + "/pid.db", d + "/gate"
     os.mkfifo(fifo)
-    # The child sleeps first: probes reach a child when its fork record is read.
-    target = subprocess.Popen(pre + ["sh", "-c", 'read x < "$1"; sh -c "sleep 0.3; exec $0 '
+    # The child sleeps first: probes reach a child when its fork record is read (0.3 s
+    # was too short once in 3 runs at load ~14: record read the fork record later).
+    target = subprocess.Popen(pre + ["sh", "-c", 'read x < "$1"; sh -c "sleep 1; exec $0 '
                                      '--count 10 --ms 1"; exit 0', os.path.abspath(a.blip), fifo])
     time.sleep(0.3)   # the target runs its shell, with the copy of libc mapped
     rec = subprocess.Popen(pre + [a.memprofd, "record", "--alloc", "exact", "--access", "off",
