@@ -41,6 +41,11 @@ struct tfile {
 	int fd;                        /* with probes: the file, held open (its path for
 	                                * symbols is /proc/self/fd/FD), else -1 */
 	struct usdt_link links[SAMPLED_LINKS];   /* sampled mode: its USDT links */
+	struct exact_sites *sites;     /* exact mode with per-process links: its probe
+	                                * sites, attached per target (NULL: none) */
+	bool dflt;                     /* the host's allocator (the daemon's own libc,
+	                                * libstdc++): linked for every target at its exec,
+	                                * before ld.so maps it */
 };
 
 struct tpending {
@@ -173,7 +178,7 @@ static size_t map_sweep(const struct targets *t)
  * binary already leaves it probed for the next ones. */
 /* Probes the file open at fd (taken over: kept while probes hold it, else closed); path
  * names it in messages only. */
-static int file_probe_fd(struct targets *t, int fd, const char *path)
+static int file_probe_fd_at(struct targets *t, int fd, const char *path, size_t *idx)
 {
 	struct stat st;
 	char fdpath[64];
@@ -189,6 +194,7 @@ static int file_probe_fd(struct targets *t, int fd, const char *path)
 	for (size_t i = 0; i < t->nfiles; i++)
 		if (t->files[i].dev == st.st_dev && t->files[i].ino == st.st_ino) {
 			close(fd);
+			*idx = i;
 			return t->files[i].probes;
 		}
 	if (t->nfiles == TARGETS_FILES_MAX) {
@@ -201,15 +207,52 @@ static int file_probe_fd(struct targets *t, int fd, const char *path)
 	}
 	struct tfile f = { .dev = st.st_dev, .ino = st.st_ino, .fd = -1 };
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-	n = t->smp ? sampled_attach_links(t->smp, fdpath, -1, f.links) : exact_attach_binary(t->r, fdpath);
+	if (t->pid_links) {
+		/* Sites only: each target gets its own links (attach_exact_links). */
+		if (!(f.sites = malloc(sizeof(*f.sites)))) {
+			close(fd);
+			return -ENOMEM;
+		}
+		n = exact_sites_of(fdpath, f.sites);
+		if (n <= 0) {
+			free(f.sites);
+			f.sites = NULL;
+		}
+	} else {
+		n = t->smp ? sampled_attach_links(t->smp, fdpath, -1, f.links) : exact_attach_binary(t->r, fdpath);
+	}
 	if (n <= 0)
 		close(fd);
 	if (n < 0)
 		return n;
 	f.probes = n > 0;
 	f.fd = n > 0 ? fd : -1;
+	*idx = t->nfiles;
 	t->files[t->nfiles++] = f;
 	return f.probes;
+}
+
+static int file_probe_fd(struct targets *t, int fd, const char *path)
+{
+	size_t idx;
+
+	return file_probe_fd_at(t, fd, path, &idx);
+}
+
+/* Links pid to file i (one with sites). */
+static void link_file(struct targets *t, pid_t pid, uint64_t start_ns, size_t i)
+{
+	struct tfile *f = &t->files[i];
+	char fdpath[64];
+	int err;
+
+	if (!f->sites)
+		return;
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", f->fd);
+	err = target_links_add(&t->links, (uint32_t)pid, start_ns,
+			       ((uint64_t)f->dev << 32) ^ (uint64_t)f->ino, fdpath, f->sites);
+	if (err && err != -ESRCH && err != -ENOENT)
+		log_warn("daemon: probing pid %d in %s: %s", (int)pid, fdpath, strerror(-err));
 }
 
 /* A file named by pid (its maps, its environment), resolved inside pid's root. */
@@ -238,7 +281,7 @@ static bool is_sampler_path(const char *p)
 
 /* Exact mode: the allocator binaries pid maps (its exe, libc, libstdc++, jemalloc,
  * tcmalloc). 0 or -errno. */
-static int attach_exact(struct targets *t, pid_t pid)
+static int attach_exact(struct targets *t, pid_t pid, uint64_t start_ns)
 {
 	struct maps m = { 0 };
 	int err;
@@ -258,14 +301,42 @@ static int attach_exact(struct targets *t, pid_t pid)
 		if (!exe_map && strncmp(base, "libc.so", 7) && strncmp(base, "libstdc++.so", 12) &&
 		    strncmp(base, "libjemalloc.so", 14) && strncmp(base, "libtcmalloc", 11))
 			continue;
-		int n = file_probe_in_root(t, pid, p);
+		size_t idx;
+		int n = file_probe_fd_at(t, rootfs_open(pid, p), p, &idx);
 		if (n < 0 && n != -ENOENT && !exe_map) {
 			maps_free(&m);
 			return n;
 		}
+		if (n > 0 && t->pid_links)
+			link_file(t, pid, start_ns, idx);
 	}
 	maps_free(&m);
+	/* ld.so maps its libraries after the exec record: the host's are linked now. */
+	for (size_t i = 0; t->pid_links && i < t->nfiles; i++)
+		if (t->files[i].dflt)
+			link_file(t, pid, start_ns, i);
 	return 0;
+}
+
+/* The daemon's own allocator libraries (those of the host): found once, linked for
+ * every target at its exec. */
+static void probe_host_allocators(struct targets *t)
+{
+	struct maps m = { 0 };
+
+	if (maps_read_pid(&m, getpid()))
+		return;
+	for (size_t i = 0; i < m.n; i++) {
+		const char *p = m.v[i].path, *base = strrchr(p, '/');
+		size_t idx;
+
+		if (!base || (strncmp(base + 1, "libc.so", 7) && strncmp(base + 1, "libstdc++.so", 12)))
+			continue;
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (file_probe_fd_at(t, fd < 0 ? -errno : fd, p, &idx) > 0)
+			t->files[idx].dflt = true;
+	}
+	maps_free(&m);
 }
 
 /* The absolute LD_PRELOAD entry of pid naming the sampler, or -ENOENT. */
@@ -520,6 +591,8 @@ void targets_untrack(struct targets *t, pid_t pid, uint64_t start_ns)
 	if (bpf_map_lookup_elem(map_fd(t), &(uint32_t){ (uint32_t)pid }, &v) == 0 &&
 	    (v == 0 || v == start_ns))
 		map_remove(t, (uint32_t)pid);
+	if (t->pid_links)
+		target_links_drop(&t->links, (uint32_t)pid);
 }
 
 size_t targets_end_gone(struct targets *t)
@@ -574,6 +647,8 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 	struct rule_match m = rules_match(t->cfg, &id);
 
 	if (m.verdict != RULE_TARGET) {
+		if (t->pid_links)
+			target_links_drop(&t->links, (uint32_t)pid);
 		pending_remove(t, pid);   /* exec'd into something not selected */
 		unsampled_remove(t, pid);
 		return;
@@ -585,7 +660,7 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 	}
 	size_t files_before = t->nfiles;
 	if (!t->smp) {
-		int n = attach_exact(t, pid);
+		int n = attach_exact(t, pid, start_ns);
 		note_late(t, files_before, why);
 		if (n < 0 || known)
 			return;
@@ -610,6 +685,8 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 	 * PID: take it back, or a later process with this PID would be traced. */
 	if (start_ns ? !proc_running((uint32_t)pid, start_ns) : start_ticks(pid, &ticks) < 0) {
 		map_remove(t, (uint32_t)pid);
+		if (t->pid_links)
+			target_links_drop(&t->links, (uint32_t)pid);
 		return;
 	}
 	t->ntraced++;
@@ -629,10 +706,14 @@ void targets_lifecycle(void *arg, unsigned type, uint32_t tgid, uint64_t start_n
 	case EV_EXEC:     /* a target's new image may bring binaries to probe */
 		consider(t, (pid_t)tgid, start_ns, WHY_EXEC);
 		break;
-	case EV_FORK:     /* added in the kernel */
+	case EV_FORK:     /* added in the kernel; its parent's links do not follow it */
 		t->ntraced++;
+		if (t->pid_links)
+			attach_exact(t, (pid_t)tgid, start_ns);
 		break;
 	case EV_EXIT:
+		if (t->pid_links)
+			target_links_drop(&t->links, tgid);
 		if (t->ntraced)
 			t->ntraced--;
 		pending_remove(t, (pid_t)tgid);
@@ -729,6 +810,14 @@ int targets_init(struct targets *t, struct recorder *r, struct sampled *smp,
 	}
 	if (smp && sampled_find_library(t->sampler_hint, sizeof(t->sampler_hint)) < 0)
 		t->sampler_hint[0] = '\0';
+	/* Exact mode: per-process links where the kernel has them (else host-wide uprobes,
+	 * which trap every process mapping the binaries). */
+	const char *hw = getenv("MEMPROFD_HOST_WIDE_UPROBES");   /* for comparisons */
+	t->pid_links = !smp && !r->alloc_off && r->uprobe_multi && !(hw && *hw);
+	if (t->pid_links) {
+		target_links_init(&t->links, r);
+		probe_host_allocators(t);
+	}
 	return 0;
 }
 
@@ -739,7 +828,10 @@ void targets_free(struct targets *t)
 			usdt_link_destroy(&t->files[i].links[k]);
 		if (t->files[i].fd >= 0)
 			close(t->files[i].fd);
+		free(t->files[i].sites);
 	}
+	if (t->pid_links)
+		target_links_free(&t->links);
 	free(t->files);
 	free(t->pending);
 	free(t->unsampled);

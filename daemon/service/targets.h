@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "daemon/service/config.h"
+#include "daemon/service/target_links.h"
 #include "daemon/record/recorder.h"
 
 #define TARGETS_FILES_MAX 4096         /* distinct binaries (inodes) probed or found bare */
@@ -46,6 +47,9 @@ struct targets {
 	                                  * between rescans: lifecycle records may be lost) */
 	uint64_t skipped_full;           /* selected but not traced: max_processes reached */
 	int64_t next_recheck;            /* CLOCK_MONOTONIC ms, 0: nothing waits */
+	bool pid_links;                  /* exact mode with multi-uprobe links: probes per
+	                                  * target process (links), none host-wide */
+	struct target_links links;
 };
 
 /* smp: the sampled recorder, or NULL for exact mode. 0 or -ENOMEM. */

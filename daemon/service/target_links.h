@@ -1,0 +1,42 @@
+/* Exact mode's per-process probes (target_links.c): each target gets multi-uprobe links
+ * filtered to its own pid on every allocator binary the daemon knows, so no other process
+ * on the host traps. Closing a link waits for RCU grace periods (~0.1 s): closes are
+ * handed to one closer thread, never done on the ring reader's path. */
+#pragma once
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "daemon/alloc/intern.h"
+
+#define TARGET_LINKS_MAX 24        /* link fds per process: 8 binaries x entry/return/free */
+#define TARGET_LINKS_QUEUE 4096    /* fds waiting for the closer thread */
+
+struct recorder;
+struct exact_sites;
+
+struct target_links {
+	struct recorder *r;
+	struct hmap by_pid;            /* hash(pid) -> struct tlink_set */
+	pthread_t closer;
+	bool closer_up;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int queue[TARGET_LINKS_QUEUE];
+	size_t nqueue;
+	bool stop;
+	uint64_t attached;             /* processes given links */
+	uint64_t failed;               /* attaches that failed (process gone, or an error) */
+};
+
+int target_links_init(struct target_links *tl, struct recorder *r);
+/* Adds links for pid on binary path (sites found once by the caller) unless the file
+ * (file_key: its identity) is linked for pid already. 0 or -errno. */
+int target_links_add(struct target_links *tl, uint32_t pid, uint64_t start_ns,
+		     uint64_t file_key, const char *path, const struct exact_sites *s);
+/* Whether pid holds links. */
+bool target_links_has(const struct target_links *tl, uint32_t pid);
+/* Detaches pid's links (queued for the closer). */
+void target_links_drop(struct target_links *tl, uint32_t pid);
+/* Detaches every link and waits for the closer. */
+void target_links_free(struct target_links *tl);
