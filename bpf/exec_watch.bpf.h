@@ -12,6 +12,45 @@
  * rejected, for every exec on the host) the record is sent and nothing is marked. */
 const volatile bool mark_at_exec = false;
 
+/* Exact mode: an exec of a file the daemon's rules name (hold_files) is stopped (SIGSTOP)
+ * before its first instruction, until the daemon has attached the process's own probes
+ * and sends SIGCONT; held lists it meanwhile, so a daemon that stops releases them all.
+ * Other execs are never held. */
+const volatile bool hold_at_exec = false;
+#define HOLD_SIGSTOP 19
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ALLOC_HOLD_FILES_MAX);
+	__type(key, struct hold_key);
+	__type(value, u8);
+} hold_files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ALLOC_HELD_MAX);
+	__type(key, u32);
+	__type(value, u64);            /* start_ns */
+} held SEC(".maps");
+
+static __always_inline bool hold(struct linux_binprm *bprm, u32 tgid, u64 start)
+{
+	struct hold_key k = {
+		.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev),
+		.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino),
+	};
+
+	if (!bpf_map_lookup_elem(&hold_files, &k))
+		return false;
+	if (bpf_map_update_elem(&held, &tgid, &start, BPF_ANY))
+		return false;   /* full: not held (its first allocations may be missed) */
+	if (bpf_send_signal(HOLD_SIGSTOP)) {
+		bpf_map_delete_elem(&held, &tgid);
+		return false;
+	}
+	return true;
+}
+
 static __always_inline int exec_watch(struct task_struct *p, struct linux_binprm *bprm, u32 tgid)
 {
 	struct ev_newexec *n = bpf_ringbuf_reserve(&events, sizeof(*n), 0);
@@ -32,7 +71,7 @@ static __always_inline int exec_watch(struct task_struct *p, struct linux_binprm
 	n->h.start_ns = start;
 	n->ts_ns = bpf_ktime_get_ns();
 	n->ppid = BPF_CORE_READ(p, real_parent, tgid);
-	n->pad = 0;
+	n->pad = hold_at_exec && hold(bprm, tgid, start) ? NEWEXEC_HELD : 0;
 	bpf_probe_read_kernel_str(n->comm, sizeof(n->comm), p->comm);
 	/* The file run: a script's interpreter (interp), as /proc/PID/exe shows it. */
 	file = BPF_CORE_READ(bprm, interp);

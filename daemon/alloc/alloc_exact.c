@@ -104,6 +104,10 @@ int exact_open(struct recorder *r)
 	}
 	r->skel->rodata->watch_all_exec = r->watch_all_exec;
 	r->skel->rodata->mark_at_exec = r->mark_at_exec;
+	const char *hw = getenv("MEMPROFD_HOST_WIDE_UPROBES");   /* for comparisons */
+	if (!r->uprobe_multi || r->alloc_off || (hw && *hw))
+		r->per_target_probes = false;
+	r->skel->rodata->hold_at_exec = r->per_target_probes;
 	if (r->ring_bytes && (err = bpf_map__set_max_entries(r->skel->maps.events, (__u32)r->ring_bytes)))
 		return log_error_errno(err, "%s: sizing the ring buffer: %s", recorder_cmd(r), strerror(-err));
 	if ((err = ustack_size_scratch(r->skel->maps.ustack_map)))

@@ -175,7 +175,13 @@ int exec_gate(void *arg, const void *data, size_t len)
 
 	if (h->type == EV_NEWEXEC) {
 		age(g);
-		return len >= sizeof(struct ev_newexec) ? decide(g, data) : 0;
+		if (len < sizeof(struct ev_newexec))
+			return 0;
+		const struct ev_newexec *e = data;
+		int ok = decide(g, e);
+		if (e->pad & NEWEXEC_HELD)
+			targets_held_exec(g->t, (pid_t)h->tgid, h->start_ns, ok);
+		return ok;
 	}
 	if (h->type == EV_FORK && len >= sizeof(struct ev_fork)) {
 		const struct ev_fork *f = data;

@@ -6,6 +6,7 @@
  * arrives first), else in its executable (linked statically); a process that shows none
  * waits for its loader, then is listed. */
 #include <dirent.h>
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,11 +15,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "base/log.h"
+#include "alloc.skel.h"
+#include "bpf/alloc.h"
 #include "daemon/service/rules.h"
 #include "daemon/service/targets.h"
 #include "daemon/alloc/alloc_exact.h"
@@ -692,6 +696,65 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 	t->ntraced++;
 }
 
+/* ---- exact mode's hold at exec (bpf/exec_watch.bpf.h) ---- */
+
+/* The files that exe rules name literally (no glob): their execs are held. A glob, a
+ * comm, cgroup or build-id rule is decided without a hold (its first allocations may
+ * precede its probes). Rules are read once, at start. */
+static void hold_rules(struct targets *t)
+{
+	int fd = bpf_map__fd(t->r->skel->maps.hold_files);
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->cfg->ntargets; i++) {
+		const struct strlist *l = &t->cfg->targets[i].exe;
+		for (size_t j = 0; j < l->n; j++) {
+			struct stat st;
+			if (strpbrk(l->v[j], "*?[") || stat(l->v[j], &st) < 0)
+				continue;
+			struct hold_key k = { .dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev),
+					      .ino = st.st_ino };
+			if (bpf_map_update_elem(fd, &k, &(uint8_t){ 1 }, BPF_ANY) == 0)
+				n++;
+		}
+	}
+	t->held_files = n;
+}
+
+static void release_held(struct targets *t, pid_t pid, uint64_t start_ns)
+{
+	int fd = bpf_map__fd(t->r->skel->maps.held);
+	uint64_t v;
+
+	if (bpf_map_lookup_elem(fd, &(uint32_t){ (uint32_t)pid }, &v) || (start_ns && v != start_ns))
+		return;   /* released already, or a successor of the PID */
+	bpf_map_delete_elem(fd, &(uint32_t){ (uint32_t)pid });
+	if (kill(pid, SIGCONT) < 0 && errno != ESRCH)
+		log_warn("daemon: releasing pid %d held at its exec: %s", (int)pid, strerror(errno));
+}
+
+/* At exit: no new hold, then every process still held is continued. */
+static void release_all_held(struct targets *t)
+{
+	int fd = bpf_map__fd(t->r->skel->maps.hold_files), hfd = bpf_map__fd(t->r->skel->maps.held);
+	struct hold_key k;
+	uint32_t pid;
+
+	while (bpf_map_get_next_key(fd, NULL, &k) == 0)
+		bpf_map_delete_elem(fd, &k);
+	while (bpf_map_get_next_key(hfd, NULL, &pid) == 0)
+		release_held(t, (pid_t)pid, 0);
+}
+
+void targets_held_exec(struct targets *t, pid_t pid, uint64_t start_ns, bool accepted)
+{
+	if (!t->pid_links)
+		return;
+	if (accepted)
+		consider(t, pid, start_ns, WHY_EXEC);   /* its probes, before it runs */
+	release_held(t, pid, start_ns);
+}
+
 void targets_consider(struct targets *t, pid_t pid, uint64_t start_ns, bool exec)
 {
 	consider(t, pid, start_ns, exec ? WHY_EXEC : WHY_RESCAN);
@@ -812,11 +875,11 @@ int targets_init(struct targets *t, struct recorder *r, struct sampled *smp,
 		t->sampler_hint[0] = '\0';
 	/* Exact mode: per-process links where the kernel has them (else host-wide uprobes,
 	 * which trap every process mapping the binaries). */
-	const char *hw = getenv("MEMPROFD_HOST_WIDE_UPROBES");   /* for comparisons */
-	t->pid_links = !smp && !r->alloc_off && r->uprobe_multi && !(hw && *hw);
+	t->pid_links = !smp && r->per_target_probes;
 	if (t->pid_links) {
 		target_links_init(&t->links, r);
 		probe_host_allocators(t);
+		hold_rules(t);
 	}
 	return 0;
 }
@@ -830,8 +893,10 @@ void targets_free(struct targets *t)
 			close(t->files[i].fd);
 		free(t->files[i].sites);
 	}
-	if (t->pid_links)
+	if (t->pid_links) {
+		release_all_held(t);
 		target_links_free(&t->links);
+	}
 	free(t->files);
 	free(t->pending);
 	free(t->unsampled);

@@ -50,6 +50,7 @@ struct targets {
 	bool pid_links;                  /* exact mode with multi-uprobe links: probes per
 	                                  * target process (links), none host-wide */
 	struct target_links links;
+	size_t held_files;               /* executables whose execs are held (exec_watch) */
 };
 
 /* smp: the sampled recorder, or NULL for exact mode. 0 or -ENOMEM. */
@@ -63,6 +64,9 @@ struct proc_identity;
  * 1 it stays traced (counted), 0 the caller takes it out. */
 int targets_decide_exec(struct targets *t, pid_t pid, struct proc_identity *id,
 			const char *open_path);
+/* Exact mode: process (pid, start_ns), stopped by the kernel at its exec, gets its probes
+ * (when accepted) and is continued. */
+void targets_held_exec(struct targets *t, pid_t pid, uint64_t start_ns, bool accepted);
 /* Ends the processes the recorder holds that are gone without an exit record (one that
  * ended while it was being added to the targets map): written with an exit time of now,
  * then forgotten as any exited process. A /proc read per held process: per tick. */
