@@ -104,8 +104,7 @@ int exact_open(struct recorder *r)
 	}
 	r->skel->rodata->watch_all_exec = r->watch_all_exec;
 	r->skel->rodata->mark_at_exec = r->mark_at_exec;
-	const char *hw = getenv("MEMPROFD_HOST_WIDE_UPROBES");   /* for comparisons */
-	if (!r->uprobe_multi || r->alloc_off || (hw && *hw))
+	if (!r->uprobe_multi || r->alloc_off)
 		r->per_target_probes = false;
 	r->skel->rodata->hold_at_exec = r->per_target_probes;
 	if (r->ring_bytes && (err = bpf_map__set_max_entries(r->skel->maps.events, (__u32)r->ring_bytes)))

@@ -47,7 +47,7 @@ def loop_ns(pre, loop):
 
 def config(db, blip):
     return ("[store]\ndb = %s\nflush_interval = 200ms\nretention = 1d\ncompact = off\n"
-            "[sampling]\nalloc = exact\naccess = off\n[governor]\ninterval = 1s\n"
+            "[sampling]\nalloc = exact\nexact_per_process = 1\naccess = off\n[governor]\ninterval = 1s\n"
             "cpu_budget = 6400%%\n[targets]\nrescan_interval = 60s\n"
             "[target blip]\nexe = %s\n" % (db, blip))
 
