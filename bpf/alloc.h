@@ -13,6 +13,7 @@
 #define ALLOC_HOLD_FILES_MAX 256   /* executables whose execs are held (exact mode) */
 #define ALLOC_HELD_MAX 4096        /* processes held at once, until the daemon releases */
 #define NEWEXEC_HELD 1             /* ev_newexec.pad: the process was stopped at its exec */
+#define ALLOC_HOLDS_RING_BYTES (64 << 10)   /* hold records waiting for the hold thread */
 #define ALLOC_RINGBUF_BYTES (16 << 20)
 /* `record`'s exact mode: room for a start-up burst of DWARF stack copies (python3's
  * ~1,200 at up to 24 KiB each) while the reader unwinds; the daemon keeps the default so
@@ -161,6 +162,23 @@ struct ev_exec {
 struct hold_key {
 	unsigned long long dev;
 	unsigned long long ino;
+};
+
+/* held's value: the process's start_ns (a successor of the PID is not it) and when its
+ * hold began (bpf_ktime_get_ns, CLOCK_MONOTONIC): a hold older than a bound is ended by
+ * the daemon's watchdog (exec_hold_watchdog.c). */
+struct hold_val {
+	unsigned long long start_ns;
+	unsigned long long held_ns;
+};
+
+/* The hold ring's record (exec_hold.c): a held process and the file it exec'd. */
+struct ev_hold {
+	unsigned int pid;
+	unsigned int pad;
+	unsigned long long start_ns;
+	unsigned long long held_ns;
+	struct hold_key file;
 };
 
 struct ev_newexec {

@@ -203,24 +203,31 @@ int exact_attach_binary_pid(struct recorder *r, const char *path, int pid)
 	return s.attached;
 }
 
-int exact_attach_pid_links(struct recorder *r, const char *path, const struct exact_sites *s,
+int exact_attach_pid_links(const struct recorder *r, const char *path, const struct exact_sites *s,
 			   int pid, int fds[EXACT_PID_LINKS])
 {
-	size_t before = r->nfds;
-	int err;
+	struct bpf_program *progs[EXACT_PID_LINKS] = {
+		r->skel->progs.alloc_entry, r->skel->progs.alloc_ret, r->skel->progs.free_entry,
+	};
+	const uint64_t *offs[EXACT_PID_LINKS] = { s->aoff, s->aoff, s->foff };
+	const uint64_t *cookies[EXACT_PID_LINKS] = { s->acookie, s->acookie, s->fcookie };
+	size_t n[EXACT_PID_LINKS] = { s->na, s->na, s->nf };
 
 	if (!r->uprobe_multi || pid <= 0)
 		return -EOPNOTSUPP;
-	err = exact_attach_sites(r, path, s, pid);
-	/* The links just made are the caller's: taken out of the recorder's list. */
-	for (size_t i = before, k = 0; i < r->nfds; i++) {
-		if (!err && k < EXACT_PID_LINKS)
-			fds[k++] = r->fds[i];
-		else
-			close(r->fds[i]);
+	/* Straight to the kernel, not through r's lists: called from the hold thread too. */
+	for (int k = 0; k < EXACT_PID_LINKS; k++) {
+		fds[k] = n[k] ? uprobe_multi_link_pid(bpf_program__fd(progs[k]), path, offs[k], NULL,
+						       cookies[k], n[k], k == 1, pid) : -1;
+		if (n[k] && fds[k] < 0) {
+			int err = fds[k];
+			while (k-- > 0)
+				if (fds[k] >= 0)
+					close(fds[k]);
+			return err;
+		}
 	}
-	r->nfds = before;
-	return err;
+	return 0;
 }
 
 int exact_add_target(struct recorder *r, uint32_t pid)

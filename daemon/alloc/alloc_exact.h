@@ -30,8 +30,8 @@ int exact_sites_of(const char *path, struct exact_sites *s);
 int exact_attach_sites(struct recorder *r, const char *path, const struct exact_sites *s, int pid);
 /* Multi-uprobe links of s at path for process pid alone, handed to the caller in fds
  * (close them to detach; -1 where a kind has no site). 0, -EOPNOTSUPP without
- * multi-uprobe links, or -errno. */
-int exact_attach_pid_links(struct recorder *r, const char *path, const struct exact_sites *s,
+ * multi-uprobe links, or -errno. Thread-safe: r is only read. */
+int exact_attach_pid_links(const struct recorder *r, const char *path, const struct exact_sites *s,
 			   int pid, int fds[EXACT_PID_LINKS]);
 int exact_add_target(struct recorder *r, uint32_t pid);
 /* 0 also when pid was no target. */

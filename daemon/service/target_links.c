@@ -1,7 +1,9 @@
 /* Per-target multi-uprobe links (target_links.h). A process's set lives from its gate
  * decision (or fork) to its exit record; a set left by a process whose exit record was
- * lost is replaced when its PID comes back. The closer thread owns only fds queued to
- * it; a full queue closes on the caller's thread (slow, never lost). */
+ * lost is replaced when its PID comes back; a held process the exec gate rejected is
+ * remembered (the last TARGET_LINKS_DROPPED), so the hold thread's late links for it are
+ * undone. The closer thread owns only fds queued to it; a full queue closes on the
+ * caller's thread (slow, never lost). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,7 @@ int target_links_init(struct target_links *tl, struct recorder *r)
 {
 	memset(tl, 0, sizeof(*tl));
 	tl->r = r;
+	pthread_mutex_init(&tl->mu_set, NULL);
 	pthread_mutex_init(&tl->mu, NULL);
 	pthread_cond_init(&tl->cv, NULL);
 	int e = pthread_create(&tl->closer, NULL, closer_main, tl);
@@ -89,55 +92,113 @@ static void set_free(struct target_links *tl, struct tlink_set *s)
 	free(s);
 }
 
-int target_links_add(struct target_links *tl, uint32_t pid, uint64_t start_ns,
-		     uint64_t file_key, const char *path, const struct exact_sites *sites)
+static bool was_rejected(const struct target_links *tl, uint32_t pid, uint64_t start_ns)
+{
+	for (size_t i = 0; i < TARGET_LINKS_DROPPED; i++)
+		if (tl->dropped[i].pid == pid && tl->dropped[i].start_ns == start_ns)
+			return true;
+	return false;
+}
+
+/* Under mu_set: pid's set for start_ns, made if missing (a predecessor's is dropped);
+ * NULL without memory. */
+static struct tlink_set *set_of(struct target_links *tl, uint32_t pid, uint64_t start_ns)
 {
 	struct tlink_set *s = find(tl, pid);
-	int fds[EXACT_PID_LINKS] = { -1, -1, -1 };
-	int err;
 
 	if (s && start_ns && s->start_ns && s->start_ns != start_ns) {
 		set_free(tl, s);   /* a predecessor's, whose exit record was lost */
 		s = NULL;
 	}
-	if (!s) {
-		if (!(s = calloc(1, sizeof(*s))))
-			return -ENOMEM;
-		s->pid = pid;
-		s->start_ns = start_ns;
-		if (hmap_insert(&tl->by_pid, key_of(pid), s)) {
-			free(s);
-			return -ENOMEM;
-		}
-		tl->attached++;
+	if (s)
+		return s;
+	if (!(s = calloc(1, sizeof(*s))))
+		return NULL;
+	s->pid = pid;
+	s->start_ns = start_ns;
+	if (hmap_insert(&tl->by_pid, key_of(pid), s)) {
+		free(s);
+		return NULL;
 	}
-	for (size_t i = 0; i < s->nfiles; i++)
-		if (s->files[i] == file_key)
-			return 0;   /* linked already (a new image mapping the same file) */
-	if (s->nfiles == TARGET_LINKS_MAX / EXACT_PID_LINKS)
-		return -E2BIG;
-	if ((err = exact_attach_pid_links(tl->r, path, sites, (int)pid, fds))) {
-		tl->failed++;
-		return err;
-	}
-	for (int k = 0; k < EXACT_PID_LINKS; k++)
-		if (fds[k] >= 0)
-			s->fds[s->n++] = fds[k];
-	s->files[s->nfiles++] = file_key;
-	return 0;
+	tl->attached++;
+	return s;
 }
 
-bool target_links_has(const struct target_links *tl, uint32_t pid)
+static bool has_file(const struct tlink_set *s, uint64_t file_key)
 {
-	return find(tl, pid) != NULL;
+	for (size_t i = 0; i < s->nfiles; i++)
+		if (s->files[i] == file_key)
+			return true;
+	return false;
+}
+
+int target_links_add(struct target_links *tl, uint32_t pid, uint64_t start_ns,
+		     uint64_t file_key, const char *path, const struct exact_sites *sites)
+{
+	int fds[EXACT_PID_LINKS] = { -1, -1, -1 };
+	struct tlink_set *s;
+	int err = 0;
+
+	pthread_mutex_lock(&tl->mu_set);
+	if (was_rejected(tl, pid, start_ns))
+		err = -ESRCH;
+	else if (!(s = set_of(tl, pid, start_ns)))
+		err = -ENOMEM;
+	else if (has_file(s, file_key))
+		err = 1;   /* linked already (a new image mapping the same file) */
+	else if (s->nfiles == TARGET_LINKS_MAX / EXACT_PID_LINKS)
+		err = -E2BIG;
+	pthread_mutex_unlock(&tl->mu_set);
+	if (err)
+		return err > 0 ? 0 : err;
+	/* Made outside the lock: a registration may wait for an RCU grace period. */
+	err = exact_attach_pid_links(tl->r, path, sites, (int)pid, fds);
+	pthread_mutex_lock(&tl->mu_set);
+	if (err) {
+		tl->failed++;
+	} else if (!(s = find(tl, pid)) || (start_ns && s->start_ns != start_ns) ||
+		   has_file(s, file_key) || s->nfiles == TARGET_LINKS_MAX / EXACT_PID_LINKS ||
+		   was_rejected(tl, pid, start_ns)) {
+		for (int k = 0; k < EXACT_PID_LINKS; k++)   /* dropped or linked meanwhile */
+			if (fds[k] >= 0)
+				close_later(tl, fds[k]);
+	} else {
+		for (int k = 0; k < EXACT_PID_LINKS; k++)
+			if (fds[k] >= 0)
+				s->fds[s->n++] = fds[k];
+		s->files[s->nfiles++] = file_key;
+	}
+	pthread_mutex_unlock(&tl->mu_set);
+	return err;
+}
+
+bool target_links_has(struct target_links *tl, uint32_t pid)
+{
+	pthread_mutex_lock(&tl->mu_set);
+	bool has = find(tl, pid) != NULL;
+	pthread_mutex_unlock(&tl->mu_set);
+	return has;
 }
 
 void target_links_drop(struct target_links *tl, uint32_t pid)
 {
+	pthread_mutex_lock(&tl->mu_set);
 	struct tlink_set *s = find(tl, pid);
-
 	if (s)
 		set_free(tl, s);
+	pthread_mutex_unlock(&tl->mu_set);
+}
+
+void target_links_reject(struct target_links *tl, uint32_t pid, uint64_t start_ns)
+{
+	pthread_mutex_lock(&tl->mu_set);
+	tl->dropped[tl->ndropped].pid = pid;
+	tl->dropped[tl->ndropped].start_ns = start_ns;
+	tl->ndropped = (tl->ndropped + 1) % TARGET_LINKS_DROPPED;
+	struct tlink_set *s = find(tl, pid);
+	if (s && (!start_ns || !s->start_ns || s->start_ns == start_ns))
+		set_free(tl, s);
+	pthread_mutex_unlock(&tl->mu_set);
 }
 
 void target_links_free(struct target_links *tl)
@@ -160,5 +221,6 @@ void target_links_free(struct target_links *tl)
 	}
 	pthread_mutex_destroy(&tl->mu);
 	pthread_cond_destroy(&tl->cv);
+	pthread_mutex_destroy(&tl->mu_set);
 	memset(tl, 0, sizeof(*tl));
 }

@@ -1,7 +1,9 @@
 /* Exact mode's per-process probes (target_links.c): each target gets multi-uprobe links
  * filtered to its own pid on every allocator binary the daemon knows, so no other process
  * on the host traps. Closing a link waits for RCU grace periods (~0.1 s): closes are
- * handed to one closer thread, never done on the ring reader's path. */
+ * handed to one closer thread, never done on the ring reader's path. Used by the main
+ * thread and the hold thread (exec_hold.c): every call takes mu_set; links are made
+ * outside it. */
 #pragma once
 #include <pthread.h>
 #include <stdbool.h>
@@ -11,13 +13,17 @@
 
 #define TARGET_LINKS_MAX 24        /* link fds per process: 8 binaries x entry/return/free */
 #define TARGET_LINKS_QUEUE 4096    /* fds waiting for the closer thread */
+#define TARGET_LINKS_DROPPED 64    /* processes dropped lately: a late add for one is undone */
 
 struct recorder;
 struct exact_sites;
 
 struct target_links {
 	struct recorder *r;
+	pthread_mutex_t mu_set;        /* by_pid, dropped, the counters */
 	struct hmap by_pid;            /* hash(pid) -> struct tlink_set */
+	struct { uint32_t pid; uint64_t start_ns; } dropped[TARGET_LINKS_DROPPED];
+	size_t ndropped;               /* ring position in dropped */
 	pthread_t closer;
 	bool closer_up;
 	pthread_mutex_t mu;
@@ -35,8 +41,11 @@ int target_links_init(struct target_links *tl, struct recorder *r);
 int target_links_add(struct target_links *tl, uint32_t pid, uint64_t start_ns,
 		     uint64_t file_key, const char *path, const struct exact_sites *s);
 /* Whether pid holds links. */
-bool target_links_has(const struct target_links *tl, uint32_t pid);
+bool target_links_has(struct target_links *tl, uint32_t pid);
 /* Detaches pid's links (queued for the closer). */
 void target_links_drop(struct target_links *tl, uint32_t pid);
+/* The exec gate rejected process (pid, start_ns), held at its exec: its links are
+ * dropped, and any the hold thread adds for it later are undone. */
+void target_links_reject(struct target_links *tl, uint32_t pid, uint64_t start_ns);
 /* Detaches every link and waits for the closer. */
 void target_links_free(struct target_links *tl);

@@ -25,6 +25,7 @@
 #include "bpf/alloc.h"
 #include "daemon/service/rules.h"
 #include "daemon/service/targets.h"
+#include "daemon/service/exec_hold.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
 #include "daemon/alloc/usdt_multi.h"
@@ -698,22 +699,33 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 
 /* ---- exact mode's hold at exec (bpf/exec_watch.bpf.h) ---- */
 
-/* The files that exe rules name literally (no glob): their execs are held. A glob, a
- * comm, cgroup or build-id rule is decided without a hold (its first allocations may
- * precede its probes). Rules are read once, at start. */
+/* The files that exe rules name literally (no glob): their execs are held, and the hold
+ * thread links each held process to its executable (when it defines allocator
+ * functions) and the host's allocator libraries. A glob, a comm, cgroup or build-id rule
+ * is decided without a hold (its first allocations may precede its probes). Rules are
+ * read once, at start. */
 static void hold_rules(struct targets *t)
 {
 	int fd = bpf_map__fd(t->r->skel->maps.hold_files);
 	size_t n = 0;
 
+	for (size_t i = 0; i < t->nfiles; i++)
+		if (t->files[i].dflt)
+			exec_hold_add_file(&t->hold, NULL, ((uint64_t)t->files[i].dev << 32) ^ t->files[i].ino,
+					   t->files[i].fd, t->files[i].sites);
 	for (size_t i = 0; i < t->cfg->ntargets; i++) {
 		const struct strlist *l = &t->cfg->targets[i].exe;
 		for (size_t j = 0; j < l->n; j++) {
 			struct stat st;
+			size_t idx;
 			if (strpbrk(l->v[j], "*?[") || stat(l->v[j], &st) < 0)
 				continue;
 			struct hold_key k = { .dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev),
 					      .ino = st.st_ino };
+			int efd = open(l->v[j], O_RDONLY | O_CLOEXEC);
+			if (file_probe_fd_at(t, efd < 0 ? -errno : efd, l->v[j], &idx) > 0)
+				exec_hold_add_file(&t->hold, &k, ((uint64_t)t->files[idx].dev << 32) ^ t->files[idx].ino,
+						   t->files[idx].fd, t->files[idx].sites);
 			if (bpf_map_update_elem(fd, &k, &(uint8_t){ 1 }, BPF_ANY) == 0)
 				n++;
 		}
@@ -721,38 +733,12 @@ static void hold_rules(struct targets *t)
 	t->held_files = n;
 }
 
-static void release_held(struct targets *t, pid_t pid, uint64_t start_ns)
-{
-	int fd = bpf_map__fd(t->r->skel->maps.held);
-	uint64_t v;
-
-	if (bpf_map_lookup_elem(fd, &(uint32_t){ (uint32_t)pid }, &v) || (start_ns && v != start_ns))
-		return;   /* released already, or a successor of the PID */
-	bpf_map_delete_elem(fd, &(uint32_t){ (uint32_t)pid });
-	if (kill(pid, SIGCONT) < 0 && errno != ESRCH)
-		log_warn("daemon: releasing pid %d held at its exec: %s", (int)pid, strerror(errno));
-}
-
-/* At exit: no new hold, then every process still held is continued. */
-static void release_all_held(struct targets *t)
-{
-	int fd = bpf_map__fd(t->r->skel->maps.hold_files), hfd = bpf_map__fd(t->r->skel->maps.held);
-	struct hold_key k;
-	uint32_t pid;
-
-	while (bpf_map_get_next_key(fd, NULL, &k) == 0)
-		bpf_map_delete_elem(fd, &k);
-	while (bpf_map_get_next_key(hfd, NULL, &pid) == 0)
-		release_held(t, (pid_t)pid, 0);
-}
-
 void targets_held_exec(struct targets *t, pid_t pid, uint64_t start_ns, bool accepted)
 {
-	if (!t->pid_links)
-		return;
-	if (accepted)
-		consider(t, pid, start_ns, WHY_EXEC);   /* its probes, before it runs */
-	release_held(t, pid, start_ns);
+	/* Linked and continued by the hold thread; an accepted one gets the rest of its
+	 * probes in consider (EV_NEWEXEC), a rejected one loses its links. */
+	if (t->pid_links && !accepted)
+		target_links_reject(&t->links, (uint32_t)pid, start_ns);
 }
 
 void targets_consider(struct targets *t, pid_t pid, uint64_t start_ns, bool exec)
@@ -786,6 +772,8 @@ void targets_lifecycle(void *arg, unsigned type, uint32_t tgid, uint64_t start_n
 
 void targets_recheck(struct targets *t, int64_t now_ms)
 {
+	if (t->pid_links)
+		exec_hold_count_late(&t->hold, t->r);
 	if (!t->next_recheck || now_ms < t->next_recheck)
 		return;
 	t->next_recheck = 0;
@@ -880,12 +868,18 @@ int targets_init(struct targets *t, struct recorder *r, struct sampled *smp,
 		target_links_init(&t->links, r);
 		probe_host_allocators(t);
 		hold_rules(t);
+		if (exec_hold_start(&t->hold, r, &t->links) < 0) {
+			targets_free(t);
+			return -EIO;
+		}
 	}
 	return 0;
 }
 
 void targets_free(struct targets *t)
 {
+	if (t->pid_links)
+		exec_hold_stop(&t->hold);   /* first: it reads files[] fds and links */
 	for (size_t i = 0; t->files && i < t->nfiles; i++) {
 		for (int k = 0; k < SAMPLED_LINKS; k++)
 			usdt_link_destroy(&t->files[i].links[k]);
@@ -893,10 +887,8 @@ void targets_free(struct targets *t)
 			close(t->files[i].fd);
 		free(t->files[i].sites);
 	}
-	if (t->pid_links) {
-		release_all_held(t);
+	if (t->pid_links)
 		target_links_free(&t->links);
-	}
 	free(t->files);
 	free(t->pending);
 	free(t->unsampled);

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include "daemon/service/config.h"
 #include "daemon/service/target_links.h"
+#include "daemon/service/exec_hold.h"
 #include "daemon/record/recorder.h"
 
 #define TARGETS_FILES_MAX 4096         /* distinct binaries (inodes) probed or found bare */
@@ -51,6 +52,7 @@ struct targets {
 	                                  * target process (links), none host-wide */
 	struct target_links links;
 	size_t held_files;               /* executables whose execs are held (exec_watch) */
+	struct exec_hold hold;           /* their hold thread and watchdog */
 };
 
 /* smp: the sampled recorder, or NULL for exact mode. 0 or -ENOMEM. */
@@ -64,8 +66,8 @@ struct proc_identity;
  * 1 it stays traced (counted), 0 the caller takes it out. */
 int targets_decide_exec(struct targets *t, pid_t pid, struct proc_identity *id,
 			const char *open_path);
-/* Exact mode: process (pid, start_ns), stopped by the kernel at its exec, gets its probes
- * (when accepted) and is continued. */
+/* Exact mode: the exec gate decided process (pid, start_ns), held at its exec (and
+ * linked and continued by the hold thread): a rejected one loses its links. */
 void targets_held_exec(struct targets *t, pid_t pid, uint64_t start_ns, bool accepted);
 /* Ends the processes the recorder holds that are gone without an exit record (one that
  * ended while it was being added to the targets map): written with an exit time of now,
