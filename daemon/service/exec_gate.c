@@ -137,6 +137,8 @@ static int decide(struct exec_gate *g, const struct ev_newexec *e)
 	 * and gone already, its records in the ring as a marked one's. */
 	bool held = e->pad & NEWEXEC_HELD;
 
+	if (!held && targets_held_after(g->t, (pid_t)e->h.tgid, e->h.start_ns, e->ts_ns))
+		return 0;   /* a wrapper's image; the held exec's own record follows */
 	identity_of(e, &id, open_path, sizeof(open_path));
 	if (!targets_decide_exec(g->t, (pid_t)e->h.tgid, &id, open_path)) {
 		reject_marked(g, e->h.tgid, e->h.start_ns, g->r->mark_at_exec || held);

@@ -67,7 +67,7 @@ static int on_hold(void *ctx, void *data, size_t len)
 		if (!f->sites || (memcmp(&f->kkey, &every, sizeof(every)) &&
 				  memcmp(&f->kkey, &e->file, sizeof(e->file))))
 			continue;
-		int err = target_links_add(h->tl, e->pid, e->start_ns, f->key, f->path, f->sites);
+		int err = target_links_add(h->tl, e->pid, e->start_ns, e->held_ns, f->key, f->path, f->sites);
 		if (err && err != -ESRCH && err != -ENOENT)
 			log_warn("daemon: probing held pid %u in %s: %s", e->pid, f->path, strerror(-err));
 	}

@@ -15,6 +15,7 @@
 struct tlink_set {
 	uint32_t pid;
 	uint64_t start_ns;
+	uint64_t held_ns;              /* its hold's start when the hold thread linked it */
 	size_t n, nfiles;
 	int fds[TARGET_LINKS_MAX];
 	uint64_t files[TARGET_LINKS_MAX / EXACT_PID_LINKS];   /* file keys linked */
@@ -132,7 +133,7 @@ static bool has_file(const struct tlink_set *s, uint64_t file_key)
 	return false;
 }
 
-int target_links_add(struct target_links *tl, uint32_t pid, uint64_t start_ns,
+int target_links_add(struct target_links *tl, uint32_t pid, uint64_t start_ns, uint64_t held_ns,
 		     uint64_t file_key, const char *path, const struct exact_sites *sites)
 {
 	int fds[EXACT_PID_LINKS] = { -1, -1, -1 };
@@ -140,10 +141,11 @@ int target_links_add(struct target_links *tl, uint32_t pid, uint64_t start_ns,
 	int err = 0;
 
 	pthread_mutex_lock(&tl->mu_set);
-	if (was_rejected(tl, pid, start_ns))
-		err = -ESRCH;
-	else if (!(s = set_of(tl, pid, start_ns)))
-		err = -ENOMEM;
+	s = was_rejected(tl, pid, start_ns) ? NULL : set_of(tl, pid, start_ns);
+	if (s && held_ns > s->held_ns)
+		s->held_ns = held_ns;
+	if (!s)
+		err = was_rejected(tl, pid, start_ns) ? -ESRCH : -ENOMEM;
 	else if (has_file(s, file_key))
 		err = 1;   /* linked already (a new image mapping the same file) */
 	else if (s->nfiles == TARGET_LINKS_MAX / EXACT_PID_LINKS)
@@ -170,6 +172,16 @@ int target_links_add(struct target_links *tl, uint32_t pid, uint64_t start_ns,
 	}
 	pthread_mutex_unlock(&tl->mu_set);
 	return err;
+}
+
+bool target_links_held_after(struct target_links *tl, uint32_t pid, uint64_t start_ns,
+			     uint64_t exec_ns)
+{
+	pthread_mutex_lock(&tl->mu_set);
+	const struct tlink_set *s = find(tl, pid);
+	bool later = s && s->start_ns == start_ns && s->held_ns > exec_ns;
+	pthread_mutex_unlock(&tl->mu_set);
+	return later;
 }
 
 bool target_links_has(struct target_links *tl, uint32_t pid)

@@ -38,8 +38,12 @@ struct target_links {
 int target_links_init(struct target_links *tl, struct recorder *r);
 /* Adds links for pid on binary path (sites found once by the caller) unless the file
  * (file_key: its identity) is linked for pid already. 0 or -errno. */
-int target_links_add(struct target_links *tl, uint32_t pid, uint64_t start_ns,
+int target_links_add(struct target_links *tl, uint32_t pid, uint64_t start_ns, uint64_t held_ns,
 		     uint64_t file_key, const char *path, const struct exact_sites *s);
+/* Whether process (pid, start_ns) was linked at a hold that began after exec_ns: it has
+ * exec'd into a held target since an image of it exec'd at exec_ns. */
+bool target_links_held_after(struct target_links *tl, uint32_t pid, uint64_t start_ns,
+			     uint64_t exec_ns);
 /* Whether pid holds links. */
 bool target_links_has(struct target_links *tl, uint32_t pid);
 /* Detaches pid's links (queued for the closer). */

@@ -254,7 +254,7 @@ static void link_file(struct targets *t, pid_t pid, uint64_t start_ns, size_t i)
 	if (!f->sites)
 		return;
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", f->fd);
-	err = target_links_add(&t->links, (uint32_t)pid, start_ns,
+	err = target_links_add(&t->links, (uint32_t)pid, start_ns, 0,
 			       ((uint64_t)f->dev << 32) ^ (uint64_t)f->ino, fdpath, f->sites);
 	if (err && err != -ESRCH && err != -ENOENT)
 		log_warn("daemon: probing pid %d in %s: %s", (int)pid, fdpath, strerror(-err));
@@ -731,6 +731,19 @@ static void hold_rules(struct targets *t)
 		}
 	}
 	t->held_files = n;
+}
+
+bool targets_held_after(struct targets *t, pid_t pid, uint64_t start_ns, uint64_t exec_ns)
+{
+	struct hold_val v;
+
+	if (!t->pid_links)
+		return false;
+	/* The held map first: the hold thread links before it deletes the entry. */
+	if (bpf_map_lookup_elem(t->hold.held_fd, &(uint32_t){ (uint32_t)pid }, &v) == 0 &&
+	    v.start_ns == start_ns && v.held_ns > exec_ns)
+		return true;
+	return target_links_held_after(&t->links, (uint32_t)pid, start_ns, exec_ns);
 }
 
 void targets_held_exec(struct targets *t, pid_t pid, uint64_t start_ns, bool accepted)

@@ -68,6 +68,10 @@ int targets_decide_exec(struct targets *t, pid_t pid, struct proc_identity *id,
 			const char *open_path);
 /* Exact mode: the exec gate decided process (pid, start_ns), held at its exec (and
  * linked and continued by the hold thread): a rejected one loses its links. */
+/* Whether process (pid, start_ns) was held at an exec later than exec_ns (a wrapper's
+ * image, sh -c 'exec app', decided after app's hold): that image's rejection must not
+ * take back what the hold set up. */
+bool targets_held_after(struct targets *t, pid_t pid, uint64_t start_ns, uint64_t exec_ns);
 void targets_held_exec(struct targets *t, pid_t pid, uint64_t start_ns, bool accepted);
 /* Ends the processes the recorder holds that are gone without an exit record (one that
  * ended while it was being added to the targets map): written with an exit time of now,
