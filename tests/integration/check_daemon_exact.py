@@ -4,7 +4,10 @@ with alloc = exact and a rule selecting blip; an untraced malloc/free loop besid
 (bench/malloc_loop, thread CPU time per iteration, which a uprobe's trap multiplies ~50x)
 stays within RATIO of its bare speed (best of RUNS each, measured just before and while
 the daemon runs), and short-lived blips (~4 ms, 10 allocations each at blip_site, launched
-BATCH at a time) are still recorded with their allocations. The daemon, the loop and the
+BATCH at a time) are still recorded with their allocations. Their execs are held (stopped
+in the kernel until their own probes exist): while the daemon is stopped (SIGSTOP) the
+watchdog continues them (counted as missed late), and a daemon killed (SIGKILL) while it
+holds processes leaves none stopped within KILL_S. The daemon, the loop and the
 blips see one private copy of libc at the system's path (bench/overhead.py private_libc),
 so the old host-wide uprobes on it trapped the loop, and other sessions' probes on the
 real libc trap none of them. Skips (77) where BPF cannot work."""
@@ -31,6 +34,9 @@ PROCS, BATCH, COUNT = 40, 10, 10
 MIN_PROCS = 38       # blips recorded with their executable
 MIN_SHARE = 0.95     # of their blip_site allocations stored
 LONG_MS = 4000       # the live target's run time
+LATE = 3             # blips launched while the daemon is stopped: continued as late
+KILLED = 5           # blips held when a daemon is killed
+KILL_S = 1.0         # none of them stopped this long after the kill
 
 
 def loop_ns(pre, loop):
@@ -58,6 +64,75 @@ def query(memprofd, db, what):
     if p.returncode != 0:
         raise AssertionError("query %s: %s" % (what, t.describe(p)))
     return json.loads(p.stdout)
+
+
+def state(pid):
+    """The process's state letter (T: stopped), or None once it is gone or reaped."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def blips(pre, blip, n):
+    return [subprocess.Popen(pre + [blip, "--count", str(COUNT), "--ms", "4"]) for _ in range(n)]
+
+
+def late_phase(dmn, pre, blip, fails):
+    """The daemon stopped: its hold thread cannot continue anyone, the watchdog must."""
+    os.kill(dmn.pid, signal.SIGSTOP)
+    try:
+        ps, t0 = blips(pre, blip, LATE), time.monotonic()
+        for p in ps:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                fails.append("a blip held while the daemon was stopped was not continued")
+        t.log("%d blips beside a stopped daemon done in %.2f s" % (LATE, time.monotonic() - t0))
+    finally:
+        os.kill(dmn.pid, signal.SIGCONT)
+
+
+def killed_phase(memprofd, conf, env, pre, blip, notify, fails):
+    """A daemon killed while it holds processes leaves none of them stopped."""
+    dmn = subprocess.Popen(pre + [memprofd, "daemon", "--config", conf], env=env,
+                           stderr=subprocess.DEVNULL)
+    ps = []
+    try:
+        notify.ready(dmn, 30)
+        os.kill(dmn.pid, signal.SIGSTOP)     # nothing continues them but the watchdog
+        ps = blips(pre, blip, KILLED)
+        end, held = time.monotonic() + 5, []
+        while not held and time.monotonic() < end:
+            held = [p.pid for p in ps if state(p.pid) == "T"]
+            time.sleep(0.002)
+        dmn.kill()
+        t_kill = time.monotonic()
+        dmn.wait()
+        if not held:
+            fails.append("no blip was seen held at its exec (state T)")
+        stopped = held
+        while stopped and time.monotonic() - t_kill < KILL_S:
+            time.sleep(0.01)
+            stopped = [p.pid for p in ps if state(p.pid) == "T"]
+        t.log("daemon killed holding pids %s: still stopped %.2f s later: %s"
+              % (held, time.monotonic() - t_kill, stopped))
+        if stopped:
+            fails.append("pids %s stayed stopped %.1f s after the daemon was killed"
+                         % (stopped, KILL_S))
+        for p in ps:
+            if p.wait(timeout=10) != 0:
+                fails.append("a blip held when the daemon was killed exited %d" % p.returncode)
+    finally:
+        if dmn.poll() is None:
+            dmn.kill()
+            dmn.wait()
+        for p in ps:
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGCONT)
+                p.kill()
+                p.wait()
 
 
 def main():
@@ -103,6 +178,7 @@ def main():
                 if p.wait() != 0:
                     fails.append("blip exited %d" % p.returncode)
         t.log("%d blips in %.2f s" % (PROCS, time.monotonic() - t0))
+        late_phase(dmn, pre, blip, fails)
         time.sleep(1.0)                                # a few flushes
         dmn.send_signal(signal.SIGTERM)
         err = dmn.communicate(timeout=30)[1]
@@ -120,6 +196,12 @@ def main():
             fails.append("only %d of %d blips recorded with exe %s" % (len(named), PROCS, blip))
         if stored < MIN_SHARE * PROCS * COUNT:
             fails.append("only %d of %d blip_site allocations stored" % (stored, PROCS * COUNT))
+        if (run.get("missed") or {}).get("late", 0) < LATE:
+            fails.append("the %d holds the watchdog ended were not counted as late: %r"
+                         % (LATE, run.get("missed")))
+        with open(conf, "w") as f:
+            f.write(config(d + "/k.db", blip))
+        killed_phase(a.memprofd, conf, env, pre, blip, notify, fails)
     finally:
         if dmn.poll() is None:
             dmn.kill()
