@@ -62,15 +62,23 @@ static int on_hold(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*e))
 		return 0;
+	struct hold_val v;
+	if (bpf_map_lookup_elem(h->held_fd, &e->pid, &v) || v.start_ns != e->start_ns) {
+		h->stale++;   /* continued by the watchdog already (counted late): consider()
+		               * links it as it would a process found at its exec record */
+		return 0;
+	}
+	uint64_t t0 = mono_ns();
 	for (size_t i = 0; i < h->nfiles; i++) {
 		const struct exec_hold_file *f = &h->files[i];
 		if (!f->sites || (memcmp(&f->kkey, &every, sizeof(every)) &&
 				  memcmp(&f->kkey, &e->file, sizeof(e->file))))
 			continue;
 		int err = target_links_add(h->tl, e->pid, e->start_ns, e->held_ns, f->key, f->path, f->sites);
-		if (err && err != -ESRCH && err != -ENOENT)
+		if (err && err != -ESRCH && err != -ENOENT && err != -EBUSY)
 			log_warn("daemon: probing held pid %u in %s: %s", e->pid, f->path, strerror(-err));
 	}
+	h->link_ns_sum += mono_ns() - t0;
 	exec_hold_release(h->held_fd, e->pid, e->start_ns);
 	uint64_t d = mono_ns() - e->held_ns;
 	h->holds++;
@@ -80,20 +88,67 @@ static int on_hold(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+int exec_hold_request(struct exec_hold *h, uint32_t pid, uint64_t start_ns, uint64_t key, int fd,
+		      const struct exact_sites *sites)
+{
+	pthread_mutex_lock(&h->mu);
+	bool room = h->nreqs < EXEC_HOLD_REQS;
+	if (room)
+		h->reqs[(h->reqs_head + h->nreqs++) % EXEC_HOLD_REQS] = (struct exec_hold_req){
+			.pid = pid, .start_ns = start_ns, .key = key, .fd = fd, .sites = sites };
+	pthread_mutex_unlock(&h->mu);
+	if (!room) {
+		target_links_deny(h->tl, pid, start_ns);
+		return -EBUSY;
+	}
+	eventfd_write(h->wake_fd, 1);
+	return 0;
+}
+
+/* One queued request, if any: false when none waits. */
+static bool next_request(struct exec_hold *h)
+{
+	struct exec_hold_req q;
+	char path[32];
+
+	pthread_mutex_lock(&h->mu);
+	bool any = h->nreqs > 0;
+	if (any) {
+		q = h->reqs[h->reqs_head];
+		h->reqs_head = (h->reqs_head + 1) % EXEC_HOLD_REQS;
+		h->nreqs--;
+	}
+	pthread_mutex_unlock(&h->mu);
+	if (!any)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", q.fd);
+	int err = target_links_add(h->tl, q.pid, q.start_ns, 0, q.key, path, q.sites);
+	if (err && err != -ESRCH && err != -ENOENT && err != -EBUSY)
+		log_warn("daemon: probing pid %u in %s: %s", q.pid, path, strerror(-err));
+	return true;
+}
+
+/* Holds first (a process waits stopped), then one request at a time. */
 static void *hold_main(void *arg)
 {
 	struct exec_hold *h = arg;
-	struct pollfd p[2] = {
+	struct pollfd p[3] = {
 		{ .fd = ring_buffer__epoll_fd(h->rb), .events = POLLIN },
 		{ .fd = h->stop_fd, .events = POLLIN },
+		{ .fd = h->wake_fd, .events = POLLIN },
 	};
+	eventfd_t v;
 
 	for (;;) {
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		if (poll(p, 3, -1) < 0 && errno != EINTR)
 			break;
-		ring_buffer__consume(h->rb);
 		if (p[1].revents)
 			break;
+		if (p[2].revents)
+			eventfd_read(h->wake_fd, &v);
+		do
+			ring_buffer__consume(h->rb);
+		while (next_request(h));
 	}
 	return NULL;
 }
@@ -115,8 +170,11 @@ int exec_hold_start(struct exec_hold *h, struct recorder *r, struct target_links
 	h->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.holds), on_hold, h, NULL);
 	if (!h->rb)
 		return log_error_errno(-errno, "daemon: hold ring: %s", strerror(errno));
-	if ((h->stop_fd = eventfd(0, EFD_CLOEXEC)) < 0)
+	if ((h->stop_fd = eventfd(0, EFD_CLOEXEC)) < 0 ||
+	    (h->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		return log_error_errno(-errno, "daemon: hold thread: %s", strerror(errno));
+	pthread_mutex_init(&h->mu, NULL);
+	h->mu_up = true;
 	if ((err = pthread_create(&h->th, NULL, hold_main, h)))
 		return log_error_errno(-err, "daemon: hold thread: %s", strerror(err));
 	h->up = true;
@@ -142,12 +200,19 @@ void exec_hold_stop(struct exec_hold *h)
 		pthread_join(h->th, NULL);
 		h->up = false;
 		if (h->holds && getenv("MEMPROFD_HOLD_STATS"))   /* bench and tests */
-			fprintf(stderr, "memprofd: daemon: %llu execs held, %.2f ms on average, %.2f ms at most\n",
+			fprintf(stderr, "memprofd: daemon: %llu execs held, %.2f ms on average (linking "
+				"%.2f ms), %.2f ms at most; %llu continued late\n",
 				(unsigned long long)h->holds, h->hold_ns_sum / 1e6 / (double)h->holds,
-				h->hold_ns_max / 1e6);
+				h->link_ns_sum / 1e6 / (double)h->holds, h->hold_ns_max / 1e6,
+				(unsigned long long)h->stale);
 	}
 	if (h->stop_fd > 0)
 		close(h->stop_fd);
+	if (h->wake_fd > 0)
+		close(h->wake_fd);
+	if (h->mu_up)
+		pthread_mutex_destroy(&h->mu);
+	h->mu_up = false;
 	ring_buffer__free(h->rb);
 	h->rb = NULL;
 	/* The watchdog continues whatever is still held once it reads EOF, then exits. */

@@ -5,6 +5,8 @@
  * undone. The closer thread owns only fds queued to it; a full queue closes on the
  * caller's thread (slow, never lost). */
 #include <errno.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,6 +33,14 @@ static bool same_pid(const void *val, const void *key)
 	return ((const struct tlink_set *)val)->pid == *(const uint32_t *)key;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
 static void *closer_main(void *arg)
 {
 	struct target_links *tl = arg;
@@ -43,8 +53,14 @@ static void *closer_main(void *arg)
 			break;
 		int fd = tl->queue[--tl->nqueue];
 		pthread_mutex_unlock(&tl->mu);
+		uint64_t t0 = mono_ns();
 		close(fd);
+		uint64_t d = mono_ns() - t0;
 		pthread_mutex_lock(&tl->mu);
+		tl->closed++;
+		tl->close_ns_sum += d;
+		if (d > tl->close_ns_max)
+			tl->close_ns_max = d;
 	}
 	pthread_mutex_unlock(&tl->mu);
 	return NULL;
@@ -57,11 +73,22 @@ int target_links_init(struct target_links *tl, struct recorder *r)
 	pthread_mutex_init(&tl->mu_set, NULL);
 	pthread_mutex_init(&tl->mu, NULL);
 	pthread_cond_init(&tl->cv, NULL);
-	int e = pthread_create(&tl->closer, NULL, closer_main, tl);
-	if (e)
-		log_warn("daemon: no closer thread for probes (%s): detaching on the main thread",
-			 strerror(e));
-	tl->closer_up = !e;
+	/* Each close waits for its own grace periods (~50 ms measured under load); closes
+	 * on many threads share them. A stack of 64 KiB is plenty for close(). */
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 << 10);
+	for (; tl->ncloser < TARGET_LINKS_CLOSERS; tl->ncloser++) {
+		int e = pthread_create(&tl->closer[tl->ncloser], &a, closer_main, tl);
+		if (e) {
+			if (!tl->ncloser)
+				log_warn("daemon: no closer thread for probes (%s): detaching on the main "
+					 "thread", strerror(e));
+			break;
+		}
+	}
+	pthread_attr_destroy(&a);
+	tl->closer_up = tl->ncloser > 0;
 	return 0;
 }
 
@@ -72,6 +99,8 @@ static void close_later(struct target_links *tl, int fd)
 		bool queued = tl->nqueue < TARGET_LINKS_QUEUE;
 		if (queued)
 			tl->queue[tl->nqueue++] = fd;
+		if (tl->nqueue > tl->queue_max)
+			tl->queue_max = tl->nqueue;
 		pthread_cond_signal(&tl->cv);
 		pthread_mutex_unlock(&tl->mu);
 		if (queued)
@@ -101,9 +130,43 @@ static bool was_rejected(const struct target_links *tl, uint32_t pid, uint64_t s
 	return false;
 }
 
+/* Under mu_set: counts (pid, start_ns) as not linked, once. */
+static void deny(struct target_links *tl, uint32_t pid, uint64_t start_ns)
+{
+	for (size_t i = 0; i < TARGET_LINKS_DROPPED; i++)
+		if (tl->denied[i].pid == pid && tl->denied[i].start_ns == start_ns)
+			return;
+	tl->denied[tl->ndenied].pid = pid;
+	tl->denied[tl->ndenied].start_ns = start_ns;
+	tl->ndenied = (tl->ndenied + 1) % TARGET_LINKS_DROPPED;
+	tl->over_budget++;
+}
+
+void target_links_deny(struct target_links *tl, uint32_t pid, uint64_t start_ns)
+{
+	pthread_mutex_lock(&tl->mu_set);
+	deny(tl, pid, start_ns);
+	pthread_mutex_unlock(&tl->mu_set);
+}
+
+/* Under mu_set: whether a new process may be linked now. Closing a link waits for grace
+ * periods and registering walks every process that maps the file, both serialized in
+ * the kernel (dup_mmap_sem): with TARGET_LINKS_QUEUE_HIGH closes waiting, the kernel is
+ * behind, and new processes are counted (once each) instead of linked. */
+static bool admit(struct target_links *tl, uint32_t pid, uint64_t start_ns)
+{
+	pthread_mutex_lock(&tl->mu);
+	size_t queued = tl->nqueue;
+	pthread_mutex_unlock(&tl->mu);
+	if (queued < TARGET_LINKS_QUEUE_HIGH)
+		return true;
+	deny(tl, pid, start_ns);
+	return false;
+}
+
 /* Under mu_set: pid's set for start_ns, made if missing (a predecessor's is dropped);
- * NULL without memory. */
-static struct tlink_set *set_of(struct target_links *tl, uint32_t pid, uint64_t start_ns)
+ * NULL without memory (*err -ENOMEM) or over the budget (-EBUSY). */
+static struct tlink_set *set_of(struct target_links *tl, uint32_t pid, uint64_t start_ns, int *err)
 {
 	struct tlink_set *s = find(tl, pid);
 
@@ -113,6 +176,10 @@ static struct tlink_set *set_of(struct target_links *tl, uint32_t pid, uint64_t 
 	}
 	if (s)
 		return s;
+	*err = -EBUSY;
+	if (!admit(tl, pid, start_ns))
+		return NULL;
+	*err = -ENOMEM;
 	if (!(s = calloc(1, sizeof(*s))))
 		return NULL;
 	s->pid = pid;
@@ -138,14 +205,17 @@ int target_links_add(struct target_links *tl, uint32_t pid, uint64_t start_ns, u
 {
 	int fds[EXACT_PID_LINKS] = { -1, -1, -1 };
 	struct tlink_set *s;
-	int err = 0;
+	int err = -ESRCH;
 
 	pthread_mutex_lock(&tl->mu_set);
-	s = was_rejected(tl, pid, start_ns) ? NULL : set_of(tl, pid, start_ns);
-	if (s && held_ns > s->held_ns)
-		s->held_ns = held_ns;
+	s = was_rejected(tl, pid, start_ns) ? NULL : set_of(tl, pid, start_ns, &err);
+	if (s) {
+		err = 0;
+		if (held_ns > s->held_ns)
+			s->held_ns = held_ns;
+	}
 	if (!s)
-		err = was_rejected(tl, pid, start_ns) ? -ESRCH : -ENOMEM;
+		;   /* err says why */
 	else if (has_file(s, file_key))
 		err = 1;   /* linked already (a new image mapping the same file) */
 	else if (s->nfiles == TARGET_LINKS_MAX / EXACT_PID_LINKS)
@@ -182,6 +252,15 @@ bool target_links_held_after(struct target_links *tl, uint32_t pid, uint64_t sta
 	bool later = s && s->start_ns == start_ns && s->held_ns > exec_ns;
 	pthread_mutex_unlock(&tl->mu_set);
 	return later;
+}
+
+uint64_t target_links_take_denied(struct target_links *tl)
+{
+	pthread_mutex_lock(&tl->mu_set);
+	uint64_t n = tl->over_budget - tl->over_budget_taken;
+	tl->over_budget_taken = tl->over_budget;
+	pthread_mutex_unlock(&tl->mu_set);
+	return n;
 }
 
 bool target_links_has(struct target_links *tl, uint32_t pid)
@@ -227,10 +306,17 @@ void target_links_free(struct target_links *tl)
 	if (tl->closer_up) {
 		pthread_mutex_lock(&tl->mu);
 		tl->stop = true;
-		pthread_cond_signal(&tl->cv);
+		pthread_cond_broadcast(&tl->cv);
 		pthread_mutex_unlock(&tl->mu);
-		pthread_join(tl->closer, NULL);
+		for (size_t i = 0; i < tl->ncloser; i++)
+			pthread_join(tl->closer[i], NULL);
 	}
+	if (getenv("MEMPROFD_HOLD_STATS") && tl->closed)   /* bench and tests */
+		fprintf(stderr, "memprofd: daemon: %llu processes linked, %llu over the budget, %llu link "
+			"closes, %.2f ms on average, %.2f ms at most, %zu queued at most\n",
+			(unsigned long long)tl->attached, (unsigned long long)tl->over_budget,
+			(unsigned long long)tl->closed, tl->close_ns_sum / 1e6 / (double)tl->closed,
+			tl->close_ns_max / 1e6, tl->queue_max);
 	pthread_mutex_destroy(&tl->mu);
 	pthread_cond_destroy(&tl->cv);
 	pthread_mutex_destroy(&tl->mu_set);

@@ -26,6 +26,7 @@
 #include "daemon/service/rules.h"
 #include "daemon/service/targets.h"
 #include "daemon/service/exec_hold.h"
+#include "symbolizer/elf_needed.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
 #include "daemon/alloc/usdt_multi.h"
@@ -48,10 +49,15 @@ struct tfile {
 	struct usdt_link links[SAMPLED_LINKS];   /* sampled mode: its USDT links */
 	struct exact_sites *sites;     /* exact mode with per-process links: its probe
 	                                * sites, attached per target (NULL: none) */
-	bool dflt;                     /* the host's allocator (the daemon's own libc,
-	                                * libstdc++): linked for every target at its exec,
-	                                * before ld.so maps it */
+	uint8_t dflt;                  /* 1 + its index in host_libs: the host's allocator
+	                                * library (the daemon's own libc, libstdc++), linked
+	                                * at a target's exec, before ld.so maps it, when its
+	                                * executable names it (DT_NEEDED); or 0 */
 };
+
+/* The host's allocator libraries, by file name prefix (tfile.dflt). */
+static const char *const host_libs[] = { "libc.so", "libstdc++.so" };
+#define NHOST_LIBS (sizeof(host_libs) / sizeof(host_libs[0]))
 
 struct tpending {
 	pid_t pid;
@@ -247,17 +253,11 @@ static int file_probe_fd(struct targets *t, int fd, const char *path)
 /* Links pid to file i (one with sites). */
 static void link_file(struct targets *t, pid_t pid, uint64_t start_ns, size_t i)
 {
-	struct tfile *f = &t->files[i];
-	char fdpath[64];
-	int err;
+	const struct tfile *f = &t->files[i];
 
-	if (!f->sites)
-		return;
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", f->fd);
-	err = target_links_add(&t->links, (uint32_t)pid, start_ns, 0,
-			       ((uint64_t)f->dev << 32) ^ (uint64_t)f->ino, fdpath, f->sites);
-	if (err && err != -ESRCH && err != -ENOENT)
-		log_warn("daemon: probing pid %d in %s: %s", (int)pid, fdpath, strerror(-err));
+	if (f->sites)   /* made on the link thread; a full queue is counted there */
+		exec_hold_request(&t->hold, (uint32_t)pid, start_ns,
+				  ((uint64_t)f->dev << 32) ^ (uint64_t)f->ino, f->fd, f->sites);
 }
 
 /* A file named by pid (its maps, its environment), resolved inside pid's root. */
@@ -286,9 +286,19 @@ static bool is_sampler_path(const char *p)
 
 /* Exact mode: the allocator binaries pid maps (its exe, libc, libstdc++, jemalloc,
  * tcmalloc). 0 or -errno. */
+/* The host libraries (bits of host_libs) that exe names in its DT_NEEDED; all of them
+ * where it cannot be read. */
+static uint32_t host_libs_needed(const char *exe)
+{
+	uint32_t mask;
+
+	return elf_needs(exe, host_libs, NHOST_LIBS, &mask) < 0 ? (1u << NHOST_LIBS) - 1 : mask;
+}
+
 static int attach_exact(struct targets *t, pid_t pid, uint64_t start_ns)
 {
 	struct maps m = { 0 };
+	bool libs = false;   /* ld.so has mapped an allocator library already */
 	int err;
 
 	if (t->r->alloc_off)
@@ -314,17 +324,24 @@ static int attach_exact(struct targets *t, pid_t pid, uint64_t start_ns)
 		}
 		if (n > 0 && t->pid_links)
 			link_file(t, pid, start_ns, idx);
+		libs |= !exe_map;
 	}
 	maps_free(&m);
-	/* ld.so maps its libraries after the exec record: the host's are linked now. */
-	for (size_t i = 0; t->pid_links && i < t->nfiles; i++)
-		if (t->files[i].dflt)
+	if (!t->pid_links || libs)
+		return 0;
+	/* ld.so maps its libraries after the exec record: the host's that the executable
+	 * needs are linked now (one it loads later is linked at the next rescan). */
+	char exe[64];
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	uint32_t need = host_libs_needed(exe);
+	for (size_t i = 0; i < t->nfiles; i++)
+		if (t->files[i].dflt && (need & (1u << (t->files[i].dflt - 1))))
 			link_file(t, pid, start_ns, i);
 	return 0;
 }
 
-/* The daemon's own allocator libraries (those of the host): found once, linked for
- * every target at its exec. */
+/* The daemon's own allocator libraries (those of the host): found once, linked at a
+ * target's exec when its executable needs them. */
 static void probe_host_allocators(struct targets *t)
 {
 	struct maps m = { 0 };
@@ -335,11 +352,15 @@ static void probe_host_allocators(struct targets *t)
 		const char *p = m.v[i].path, *base = strrchr(p, '/');
 		size_t idx;
 
-		if (!base || (strncmp(base + 1, "libc.so", 7) && strncmp(base + 1, "libstdc++.so", 12)))
+		size_t lib = 0;
+
+		while (base && lib < NHOST_LIBS && strncmp(base + 1, host_libs[lib], strlen(host_libs[lib])))
+			lib++;
+		if (!base || lib == NHOST_LIBS)
 			continue;
 		int fd = open(p, O_RDONLY | O_CLOEXEC);
 		if (file_probe_fd_at(t, fd < 0 ? -errno : fd, p, &idx) > 0)
-			t->files[idx].dflt = true;
+			t->files[idx].dflt = (uint8_t)(lib + 1);
 	}
 	maps_free(&m);
 }
@@ -699,6 +720,15 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 
 /* ---- exact mode's hold at exec (bpf/exec_watch.bpf.h) ---- */
 
+static void hold_file(struct targets *t, const struct hold_key *k, size_t i)
+{
+	const struct tfile *f = &t->files[i];
+
+	if (exec_hold_add_file(&t->hold, k, ((uint64_t)f->dev << 32) ^ f->ino, f->fd, f->sites))
+		log_warn("daemon: more than %d files to link at held execs: some are linked late",
+			 EXEC_HOLD_FILES_MAX);
+}
+
 /* The files that exe rules name literally (no glob): their execs are held, and the hold
  * thread links each held process to its executable (when it defines allocator
  * functions) and the host's allocator libraries. A glob, a comm, cgroup or build-id rule
@@ -709,10 +739,6 @@ static void hold_rules(struct targets *t)
 	int fd = bpf_map__fd(t->r->skel->maps.hold_files);
 	size_t n = 0;
 
-	for (size_t i = 0; i < t->nfiles; i++)
-		if (t->files[i].dflt)
-			exec_hold_add_file(&t->hold, NULL, ((uint64_t)t->files[i].dev << 32) ^ t->files[i].ino,
-					   t->files[i].fd, t->files[i].sites);
 	for (size_t i = 0; i < t->cfg->ntargets; i++) {
 		const struct strlist *l = &t->cfg->targets[i].exe;
 		for (size_t j = 0; j < l->n; j++) {
@@ -724,8 +750,11 @@ static void hold_rules(struct targets *t)
 					      .ino = st.st_ino };
 			int efd = open(l->v[j], O_RDONLY | O_CLOEXEC);
 			if (file_probe_fd_at(t, efd < 0 ? -errno : efd, l->v[j], &idx) > 0)
-				exec_hold_add_file(&t->hold, &k, ((uint64_t)t->files[idx].dev << 32) ^ t->files[idx].ino,
-						   t->files[idx].fd, t->files[idx].sites);
+				hold_file(t, &k, idx);
+			uint32_t need = host_libs_needed(l->v[j]);
+			for (size_t f = 0; f < t->nfiles; f++)
+				if (t->files[f].dflt && (need & (1u << (t->files[f].dflt - 1))))
+					hold_file(t, &k, f);
 			if (bpf_map_update_elem(fd, &k, &(uint8_t){ 1 }, BPF_ANY) == 0)
 				n++;
 		}
@@ -773,9 +802,9 @@ void targets_lifecycle(void *arg, unsigned type, uint32_t tgid, uint64_t start_n
 		if (t->pid_links)
 			attach_exact(t, (pid_t)tgid, start_ns);
 		break;
-	case EV_EXIT:
+	case EV_EXIT:   /* remembered as ended: a link request still queued is not made */
 		if (t->pid_links)
-			target_links_drop(&t->links, tgid);
+			target_links_reject(&t->links, tgid, start_ns);
 		if (t->ntraced)
 			t->ntraced--;
 		pending_remove(t, (pid_t)tgid);
@@ -785,8 +814,10 @@ void targets_lifecycle(void *arg, unsigned type, uint32_t tgid, uint64_t start_n
 
 void targets_recheck(struct targets *t, int64_t now_ms)
 {
-	if (t->pid_links)
+	if (t->pid_links) {
 		exec_hold_count_late(&t->hold, t->r);
+		t->r->missed_late += target_links_take_denied(&t->links);
+	}
 	if (!t->next_recheck || now_ms < t->next_recheck)
 		return;
 	t->next_recheck = 0;

@@ -94,8 +94,10 @@ def late_phase(dmn, pre, blip, fails):
         os.kill(dmn.pid, signal.SIGCONT)
 
 
-def killed_phase(memprofd, conf, env, pre, blip, notify, fails):
+def killed_phase(memprofd, conf, d, pre, blip, fails):
     """A daemon killed while it holds processes leaves none of them stopped."""
+    notify = Notify(d + "/notify2.sock")   # not behind the first daemon's unread messages
+    env = dict(os.environ, NOTIFY_SOCKET=d + "/notify2.sock")
     dmn = subprocess.Popen(pre + [memprofd, "daemon", "--config", conf], env=env,
                            stderr=subprocess.DEVNULL)
     ps = []
@@ -201,7 +203,7 @@ def main():
                          % (LATE, run.get("missed")))
         with open(conf, "w") as f:
             f.write(config(d + "/k.db", blip))
-        killed_phase(a.memprofd, conf, env, pre, blip, notify, fails)
+        killed_phase(a.memprofd, conf, d, pre, blip, fails)
     finally:
         if dmn.poll() is None:
             dmn.kill()
