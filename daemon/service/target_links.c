@@ -155,11 +155,20 @@ void target_links_deny(struct target_links *tl, uint32_t pid, uint64_t start_ns)
  * behind, and new processes are counted (once each) instead of linked. */
 static bool admit(struct target_links *tl, uint32_t pid, uint64_t start_ns)
 {
+	uint64_t now = mono_ns();
+
+	/* Tokens: TARGET_LINKS_RATE a second, at most TARGET_LINKS_RATE saved. */
+	tl->tokens += (double)(now - tl->tokens_at) * TARGET_LINKS_RATE / 1e9;
+	if (!tl->tokens_at || tl->tokens > TARGET_LINKS_RATE)
+		tl->tokens = TARGET_LINKS_RATE;
+	tl->tokens_at = now;
 	pthread_mutex_lock(&tl->mu);
 	size_t queued = tl->nqueue;
 	pthread_mutex_unlock(&tl->mu);
-	if (queued < TARGET_LINKS_QUEUE_HIGH)
+	if (queued < TARGET_LINKS_QUEUE_HIGH && tl->tokens >= 1) {
+		tl->tokens -= 1;
 		return true;
+	}
 	deny(tl, pid, start_ns);
 	return false;
 }

@@ -16,6 +16,7 @@
 #define TARGET_LINKS_CLOSERS 16    /* closer threads: each close waits for grace periods,
 	                            * which concurrent closes share */
 #define TARGET_LINKS_QUEUE_HIGH 256   /* closes waiting: no new process is linked */
+#define TARGET_LINKS_RATE 50       /* processes linked a second at most (a burst of as many) */
 #define TARGET_LINKS_DROPPED 64    /* processes dropped lately: a late add for one is undone */
 
 struct recorder;
@@ -30,6 +31,8 @@ struct target_links {
 	struct { uint32_t pid; uint64_t start_ns; } denied[TARGET_LINKS_DROPPED];
 	size_t ndenied;                /* ring position in denied */
 	uint64_t over_budget;          /* processes not linked: the kernel is behind */
+	double tokens;                 /* processes that may be linked now (admit) */
+	uint64_t tokens_at;            /* CLOCK_MONOTONIC ns of their last refill */
 	uint64_t over_budget_taken;    /* of which target_links_take_denied told already */
 	pthread_t closer[TARGET_LINKS_CLOSERS];
 	size_t ncloser;
