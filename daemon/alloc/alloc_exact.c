@@ -104,6 +104,9 @@ int exact_open(struct recorder *r)
 	}
 	r->skel->rodata->watch_all_exec = r->watch_all_exec;
 	r->skel->rodata->mark_at_exec = r->mark_at_exec;
+	if (r->per_target_probes && !r->uprobe_multi && !r->alloc_off)
+		log_warn("%s: this kernel has no multi-uprobe links: exact mode's uprobes trap every "
+			 "process that maps an allocator binary", recorder_cmd(r));
 	if (!r->uprobe_multi || r->alloc_off)
 		r->per_target_probes = false;
 	r->skel->rodata->hold_at_exec = r->per_target_probes;
