@@ -191,9 +191,9 @@ def main():
                  and p["pid"] != long.pid]
         stored = sum(p["alloc_count"] for p in named)
         run = query(a.memprofd, db, "status")[0]
-        t.log("exact mode: recorded %d of %d blips with their executable; %d of %d blip_site "
-              "allocations stored; missed %r" % (len(named), PROCS, stored, PROCS * COUNT,
-                                                 run.get("missed")))
+        t.log("exact mode: recorded %d of %d blips (%d launched while the daemon was stopped) "
+              "with their executable; %d of %d blip_site allocations stored; missed %r"
+              % (len(named), PROCS + LATE, LATE, stored, PROCS * COUNT, run.get("missed")))
         if len(named) < MIN_PROCS:
             fails.append("only %d of %d blips recorded with exe %s" % (len(named), PROCS, blip))
         if stored < MIN_SHARE * PROCS * COUNT:
