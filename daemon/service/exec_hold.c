@@ -215,7 +215,15 @@ void exec_hold_stop(struct exec_hold *h)
 	h->mu_up = false;
 	ring_buffer__free(h->rb);
 	h->rb = NULL;
-	/* The watchdog continues whatever is still held once it reads EOF, then exits. */
+	/* No new hold, and what is held continued now; the watchdog does the same once it
+	 * reads EOF (for holds in flight), then exits. */
+	int files_fd = bpf_map__fd(h->r->skel->maps.hold_files);
+	struct hold_key k;
+	uint32_t pid;
+	while (bpf_map_get_next_key(files_fd, NULL, &k) == 0)
+		bpf_map_delete_elem(files_fd, &k);
+	while (bpf_map_get_next_key(h->held_fd, NULL, &pid) == 0)
+		exec_hold_release(h->held_fd, pid, 0);
 	if (h->alive_fd >= 0)
 		close(h->alive_fd);
 	h->alive_fd = -1;

@@ -18,7 +18,7 @@
 #define WD_FILES_FD 4
 #define WD_LATE_FD 5
 #define WD_ALIVE_FD 6
-#define WD_FINAL_SWEEPS 10    /* sweeps after the daemon is gone: holds in flight then */
+#define WD_FINAL_SWEEPS 3     /* sweeps after hold_files is emptied: holds in flight */
 
 static uint64_t now_ns(void)
 {
@@ -84,6 +84,11 @@ pid_t exec_hold_watchdog(int held_fd, int files_fd, int late_fd, int *alive)
 		return -errno;
 	pid = fork();
 	if (pid == 0) {
+		/* Deaf to the signals that stop a service's processes together: it must outlive
+		 * the daemon to continue what the daemon held. SIGKILL still ends it. */
+		sigset_t all;
+		sigfillset(&all);
+		sigprocmask(SIG_BLOCK, &all, NULL);
 		/* Into fixed slots (dup never lands above a free one), then nothing else: no
 		 * link or program survives the daemon through us. */
 		int src[4] = { held_fd, files_fd, late_fd, p[0] }, tmp[4];
