@@ -10,6 +10,10 @@
 #define ALLOC_LIVE_MAX (1 << 20)   /* live allocations tracked at once (map, no prealloc) */
 #define ALLOC_STACKS_MAX 65536     /* stack keys remembered as already sent (LRU) */
 #define ALLOC_TARGETS_MAX 16384    /* processes traced at once */
+#define ALLOC_HOLD_FILES_MAX 256   /* executables whose execs are held (exact mode) */
+#define ALLOC_HELD_MAX 4096        /* processes held at once, until the daemon releases */
+#define NEWEXEC_HELD 1             /* ev_newexec.pad: the process was stopped at its exec */
+#define ALLOC_HOLDS_RING_BYTES (64 << 10)   /* hold records waiting for the hold thread */
 #define ALLOC_RINGBUF_BYTES (16 << 20)
 /* `record`'s exact mode: room for a start-up burst of DWARF stack copies (python3's
  * ~1,200 at up to 24 KiB each) while the reader unwinds; the daemon keeps the default so
@@ -153,12 +157,36 @@ struct ev_exec {
  * already put it in `targets`, so nothing it does is lost while the daemon decides from
  * this record alone (the process may be gone before /proc could be read): a rejected
  * process is taken out of the map again, with its children forked meanwhile. */
+/* An executable as the kernel names it: its super block's dev_t (MKDEV: major << 20 |
+ * minor) and inode number. */
+struct hold_key {
+	unsigned long long dev;
+	unsigned long long ino;
+};
+
+/* held's value: the process's start_ns (a successor of the PID is not it) and when its
+ * hold began (bpf_ktime_get_ns, CLOCK_MONOTONIC): a hold older than a bound is ended by
+ * the daemon's watchdog (exec_hold_watchdog.c). */
+struct hold_val {
+	unsigned long long start_ns;
+	unsigned long long held_ns;
+};
+
+/* The hold ring's record (exec_hold.c): a held process and the file it exec'd. */
+struct ev_hold {
+	unsigned int pid;
+	unsigned int pad;
+	unsigned long long start_ns;
+	unsigned long long held_ns;
+	struct hold_key file;
+};
+
 struct ev_newexec {
 	struct ev_hdr h;
 	unsigned long long ts_ns;
 	unsigned int ppid;
 	char comm[ALLOC_COMM_LEN];
-	unsigned int pad;
+	unsigned int pad;              /* NEWEXEC_HELD or 0 */
 	char filename[ALLOC_EXEC_NAME];
 };
 

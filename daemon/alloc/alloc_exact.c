@@ -110,6 +110,12 @@ int exact_open(struct recorder *r)
 	}
 	r->skel->rodata->watch_all_exec = r->watch_all_exec;
 	r->skel->rodata->mark_at_exec = r->mark_at_exec;
+	if (r->per_target_probes && !r->uprobe_multi && !r->alloc_off)
+		log_warn("%s: this kernel has no multi-uprobe links: exact mode's uprobes trap every "
+			 "process that maps an allocator binary", recorder_cmd(r));
+	if (!r->uprobe_multi || r->alloc_off)
+		r->per_target_probes = false;
+	r->skel->rodata->hold_at_exec = r->per_target_probes;
 	if (r->ring_bytes && (err = bpf_map__set_max_entries(r->skel->maps.events, (__u32)r->ring_bytes)))
 		return log_error_errno(err, "%s: sizing the ring buffer: %s", recorder_cmd(r), strerror(-err));
 	if ((err = ustack_size_scratch(r->skel->maps.ustack_map)))
@@ -135,15 +141,15 @@ int exact_attach_binary(struct recorder *r, const char *path)
 	return exact_attach_binary_pid(r, path, 0);
 }
 
-int exact_attach_binary_pid(struct recorder *r, const char *path, int pid)
+int exact_sites_of(const char *path, struct exact_sites *s)
 {
 	const char *names[NPROBES];
 	uint64_t offs[NPROBES];
 	struct elfsym *e;
-	int err, attached = 0;
+	int err;
 
-	if (r->alloc_off)
-		return 0;   /* its programs were not loaded */
+	_Static_assert(NPROBES <= EXACT_PROBES_MAX, "EXACT_PROBES_MAX too small");
+	memset(s, 0, sizeof(*s));
 	for (size_t i = 0; i < NPROBES; i++)
 		names[i] = probes[i].name;
 	err = elfsym_open(&e, path);
@@ -153,13 +159,6 @@ int exact_attach_binary_pid(struct recorder *r, const char *path, int pid)
 	elfsym_close(e);
 	if (err <= 0)
 		return err;   /* error, or defines no allocator function */
-	/* Not under the daemon's descriptor path (targets.c file_probe): that names another
-	 * file once closed; the processes' maps name it. */
-	if (strncmp(path, "/proc/self/fd/", 14))
-		bin_register(&r->procs, path, path);
-
-	uint64_t aoff[NPROBES], acookie[NPROBES], foff[NPROBES], fcookie[NPROBES];
-	size_t na = 0, nf = 0;
 	for (size_t i = 0; i < NPROBES; i++) {
 		if (offs[i] == UINT64_MAX)
 			continue;
@@ -171,25 +170,77 @@ int exact_attach_binary_pid(struct recorder *r, const char *path, int pid)
 		/* Move each probe to an instruction the kernel emulates rather than
 		 * single-steps, past ones that keep the arguments and [rsp] intact. */
 		if (probes[i].prog == P_FREE || probes[i].prog == P_DELETE) {
-			probesite_find(path, offs[i], PROBESITE_ARG1, &foff[nf]);
-			fcookie[nf++] = probes[i].prog == P_DELETE ? FK_DELETE : FK_FREE;
+			probesite_find(path, offs[i], PROBESITE_ARG1, &s->foff[s->nf]);
+			s->fcookie[s->nf++] = probes[i].prog == P_DELETE ? FK_DELETE : FK_FREE;
 		} else {
 			probesite_find(path, offs[i], PROBESITE_ARG1 | PROBESITE_ARG2 | PROBESITE_ARG3,
-				       &aoff[na]);
-			acookie[na++] = probes[i].prog;
+				       &s->aoff[s->na]);
+			s->acookie[s->na++] = probes[i].prog;
 		}
-		attached++;
+		s->attached++;
 	}
+	return s->attached;
+}
+
+int exact_attach_sites(struct recorder *r, const char *path, const struct exact_sites *s, int pid)
+{
 	int (*attach)(struct recorder *, struct bpf_program *, const char *, const uint64_t *,
 		      const uint64_t *, size_t, bool, int) = r->uprobe_multi ? multi_attach : classic_attach;
-	err = attach(r, r->skel->progs.alloc_entry, path, aoff, acookie, na, false, pid);
+	if (r->alloc_off)
+		return 0;   /* its programs were not loaded */
+	int err = attach(r, r->skel->progs.alloc_entry, path, s->aoff, s->acookie, s->na, false, pid);
+
 	if (!err)
-		err = attach(r, r->skel->progs.alloc_ret, path, aoff, acookie, na, true, pid);
+		err = attach(r, r->skel->progs.alloc_ret, path, s->aoff, s->acookie, s->na, true, pid);
 	if (!err)
-		err = attach(r, r->skel->progs.free_entry, path, foff, fcookie, nf, false, pid);
+		err = attach(r, r->skel->progs.free_entry, path, s->foff, s->fcookie, s->nf, false, pid);
+	return err;
+}
+
+int exact_attach_binary_pid(struct recorder *r, const char *path, int pid)
+{
+	struct exact_sites s;
+	int err;
+
+	if (r->alloc_off)
+		return 0;   /* its programs were not loaded */
+	if ((err = exact_sites_of(path, &s)) <= 0)
+		return err;
+	/* Not under the daemon's descriptor path (targets.c file_probe): that names another
+	 * file once closed; the processes' maps name it. */
+	if (strncmp(path, "/proc/self/fd/", 14))
+		bin_register(&r->procs, path, path);
+	err = exact_attach_sites(r, path, &s, pid);
 	if (err)
 		return log_error_errno(err, "%s: attaching uprobes to %s: %s", recorder_cmd(r), path, strerror(-err));
-	return attached;
+	return s.attached;
+}
+
+int exact_attach_pid_links(const struct recorder *r, const char *path, const struct exact_sites *s,
+			   int pid, int fds[EXACT_PID_LINKS])
+{
+	struct bpf_program *progs[EXACT_PID_LINKS] = {
+		r->skel->progs.alloc_entry, r->skel->progs.alloc_ret, r->skel->progs.free_entry,
+	};
+	const uint64_t *offs[EXACT_PID_LINKS] = { s->aoff, s->aoff, s->foff };
+	const uint64_t *cookies[EXACT_PID_LINKS] = { s->acookie, s->acookie, s->fcookie };
+	size_t n[EXACT_PID_LINKS] = { s->na, s->na, s->nf };
+
+	if (!r->uprobe_multi || pid <= 0 || r->alloc_off)
+		return -EOPNOTSUPP;
+	/* Straight to the kernel, not through r's lists: called from the hold thread too. */
+	for (int k = 0; k < EXACT_PID_LINKS; k++) {
+		fds[k] = n[k] ? uprobe_multi_link_pid(bpf_program__fd(progs[k]), path, offs[k], NULL,
+						       cookies[k], n[k], k == 1, pid) : -1;
+		if (n[k] && fds[k] < 0) {
+			int err = fds[k];
+			while (k-- > 0)
+				if (fds[k] >= 0)
+					close(fds[k]);
+			return err;
+		}
+	}
+	return 0;
 }
 
 int exact_add_target(struct recorder *r, uint32_t pid)

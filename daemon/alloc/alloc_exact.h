@@ -14,6 +14,25 @@ int exact_attach_binary(struct recorder *r, const char *path);
  * the kernel has multi-uprobe links, so no other process traps; elsewhere (classic
  * uprobes) as exact_attach_binary. pid <= 0: every process. */
 int exact_attach_binary_pid(struct recorder *r, const char *path, int pid);
+/* A binary's allocator probe sites (file offsets, cookies), found once and attached to
+ * many processes. */
+#define EXACT_PROBES_MAX 64      /* allocator functions probed per binary */
+#define EXACT_PID_LINKS 3        /* links per binary and process: entry, return, free */
+struct exact_sites {
+	uint64_t aoff[EXACT_PROBES_MAX], acookie[EXACT_PROBES_MAX];
+	uint64_t foff[EXACT_PROBES_MAX], fcookie[EXACT_PROBES_MAX];
+	size_t na, nf;
+	int attached;            /* distinct functions */
+};
+/* Fills s for path: the number of functions (0: none), or -errno. */
+int exact_sites_of(const char *path, struct exact_sites *s);
+/* Attaches s at path for pid alone (pid <= 0: every process); links kept in r. 0/-errno. */
+int exact_attach_sites(struct recorder *r, const char *path, const struct exact_sites *s, int pid);
+/* Multi-uprobe links of s at path for process pid alone, handed to the caller in fds
+ * (close them to detach; -1 where a kind has no site). 0, -EOPNOTSUPP without
+ * multi-uprobe links, or -errno. Thread-safe: r is only read. */
+int exact_attach_pid_links(const struct recorder *r, const char *path, const struct exact_sites *s,
+			   int pid, int fds[EXACT_PID_LINKS]);
 int exact_add_target(struct recorder *r, uint32_t pid);
 /* 0 also when pid was no target. */
 int exact_remove_target(struct recorder *r, uint32_t pid);

@@ -84,6 +84,10 @@ struct recorder {
 	                                  * loaded (their verification is most of start-up) */
 	size_t ring_bytes;               /* set before exact_open: 0 = ALLOC_RINGBUF_BYTES */
 	bool alloc_off;                  /* alloc = off: exact mode's lifecycle, no allocator probe */
+	bool per_target_probes;          /* set before exact_open (the daemon): each target gets
+	                                  * its own pid-filtered links, and execs of files the
+	                                  * rules name are held until they exist; exact_open
+	                                  * clears it without multi-uprobe links */
 	void (*lifecycle)(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns);
 	void *lifecycle_arg;
 	/* Aggregates dropped, oldest bucket first, while the store was unwritable and they

@@ -385,6 +385,7 @@ static int open_sources(struct daemon *d)
 	if (symcache_new(&d->r.symcache, &so) < 0)
 		d->r.symcache = NULL;
 	d->r.mark_at_exec = d->cfg.alloc == CFG_ALLOC_SAMPLED;   /* see bpf/exec_watch.bpf.h */
+	d->r.per_target_probes = d->cfg.alloc == CFG_ALLOC_EXACT && d->cfg.exact_per_process;   /* issue 18: targets.c */
 	d->r.lifecycle = targets_lifecycle;
 	d->r.lifecycle_arg = &d->tg;
 	if (d->cfg.alloc == CFG_ALLOC_SAMPLED) {

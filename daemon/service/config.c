@@ -43,6 +43,7 @@ static const struct key keys[] = {
 	{ "sampling", "access", K_ACCESS, OFF(access), 0, 0 },
 	{ "sampling", "access_freq", K_UINT, OFF(access_freq_hz), 1, 100000 },
 	{ "sampling", "access_period", K_UINT, OFF(access_period), 0, 1ULL << 32 },
+	{ "sampling", "exact_per_process", K_UINT, OFF(exact_per_process), 0, 1 },   /* issue 18 */
 	{ "governor", "cpu_budget", K_PERCENT, OFF(cpu_budget), 0, 0 },
 	{ "governor", "interval", K_SEC, OFF(governor_interval_s), 1, 3600 },
 	{ "governor", "min_scale", K_FRACTION, OFF(min_scale), 0, 0 },

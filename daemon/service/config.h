@@ -60,6 +60,10 @@ struct config {
 	enum cfg_access access;
 	uint64_t access_freq_hz;       /* soft source, per CPU (SOFT_DEFAULT_FREQ) */
 	uint64_t access_period;        /* PMU sources: events per sample; 0: each one's default */
+	uint64_t exact_per_process;    /* 1: exact mode's probes per target process (no other
+	                                * process traps; at most TARGET_LINKS_RATE targets a
+	                                * second, each exec of a literal exe rule held ~2-20 ms
+	                                * until its links exist); 0: host-wide, per binary */
 	/* [governor] */
 	double cpu_budget;             /* fraction of one CPU, 0.01 = 1% */
 	uint64_t governor_interval_s;

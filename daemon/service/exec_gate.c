@@ -45,14 +45,16 @@ static bool is_rejected(struct exec_gate *g, uint32_t tgid, uint64_t start_ns)
 	return hmap_find(&g->rejected[0], k, NULL, NULL) || hmap_find(&g->rejected[1], k, NULL, NULL);
 }
 
-static void reject(struct exec_gate *g, uint32_t tgid, uint64_t start_ns)
+/* marked: the kernel made it a target at its exec (mark_at_exec, or held at its exec):
+ * what it recorded meanwhile is purged. */
+static void reject_marked(struct exec_gate *g, uint32_t tgid, uint64_t start_ns, bool marked)
 {
 	targets_untrack(g->t, (pid_t)tgid, start_ns);
 	/* Known already through another ring (an access sample): forgotten as exited. */
 	struct proc *p = proc_find(&g->r->procs, tgid, start_ns);
 	if (p && !p->exited)
 		p->exited = p->exit_written = true;
-	if (!g->r->mark_at_exec)
+	if (!marked)
 		return;   /* never marked: it allocated nothing of ours */
 	if (g->npurge < EXEC_GATE_PURGE_MAX && g->purge)
 		g->purge[g->npurge++] = tgid;
@@ -60,6 +62,11 @@ static void reject(struct exec_gate *g, uint32_t tgid, uint64_t start_ns)
 		g->purge_all = true;
 	if (hmap_insert(&g->rejected[g->cur], key_of(tgid, start_ns), (void *)1))
 		log_warn("daemon: out of memory: records of rejected pid %u may be kept", tgid);
+}
+
+static void reject(struct exec_gate *g, uint32_t tgid, uint64_t start_ns)
+{
+	reject_marked(g, tgid, start_ns, g->r->mark_at_exec);
 }
 
 /* Accepted at a later exec: the process's records count again. */
@@ -126,16 +133,22 @@ static int decide(struct exec_gate *g, const struct ev_newexec *e)
 	struct proc_identity id;
 	char open_path[PATH_MAX];
 
+	/* Held at its exec (exact mode, exec_hold.c): marked in the kernel, and maybe run
+	 * and gone already, its records in the ring as a marked one's. */
+	bool held = e->pad & NEWEXEC_HELD;
+
+	if (!held && targets_held_after(g->t, (pid_t)e->h.tgid, e->h.start_ns, e->ts_ns))
+		return 0;   /* a wrapper's image; the held exec's own record follows */
 	identity_of(e, &id, open_path, sizeof(open_path));
 	if (!targets_decide_exec(g->t, (pid_t)e->h.tgid, &id, open_path)) {
-		reject(g, e->h.tgid, e->h.start_ns);
+		reject_marked(g, e->h.tgid, e->h.start_ns, g->r->mark_at_exec || held);
 		return 0;
 	}
 	unreject(g, e->h.tgid, e->h.start_ns);   /* rejected as its wrapper (sh -c 'exec') */
 	targets_retrack(g->t, (pid_t)e->h.tgid, e->h.start_ns);   /* unmarked, or taken back */
 	/* Unmarked (exact mode) and gone before this decision: no exit record will come,
 	 * and nothing of it was traced. A marked one's exit record is in the ring. */
-	if (!g->r->mark_at_exec && !proc_running(e->h.tgid, e->h.start_ns)) {
+	if (!g->r->mark_at_exec && !held && !proc_running(e->h.tgid, e->h.start_ns)) {
 		targets_untrack(g->t, (pid_t)e->h.tgid, e->h.start_ns);
 		targets_unaccept(g->t);
 		return 0;
@@ -175,7 +188,13 @@ int exec_gate(void *arg, const void *data, size_t len)
 
 	if (h->type == EV_NEWEXEC) {
 		age(g);
-		return len >= sizeof(struct ev_newexec) ? decide(g, data) : 0;
+		if (len < sizeof(struct ev_newexec))
+			return 0;
+		const struct ev_newexec *e = data;
+		int ok = decide(g, e);
+		if (e->pad & NEWEXEC_HELD)
+			targets_held_exec(g->t, (pid_t)h->tgid, h->start_ns, ok);
+		return ok;
 	}
 	if (h->type == EV_FORK && len >= sizeof(struct ev_fork)) {
 		const struct ev_fork *f = data;

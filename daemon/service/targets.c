@@ -6,6 +6,7 @@
  * arrives first), else in its executable (linked statically); a process that shows none
  * waits for its loader, then is listed. */
 #include <dirent.h>
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,14 +15,19 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "base/log.h"
+#include "alloc.skel.h"
+#include "bpf/alloc.h"
 #include "daemon/service/rules.h"
 #include "daemon/service/targets.h"
 #include "daemon/access/access.h"
+#include "daemon/service/exec_hold.h"
+#include "symbolizer/elf_needed.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
 #include "daemon/alloc/usdt_multi.h"
@@ -42,7 +48,17 @@ struct tfile {
 	int fd;                        /* with probes: the file, held open (its path for
 	                                * symbols is /proc/self/fd/FD), else -1 */
 	struct usdt_link links[SAMPLED_LINKS];   /* sampled mode: its USDT links */
+	struct exact_sites *sites;     /* exact mode with per-process links: its probe
+	                                * sites, attached per target (NULL: none) */
+	uint8_t dflt;                  /* 1 + its index in host_libs: the host's allocator
+	                                * library (the daemon's own libc, libstdc++), linked
+	                                * at a target's exec, before ld.so maps it, when its
+	                                * executable names it (DT_NEEDED); or 0 */
 };
+
+/* The host's allocator libraries, by file name prefix (tfile.dflt). */
+static const char *const host_libs[] = { "libc.so", "libstdc++.so" };
+#define NHOST_LIBS (sizeof(host_libs) / sizeof(host_libs[0]))
 
 struct tpending {
 	pid_t pid;
@@ -174,7 +190,7 @@ static size_t map_sweep(const struct targets *t)
  * binary already leaves it probed for the next ones. */
 /* Probes the file open at fd (taken over: kept while probes hold it, else closed); path
  * names it in messages only. */
-static int file_probe_fd(struct targets *t, int fd, const char *path)
+static int file_probe_fd_at(struct targets *t, int fd, const char *path, size_t *idx)
 {
 	struct stat st;
 	char fdpath[64];
@@ -190,6 +206,7 @@ static int file_probe_fd(struct targets *t, int fd, const char *path)
 	for (size_t i = 0; i < t->nfiles; i++)
 		if (t->files[i].dev == st.st_dev && t->files[i].ino == st.st_ino) {
 			close(fd);
+			*idx = i;
 			return t->files[i].probes;
 		}
 	if (t->nfiles == TARGETS_FILES_MAX) {
@@ -202,15 +219,46 @@ static int file_probe_fd(struct targets *t, int fd, const char *path)
 	}
 	struct tfile f = { .dev = st.st_dev, .ino = st.st_ino, .fd = -1 };
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-	n = t->smp ? sampled_attach_links(t->smp, fdpath, -1, f.links) : exact_attach_binary(t->r, fdpath);
+	if (t->pid_links) {
+		/* Sites only: each target gets its own links (attach_exact_links). */
+		if (!(f.sites = malloc(sizeof(*f.sites)))) {
+			close(fd);
+			return -ENOMEM;
+		}
+		n = exact_sites_of(fdpath, f.sites);
+		if (n <= 0) {
+			free(f.sites);
+			f.sites = NULL;
+		}
+	} else {
+		n = t->smp ? sampled_attach_links(t->smp, fdpath, -1, f.links) : exact_attach_binary(t->r, fdpath);
+	}
 	if (n <= 0)
 		close(fd);
 	if (n < 0)
 		return n;
 	f.probes = n > 0;
 	f.fd = n > 0 ? fd : -1;
+	*idx = t->nfiles;
 	t->files[t->nfiles++] = f;
 	return f.probes;
+}
+
+static int file_probe_fd(struct targets *t, int fd, const char *path)
+{
+	size_t idx;
+
+	return file_probe_fd_at(t, fd, path, &idx);
+}
+
+/* Links pid to file i (one with sites). */
+static void link_file(struct targets *t, pid_t pid, uint64_t start_ns, size_t i)
+{
+	const struct tfile *f = &t->files[i];
+
+	if (f->sites)   /* made on the link thread; a full queue is counted there */
+		exec_hold_request(&t->hold, (uint32_t)pid, start_ns,
+				  ((uint64_t)f->dev << 32) ^ (uint64_t)f->ino, f->fd, f->sites);
 }
 
 /* A file named by pid (its maps, its environment), resolved inside pid's root. */
@@ -239,9 +287,19 @@ static bool is_sampler_path(const char *p)
 
 /* Exact mode: the allocator binaries pid maps (its exe, libc, libstdc++, jemalloc,
  * tcmalloc). 0 or -errno. */
-static int attach_exact(struct targets *t, pid_t pid)
+/* The host libraries (bits of host_libs) that exe names in its DT_NEEDED; all of them
+ * where it cannot be read. */
+static uint32_t host_libs_needed(const char *exe)
+{
+	uint32_t mask;
+
+	return elf_needs(exe, host_libs, NHOST_LIBS, &mask) < 0 ? (1u << NHOST_LIBS) - 1 : mask;
+}
+
+static int attach_exact(struct targets *t, pid_t pid, uint64_t start_ns)
 {
 	struct maps m = { 0 };
+	bool libs = false;   /* ld.so has mapped an allocator library already */
 	int err;
 
 	if (t->r->alloc_off)
@@ -259,14 +317,53 @@ static int attach_exact(struct targets *t, pid_t pid)
 		if (!exe_map && strncmp(base, "libc.so", 7) && strncmp(base, "libstdc++.so", 12) &&
 		    strncmp(base, "libjemalloc.so", 14) && strncmp(base, "libtcmalloc", 11))
 			continue;
-		int n = file_probe_in_root(t, pid, p);
+		size_t idx;
+		int n = file_probe_fd_at(t, rootfs_open(pid, p), p, &idx);
 		if (n < 0 && n != -ENOENT && !exe_map) {
 			maps_free(&m);
 			return n;
 		}
+		if (n > 0 && t->pid_links)
+			link_file(t, pid, start_ns, idx);
+		libs |= !exe_map;
 	}
 	maps_free(&m);
+	if (!t->pid_links || libs)
+		return 0;
+	/* ld.so maps its libraries after the exec record: the host's that the executable
+	 * needs are linked now (one it loads later is linked at the next rescan). */
+	char exe[64];
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	uint32_t need = host_libs_needed(exe);
+	for (size_t i = 0; i < t->nfiles; i++)
+		if (t->files[i].dflt && (need & (1u << (t->files[i].dflt - 1))))
+			link_file(t, pid, start_ns, i);
 	return 0;
+}
+
+/* The daemon's own allocator libraries (those of the host): found once, linked at a
+ * target's exec when its executable needs them. */
+static void probe_host_allocators(struct targets *t)
+{
+	struct maps m = { 0 };
+
+	if (maps_read_pid(&m, getpid()))
+		return;
+	for (size_t i = 0; i < m.n; i++) {
+		const char *p = m.v[i].path, *base = strrchr(p, '/');
+		size_t idx;
+
+		size_t lib = 0;
+
+		while (base && lib < NHOST_LIBS && strncmp(base + 1, host_libs[lib], strlen(host_libs[lib])))
+			lib++;
+		if (!base || lib == NHOST_LIBS)
+			continue;
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (file_probe_fd_at(t, fd < 0 ? -errno : fd, p, &idx) > 0)
+			t->files[idx].dflt = (uint8_t)(lib + 1);
+	}
+	maps_free(&m);
 }
 
 /* The absolute LD_PRELOAD entry of pid naming the sampler, or -ENOENT. */
@@ -521,6 +618,8 @@ void targets_untrack(struct targets *t, pid_t pid, uint64_t start_ns)
 	if (bpf_map_lookup_elem(map_fd(t), &(uint32_t){ (uint32_t)pid }, &v) == 0 &&
 	    (v == 0 || v == start_ns))
 		map_remove(t, (uint32_t)pid);
+	if (t->pid_links)
+		target_links_drop(&t->links, (uint32_t)pid);
 }
 
 size_t targets_end_gone(struct targets *t)
@@ -583,6 +682,8 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 	struct rule_match m = rules_match(t->cfg, &id);
 
 	if (m.verdict != RULE_TARGET) {
+		if (t->pid_links)
+			target_links_drop(&t->links, (uint32_t)pid);
 		pending_remove(t, pid);   /* exec'd into something not selected */
 		unsampled_remove(t, pid);
 		return;
@@ -594,7 +695,7 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 	}
 	size_t files_before = t->nfiles;
 	if (!t->smp) {
-		int n = attach_exact(t, pid);
+		int n = attach_exact(t, pid, start_ns);
 		note_late(t, files_before, why);
 		if (n < 0 || known)
 			return;
@@ -619,9 +720,76 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 	 * PID: take it back, or a later process with this PID would be traced. */
 	if (start_ns ? !proc_running((uint32_t)pid, start_ns) : start_ticks(pid, &ticks) < 0) {
 		map_remove(t, (uint32_t)pid);
+		if (t->pid_links)
+			target_links_drop(&t->links, (uint32_t)pid);
 		return;
 	}
 	t->ntraced++;
+}
+
+/* ---- exact mode's hold at exec (bpf/exec_watch.bpf.h) ---- */
+
+static void hold_file(struct targets *t, const struct hold_key *k, size_t i)
+{
+	const struct tfile *f = &t->files[i];
+
+	if (exec_hold_add_file(&t->hold, k, ((uint64_t)f->dev << 32) ^ f->ino, f->fd, f->sites))
+		log_warn("daemon: more than %d files to link at held execs: some are linked late",
+			 EXEC_HOLD_FILES_MAX);
+}
+
+/* The files that exe rules name literally (no glob): their execs are held, and the hold
+ * thread links each held process to its executable (when it defines allocator
+ * functions) and the host's allocator libraries. A glob, a comm, cgroup or build-id rule
+ * is decided without a hold (its first allocations may precede its probes). Rules are
+ * read once, at start. */
+static void hold_rules(struct targets *t)
+{
+	int fd = bpf_map__fd(t->r->skel->maps.hold_files);
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->cfg->ntargets; i++) {
+		const struct strlist *l = &t->cfg->targets[i].exe;
+		for (size_t j = 0; j < l->n; j++) {
+			struct stat st;
+			size_t idx;
+			if (strpbrk(l->v[j], "*?[") || stat(l->v[j], &st) < 0)
+				continue;
+			struct hold_key k = { .dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev),
+					      .ino = st.st_ino };
+			int efd = open(l->v[j], O_RDONLY | O_CLOEXEC);
+			if (file_probe_fd_at(t, efd < 0 ? -errno : efd, l->v[j], &idx) > 0)
+				hold_file(t, &k, idx);
+			uint32_t need = host_libs_needed(l->v[j]);
+			for (size_t f = 0; f < t->nfiles; f++)
+				if (t->files[f].dflt && (need & (1u << (t->files[f].dflt - 1))))
+					hold_file(t, &k, f);
+			if (bpf_map_update_elem(fd, &k, &(uint8_t){ 1 }, BPF_ANY) == 0)
+				n++;
+		}
+	}
+	t->held_files = n;
+}
+
+bool targets_held_after(struct targets *t, pid_t pid, uint64_t start_ns, uint64_t exec_ns)
+{
+	struct hold_val v;
+
+	if (!t->pid_links)
+		return false;
+	/* The held map first: the hold thread links before it deletes the entry. */
+	if (bpf_map_lookup_elem(t->hold.held_fd, &(uint32_t){ (uint32_t)pid }, &v) == 0 &&
+	    v.start_ns == start_ns && v.held_ns > exec_ns)
+		return true;
+	return target_links_held_after(&t->links, (uint32_t)pid, start_ns, exec_ns);
+}
+
+void targets_held_exec(struct targets *t, pid_t pid, uint64_t start_ns, bool accepted)
+{
+	/* Linked and continued by the hold thread; an accepted one gets the rest of its
+	 * probes in consider (EV_NEWEXEC), a rejected one loses its links. */
+	if (t->pid_links && !accepted)
+		target_links_reject(&t->links, (uint32_t)pid, start_ns);
 }
 
 void targets_consider(struct targets *t, pid_t pid, uint64_t start_ns, bool exec)
@@ -638,10 +806,14 @@ void targets_lifecycle(void *arg, unsigned type, uint32_t tgid, uint64_t start_n
 	case EV_EXEC:     /* a target's new image may bring binaries to probe */
 		consider(t, (pid_t)tgid, start_ns, WHY_EXEC);
 		break;
-	case EV_FORK:     /* added in the kernel */
+	case EV_FORK:     /* added in the kernel; its parent's links do not follow it */
 		t->ntraced++;
+		if (t->pid_links)
+			attach_exact(t, (pid_t)tgid, start_ns);
 		break;
-	case EV_EXIT:
+	case EV_EXIT:   /* remembered as ended: a link request still queued is not made */
+		if (t->pid_links)
+			target_links_reject(&t->links, tgid, start_ns);
 		if (t->ntraced)
 			t->ntraced--;
 		pending_remove(t, (pid_t)tgid);
@@ -651,6 +823,10 @@ void targets_lifecycle(void *arg, unsigned type, uint32_t tgid, uint64_t start_n
 
 void targets_recheck(struct targets *t, int64_t now_ms)
 {
+	if (t->pid_links) {
+		exec_hold_count_late(&t->hold, t->r);
+		t->r->missed_late += target_links_take_denied(&t->links);
+	}
 	if (!t->next_recheck || now_ms < t->next_recheck)
 		return;
 	t->next_recheck = 0;
@@ -738,17 +914,34 @@ int targets_init(struct targets *t, struct recorder *r, struct sampled *smp,
 	}
 	if (smp && sampled_find_library(t->sampler_hint, sizeof(t->sampler_hint)) < 0)
 		t->sampler_hint[0] = '\0';
+	/* Exact mode: per-process links where the kernel has them (else host-wide uprobes,
+	 * which trap every process mapping the binaries). */
+	t->pid_links = !smp && r->per_target_probes;
+	if (t->pid_links) {
+		target_links_init(&t->links, r);
+		probe_host_allocators(t);
+		hold_rules(t);
+		if (exec_hold_start(&t->hold, r, &t->links) < 0) {
+			targets_free(t);
+			return -EIO;
+		}
+	}
 	return 0;
 }
 
 void targets_free(struct targets *t)
 {
+	if (t->pid_links)
+		exec_hold_stop(&t->hold);   /* first: it reads files[] fds and links */
 	for (size_t i = 0; t->files && i < t->nfiles; i++) {
 		for (int k = 0; k < SAMPLED_LINKS; k++)
 			usdt_link_destroy(&t->files[i].links[k]);
 		if (t->files[i].fd >= 0)
 			close(t->files[i].fd);
+		free(t->files[i].sites);
 	}
+	if (t->pid_links)
+		target_links_free(&t->links);
 	free(t->files);
 	free(t->pending);
 	free(t->unsampled);

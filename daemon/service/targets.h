@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "daemon/service/config.h"
+#include "daemon/service/target_links.h"
+#include "daemon/service/exec_hold.h"
 #include "daemon/record/recorder.h"
 
 #define TARGETS_FILES_MAX 4096         /* distinct binaries (inodes) probed or found bare */
@@ -46,6 +48,11 @@ struct targets {
 	                                  * between rescans: lifecycle records may be lost) */
 	uint64_t skipped_full;           /* selected but not traced: max_processes reached */
 	int64_t next_recheck;            /* CLOCK_MONOTONIC ms, 0: nothing waits */
+	bool pid_links;                  /* exact mode with multi-uprobe links: probes per
+	                                  * target process (links), none host-wide */
+	struct target_links links;
+	size_t held_files;               /* executables whose execs are held (exec_watch) */
+	struct exec_hold hold;           /* their hold thread and watchdog */
 };
 
 /* smp: the sampled recorder, or NULL for exact mode. 0 or -ENOMEM. */
@@ -59,6 +66,13 @@ struct proc_identity;
  * 1 it stays traced (counted), 0 the caller takes it out. */
 int targets_decide_exec(struct targets *t, pid_t pid, struct proc_identity *id,
 			const char *open_path);
+/* Exact mode: the exec gate decided process (pid, start_ns), held at its exec (and
+ * linked and continued by the hold thread): a rejected one loses its links. */
+/* Whether process (pid, start_ns) was held at an exec later than exec_ns (a wrapper's
+ * image, sh -c 'exec app', decided after app's hold): that image's rejection must not
+ * take back what the hold set up. */
+bool targets_held_after(struct targets *t, pid_t pid, uint64_t start_ns, uint64_t exec_ns);
+void targets_held_exec(struct targets *t, pid_t pid, uint64_t start_ns, bool accepted);
 /* Ends the processes the recorder holds that are gone without an exit record (one that
  * ended while it was being added to the targets map): written with an exit time of now,
  * then forgotten as any exited process; one still without its record at the next tick
