@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 14
+#define STORE_SCHEMA_VERSION 15
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -135,10 +135,15 @@ int store_put_mib_hist(struct store *s, const struct store_proc *p, uint64_t sta
 int store_put_frame_symbols(struct store *s, const struct store_frame *f);
 
 /* Aggregates (and the objects in them) a daemon run dropped over its memory_limit while
- * the store was unwritable: running totals (store/mem_drops.c). */
+ * the store was unwritable, and what its stop dropped to end within its budget: running
+ * totals (store/mem_drops.c). */
 struct store_mem_drops {
 	uint64_t aggregates, objects;
 	uint64_t limit_bytes;    /* the memory_limit they were dropped over */
+	uint64_t peak_bytes;     /* the aggregates' largest size seen while unwritable (v15) */
+	uint64_t stop_records;   /* ring records read at the stop but not handled (v15) */
+	uint64_t stop_aggregates, stop_objects;   /* not written by the final flush (v15) */
+	uint64_t stop_budget_ms; /* the stop's budget (v15; 0: no stop dropped anything) */
 };
 /* Replaces the run's record; within the flush's transaction. */
 int store_put_mem_drops(struct store *s, int64_t run_id, const struct store_mem_drops *m);
