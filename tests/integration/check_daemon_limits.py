@@ -230,7 +230,7 @@ def main():
     ap.add_argument("--phase", choices=("memory", "stop"), required=True)
     ap.add_argument("--memory-limit", default="1M")
     ap.add_argument("--depth", type=int, default=7)
-    ap.add_argument("--outage-s", type=float, default=5.0)
+    ap.add_argument("--outage-s", type=float, default=8.0)
     a = ap.parse_args()
     a.fanout, a.churn = os.path.abspath(a.fanout), os.path.abspath(a.churn)
     t.require_bpf()
