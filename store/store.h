@@ -134,6 +134,13 @@ int store_put_mib_hist(struct store *s, const struct store_proc *p, uint64_t sta
  * committed): fills what the row lacks, never replaces what it has. Within a transaction. */
 int store_put_frame_symbols(struct store *s, const struct store_frame *f);
 
+/* Bare frames (no name, no lines, a build-id) with id > after, by id, at most max: fn
+ * gets each (strings valid during the call; < 0 stops and is returned). The number
+ * listed, or -errno (store/bare_frames.c). */
+typedef int (*store_bare_fn)(void *arg, int64_t id, const char *build_id, const char *path,
+			     uint64_t offset);
+int store_bare_frames(struct store *s, int64_t after, unsigned max, store_bare_fn fn, void *arg);
+
 /* Aggregates (and the objects in them) a daemon run dropped over its memory_limit while
  * the store was unwritable, and what its stop dropped to end within its budget: running
  * totals (store/mem_drops.c). */

@@ -53,7 +53,8 @@ static int write_agg(struct agg *a, void *arg)
 	}
 	/* A new stack goes in bare and is named after the commit (symbolize.c), so a cold
 	 * object's DWARF never delays the rows. */
-	recorder_queue_symbols(r, s);
+	if (!r->names_elsewhere)
+		recorder_queue_symbols(r, s);
 	/* Frames go with every put: the store reads them only for a hash it has not seen. */
 	recorder_store_frames(r, s, f);
 	fill_proc(r, a->proc, &sp);
@@ -153,7 +154,7 @@ int recorder_flush(struct recorder *r, const char *status)
 	err = flush_store(r, &st);
 	/* Names after the rows are safe: a running flush names what fits in a slice (the
 	 * rest at the next), the last one all of them. */
-	if (!err) {
+	if (!err && !r->names_elsewhere) {
 		int64_t slice = r->sym_slice_ms ? r->sym_slice_ms : RECORD_SYMBOLIZE_SLICE_MS;
 		int64_t left = ((int64_t)r->stop_name_end_ns - (int64_t)mono_ns()) / 1000000;
 		/* The last flush names all, or what fits before a stop's deadline. */

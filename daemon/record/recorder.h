@@ -56,6 +56,7 @@ struct recorder {
 	unsigned unsym_at;               /* the first stack's frame to resume naming at */
 	int64_t sym_slice_ms;            /* a running flush's naming (0: RECORD_SYMBOLIZE_SLICE_MS) */
 	bool sym_error_logged;
+	bool names_elsewhere;            /* the daemon's namer names bare frames: none queued */
 	/* --access: the source that opened, its samples, and attribution (NULL when off). */
 	struct access_choice access;
 	struct src_soft *soft;

@@ -38,6 +38,7 @@
 #include "daemon/service/exec_gate.h"
 #include "daemon/service/db_owner.h"
 #include "daemon/service/stop.h"
+#include "daemon/service/namer.h"
 #include "store/store.h"
 #include "symbolizer/symcache.h"
 #include "base/clock.h"
@@ -81,6 +82,7 @@ struct daemon {
 	int64_t gov_changed_ns;          /* CLOCK_REALTIME of the governor's last rate change */
 	int sfd;
 	struct db_owner owner;           /* one daemon per database file */
+	struct namer namer;              /* names bare frames off the loop (namer.c) */
 	int64_t next_flush, next_gov, next_maint, next_ckpt, next_rescan, next_wd;
 	uint64_t wd_usec;
 	uint64_t gov_cpu_ns;             /* at the previous governor tick */
@@ -358,6 +360,10 @@ static void final_flush(struct daemon *d, int64_t stop_ms)
 			 (unsigned long long)d->r.stop_records, (unsigned long long)d->r.stop_aggs,
 			 (unsigned long long)d->r.stop_objects);
 	store_set_busy_timeout(d->r.store, 0);
+	/* New stacks' names, until the stop's naming deadline; the rest, the next daemon. */
+	if (d->namer.pid && !namer_stop(&d->namer, stop_ms + STOP_NAME_MS))
+		log_warn("daemon: the namer ran out of time: frames left bare are named by the "
+			 "next daemon");
 	store_checkpoint(d->r.store);
 }
 
@@ -470,6 +476,11 @@ static int start(struct daemon *d)
 	err = lock_db(d);
 	if (err < 0)
 		return err;
+	/* Before the store is open: no SQLite state crosses the fork. */
+	const int owner_fds[] = { d->owner.db_fd, d->owner.pid_fd, d->sfd };
+	if ((err = namer_start(&d->namer, d->cfg.db, owner_fds, 3)) < 0)
+		log_warn("daemon: no namer (%s): frames are named in the loop", strerror(-err));
+	d->r.names_elsewhere = d->namer.pid != 0;
 	err = store_open(&d->r.store, d->cfg.db, STORE_RDWR, errbuf, sizeof(errbuf));
 	if (err)
 		return log_error_errno(err, "daemon: %s", errbuf);
@@ -481,7 +492,10 @@ static int start(struct daemon *d)
 	err = open_sources(d);
 	if (err < 0)
 		return err;
-	return begin_run(d);
+	if ((err = begin_run(d)) < 0)
+		return err;
+	namer_wake(&d->namer);   /* opens its store connection */
+	return 0;
 }
 
 /* The governor's sources and every periodic job's first deadline (ms, monotonic). */
@@ -527,6 +541,7 @@ static void run_due_jobs(struct daemon *d, int64_t now)
 		bool behind = true;
 
 		if (recorder_flush(&d->r, "running") == 0) {
+			namer_wake(&d->namer);
 			recorder_forget_exited(&d->r);
 			behind = d->r.aggs.ndirty > 0;
 		}
@@ -694,6 +709,7 @@ int cmd_daemon(int argc, char **argv)
 		snprintf(d->stop_reason, sizeof(d->stop_reason), "ok");
 		rc = run(d) < 0 ? 1 : 0;
 	}
+	namer_stop(&d->namer, 0);   /* a start that failed: none left running */
 	/* Links before the objects they belong to (libbpf's USDT links use theirs). */
 	targets_free(&d->tg);
 	exec_gate_free(&d->gate);
