@@ -14,10 +14,6 @@ static const char put_sql[] =
 	"INSERT OR REPLACE INTO mem_drops(run_id, aggregates, objects, limit_bytes, peak_bytes,"
 	" stop_records, stop_aggregates, stop_objects, stop_budget_ms)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
-/* The table (v14), its v15 columns. */
-static const char has_sql[] =
-	"SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mem_drops'),"
-	" (SELECT count(*) FROM pragma_table_info('mem_drops') WHERE name = 'stop_budget_ms')";
 static const char get_v14_sql[] =
 	"SELECT aggregates, objects, limit_bytes FROM mem_drops WHERE run_id = ?1";
 static const char get_sql[] =
@@ -46,16 +42,12 @@ int store_put_mem_drops(struct store *s, int64_t run_id, const struct store_mem_
 /* 0 without the table, 14 with it, 15 with its v15 columns; or -errno. */
 static int table_version(struct store *s)
 {
-	sqlite3_stmt *st = store__stmt(s, has_sql);
-	int rc;
+	int t = store__has(s, "mem_drops", NULL), c;
 
-	if (!st)
-		return -EIO;
-	_cleanup_reset_ sqlite3_stmt *guard = st;
-
-	if ((rc = sqlite3_step(st)) != SQLITE_ROW)
-		return store__fail(s, rc, "looking for the mem_drops table");
-	return !sqlite3_column_int(st, 0) ? 0 : sqlite3_column_int(st, 1) ? 15 : 14;
+	if (t <= 0)
+		return t;
+	c = store__has(s, "mem_drops", "stop_budget_ms");
+	return c < 0 ? c : c ? 15 : 14;
 }
 
 int store_get_mem_drops(struct store *s, int64_t run_id, struct store_mem_drops *m)

@@ -288,6 +288,9 @@ int store__error(struct store *s, int err, const char *fmt, ...)
 struct sqlite3_stmt *store__stmt(struct store *s, const char *sql);
 /* Maps a SQLite result code to a negative errno. */
 int store__errno(int rc);
+/* 1 if the store has table (column NULL) or table.column, 0 if not, or -errno
+ * (store/has.c). */
+int store__has(struct store *s, const char *table, const char *column);
 /* This process's start time in clock ticks since boot (/proc/self/stat), 0 if unread:
  * with the pid, a run's writer identity (store/run_end.c). */
 uint64_t store__self_start_ticks(void);

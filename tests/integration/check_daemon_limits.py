@@ -176,14 +176,13 @@ def outage(a, tmp, mnt, fails):
 
 def phase_memory(a, tmp, fails):
     mnt = tmp + "/small"
-    os.mkdir(mnt)
-    p = t.run(["mount", "-t", "tmpfs", "-o", "size=" + TMPFS, "tmpfs", mnt], timeout=10)
-    if p.returncode != 0:
-        t.skip("mount -t tmpfs fails here: " + p.stderr.strip())
+    why = t.mount_tmpfs(mnt, TMPFS)
+    if why:
+        t.skip(why)
     try:
         outage(a, tmp, mnt, fails)
     finally:
-        t.run(["umount", "-l", mnt], timeout=10)
+        t.umount_lazy(mnt)
 
 
 def phase_stop(a, tmp, fails):
@@ -226,13 +225,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
     ap.add_argument("--fanout", required=True)
-    ap.add_argument("--churn", required=True)
+    ap.add_argument("--churn", help="the stop phase's second workload")
     ap.add_argument("--phase", choices=("memory", "stop"), required=True)
     ap.add_argument("--memory-limit", default="1M")
     ap.add_argument("--depth", type=int, default=7)
     ap.add_argument("--outage-s", type=float, default=8.0)
     a = ap.parse_args()
-    a.fanout, a.churn = os.path.abspath(a.fanout), os.path.abspath(a.churn)
+    if a.phase == "stop" and not a.churn:
+        ap.error("--phase stop needs --churn")
+    a.fanout = os.path.abspath(a.fanout)
+    a.churn = a.churn and os.path.abspath(a.churn)
     t.require_bpf()
     # meson's MALLOC_PERTURB_ makes malloc write every freed block: the daemon's resident
     # memory would be the harness's, not its own.
