@@ -205,8 +205,7 @@ static int flush_store(struct recorder *r, const struct store_run_stats *st)
 		r->flush_error_logged = true;
 		return err;
 	}
-	/* Drops of a daemon that only falls behind are logged once a run, an outage's once
-	 * each (at its end). */
+	/* An outage's drops are summed up at its end. */
 	if (r->flush_error_logged) {
 		log_warn("flush: store writable again");
 		if (r->mem_drop_logged)
@@ -308,11 +307,14 @@ void recorder_bound_memory(struct recorder *r, uint64_t limit)
 			break;
 		r->mem_dropped_aggs += n;
 		r->mem_dropped_objects += objs;
-		if (!r->mem_drop_logged)
+		/* Once per unwritable spell, and once a run for a store that is only behind. */
+		bool *logged = r->flush_error_logged ? &r->mem_drop_logged : &r->mem_behind_logged;
+
+		if (!*logged)
 			log_error("flush: aggregates outgrew the memory limit (%llu bytes) while the "
 				  "store is %s: dropping the oldest bucket's (counted)",
 				  (unsigned long long)limit, r->flush_error_logged ? "unwritable" :
 				  "behind");
-		r->mem_drop_logged = true;
+		*logged = true;
 	}
 }

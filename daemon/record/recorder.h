@@ -89,7 +89,8 @@ struct recorder {
 	uint64_t mem_dropped_aggs, mem_dropped_objects;
 	uint64_t mem_limit_bytes;        /* the limit they were dropped over */
 	uint64_t mem_peak_bytes;         /* the aggregates' largest size at a failed flush */
-	bool mem_drop_logged;
+	bool mem_drop_logged;            /* in this unwritable spell */
+	bool mem_behind_logged;          /* dropped while only behind, once a run */
 	/* The daemon's stop within its budget (daemon/service/stop.c): ring records read
 	 * after the drain's deadline are counted instead of handled, the final flush writes
 	 * aggregates until stop_write_end_ns and names stacks until stop_name_end_ns
