@@ -223,14 +223,15 @@ static void governor_apply(struct daemon *d)
 
 static void governor_job(struct daemon *d, int64_t now)
 {
-	uint64_t cpu = cpu_ns(), ev[GOV_MAX_SOURCES];
+	uint64_t cpu = cpu_ns() + namer_cpu_ns(&d->namer), ev[GOV_MAX_SOURCES];
 
 	governor_events(d, ev);
 	/* The targets' time in the watch's traps is this daemon's cost as well. */
 	uint64_t traps_ns = d->gov_watch >= 0 ?
 		(uint64_t)(watch_cpu_of(d->r.watch, (double)ev[d->gov_watch]) * 1e9) : 0;
 	enum gov_action act = governor_tick(&d->gov, (uint64_t)(now - d->gov_at) * 1000000ULL,
-					    cpu - d->gov_cpu_ns + traps_ns, ev);
+					    (cpu > d->gov_cpu_ns ? cpu - d->gov_cpu_ns : 0) + traps_ns,
+					    ev);   /* a namer that died takes its CPU time with it */
 	d->gov_cpu_ns = cpu;
 	d->gov_at = now;
 	if (act == GOV_LOWER || act == GOV_RAISE) {
@@ -520,7 +521,7 @@ static void schedule_jobs(struct daemon *d)
 	}
 	int64_t now = mono_ms();
 	d->gov_at = now;
-	d->gov_cpu_ns = cpu_ns();
+	d->gov_cpu_ns = cpu_ns() + namer_cpu_ns(&d->namer);
 	d->wd_usec = notify_watchdog_usec();
 	d->next_flush = now + (int64_t)d->cfg.flush_interval_ms;
 	d->next_gov = now + (int64_t)d->cfg.governor_interval_s * MS_PER_S;

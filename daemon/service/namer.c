@@ -267,6 +267,27 @@ void namer_wake(struct namer *n)
 		log_warn("namer: waking it: %s", strerror(errno));
 }
 
+uint64_t namer_cpu_ns(const struct namer *n)
+{
+	char path[64], buf[1024];
+	unsigned long long ut, st;
+	FILE *f;
+
+	if (!n->pid)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)n->pid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = 0;
+	const char *p = strrchr(buf, ')');   /* comm may hold spaces; fields 14, 15 follow */
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return 0;
+	return (ut + st) * (1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
 int namer_stop(struct namer *n, int64_t deadline_ms)
 {
 	int status, done = 0;

@@ -21,6 +21,9 @@ struct namer {
 int namer_start(struct namer *n, const char *db, const int *close_fds, int nclose);
 /* After a flush committed: a round now (never blocks; a full pipe has one pending). */
 void namer_wake(struct namer *n);
+/* The namer's CPU time so far (ns; 0: none or unread): the governor counts it as the
+ * daemon's own. */
+uint64_t namer_cpu_ns(const struct namer *n);
 /* EOF: the namer names what is bare and exits; waited for until deadline_ms
  * (CLOCK_MONOTONIC), then killed (what is left, the next daemon's namer names). Returns
  * 1 when it finished, 0 when it was killed or there was none. */
