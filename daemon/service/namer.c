@@ -217,12 +217,14 @@ static int child_main(const char *db, int rfd)
 	store_set_busy_timeout(c->store, NAMER_BUSY_MS);
 	if (symcache_new(&c->cache, &so) < 0)
 		c->cache = NULL;
-	for (;;) {
+	for (unsigned round = 1;; round++) {
 		while (batch(c) > 0)
 			;
 		if (finish)
 			break;
 		finish = wait_wake(rfd);
+		if (round % NAMER_RESCAN_ROUNDS == 0)
+			c->after = 0;
 	}
 	store_close(c->store);
 	return 0;

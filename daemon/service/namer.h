@@ -5,7 +5,10 @@
 #include <sys/types.h>
 
 #define NAMER_POLL_MS 1000      /* a round at least this often, woken or not */
-#define NAMER_BATCH 128         /* frames named per transaction */
+#define NAMER_BATCH 32          /* frames named per transaction: the write lock is held
+                                 * far below the daemon's 200 ms busy timeout */
+#define NAMER_RESCAN_ROUNDS 600 /* then from the oldest frame again: ids retention freed
+                                 * may come back below the mark */
 #define NAMER_BUSY_MS 5000      /* its commit waits this long for the daemon's flush */
 #define NAMER_ELF_MAX 64        /* ELF symbol tables kept open (by build-id) */
 #define NAMER_CACHE_BYTES ((size_t)128 << 20)   /* its DWARF cache (symcache) */
