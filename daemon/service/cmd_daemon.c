@@ -1,10 +1,11 @@
 /* `memprofd daemon [--config PATH]`: the systemd service. One thread, one poll loop over
  * the allocation ring, the access-sample ring and a signalfd; every periodic job (flush,
  * governor, maintenance, checkpoint, /proc rescan, watchdog, targets waiting for their
- * sampler) is a deadline checked after each wake-up. Invariants: one daemon per database
- * (an flock beside it); SIGTERM ends within DAEMON_STOP_BOUND_MS of the signal whoever
- * holds the database's lock, however far behind the daemon is (stop.c counts what does not
- * fit; a running flush writes for DAEMON_FLUSH_WRITE_MS at most); a config with errors never replaces the
+ * sampler) is a deadline checked after each wake-up; names are found in a forked namer
+ * (namer.c), never in the loop. Invariants: one daemon per database (an flock beside it);
+ * SIGTERM ends within DAEMON_STOP_BOUND_MS of the signal whoever holds the database's
+ * lock, however far behind the daemon is (stop.c counts what does not fit; a running flush
+ * writes for DAEMON_FLUSH_WRITE_MS at most); a config with errors never replaces the
  * running one; maintenance never runs while a flush is failing (the recorder could
  * rewrite a bucket that compaction already folded). */
 #include <errno.h>
@@ -387,7 +388,8 @@ static int open_sources(struct daemon *d)
 	int r;
 
 	d->r.cmd = "daemon";
-	/* New stacks are named after their rows commit, for a share of each interval. */
+	/* Without a namer, new stacks are named after their rows commit, for a share of each
+	 * interval; a running flush writes for half an interval at most. */
 	d->r.sym_slice_ms = (int64_t)d->cfg.flush_interval_ms / DAEMON_SYMBOLIZE_SHARE + 1;
 	d->r.flush_write_ms = (int64_t)d->cfg.flush_interval_ms / 2 + 1;
 	if (d->r.flush_write_ms > DAEMON_FLUSH_WRITE_MS)

@@ -24,7 +24,8 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpdtest as t  # noqa: E402
-from check_daemon_stress import FLUSH_MS, config, exe_rule, fill, rss_kib, start, total_allocs  # noqa: E402
+from check_daemon_stress import (FLUSH_MS, config, exe_rule, fill, rss_kib, start,  # noqa: E402
+                                 total_allocs)
 
 INTERVAL_MS = 100         # a child every 100 ms
 # The limit bounds the aggregates held after each failed flush; until the next one they
@@ -162,7 +163,8 @@ def outage(a, tmp, mnt, fails):
                      "%d KiB" % (steady, RSS_SLACK_KIB))
     if after <= full or "writable again" not in err:
         fails.append("no recovery once space returned (%d -> %d): %s" % (full, after, err))
-    if not drops.get("aggregates") or not drops.get("objects") or drops.get("memory_limit") != limit:
+    if not drops.get("aggregates") or not drops.get("objects") or \
+            drops.get("memory_limit") != limit:
         fails.append("query status does not count the drops over memory_limit: %s" % drops)
     # ctx_fanout's parent allocates too (its progress file: FILE and buffer, 2 a child),
     # and a child killed mid-walk allocated up to 2^depth blocks never counted.
