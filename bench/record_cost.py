@@ -9,9 +9,13 @@ epoch clock. Modes: the default (sampled) and --alloc exact, with --access off; 
 Every command runs with a private copy of libc bind-mounted over the system's
 (overhead.py's private_libc): other processes' exact-mode recordings put uprobes on the
 system's libc, and every malloc memprofd makes would trap in them.
-Usage: bench/record_cost.py --build BUILDDIR [--runs 7] [--check SECONDS] [--limit MODE.PHASE=S]
---check: exit 1 if a median start-up or shutdown cost exceeds SECONDS (issue 18: 0.1);
---limit: the same for one mode's phase (e.g. sampled.shutdown=0.12), repeatable.
+Usage: bench/record_cost.py --build BUILDDIR [--build OTHER]... [--runs 7] [--check SECONDS]
+                            [--limit MODE.PHASE=S]
+A second --build (e.g. main's) is measured side by side: each round runs every build's
+every mode in turn. --check: exit 1 if a median start-up or shutdown cost of the first
+build exceeds SECONDS (issue 18: 0.1); --limit: the same for one mode's phase (e.g.
+sampled.shutdown=0.12), repeatable. --phases: first, one run of each mode with
+MEMPROFD_TRACE_PHASES=1, its phase lines printed (where start-up and shutdown go).
 Exits 77 (skip) where BPF cannot work (not root, no kernel BTF)."""
 import argparse
 import os
@@ -57,12 +61,30 @@ def helpers_left(d, grace):
         time.sleep(0.1)
 
 
+def print_phases(build, pre, modes, d):
+    """One run of each mode with the phase trace; whether every run printed its phases
+    from the options to the closes."""
+    ok = True
+    for m, opts in modes.items():
+        p = subprocess.run(pre + [os.path.join(build, "cli", "memprofd"), "record", "--db",
+                                  os.path.join(d, "phases-%s.db" % m), *opts, "--", *CMD],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           env=dict(os.environ, MEMPROFD_TRACE_PHASES="1"))
+        lines = [x[len("memprofd: phase "):] for x in p.stderr.splitlines()
+                 if x.startswith("memprofd: phase ")]
+        print("phases, %s:\n  %s" % (m, "\n  ".join(lines)))
+        ok &= p.returncode == 0 and any(x.startswith("options:") for x in lines) and \
+            any(x.startswith("exec:") for x in lines) and any(x.startswith("closes:") for x in lines)
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
+    ap.add_argument("--build", required=True, action="append")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--check", type=float)
     ap.add_argument("--limit", action="append", default=[])
+    ap.add_argument("--phases", action="store_true")
     a = ap.parse_args()
     limits = {}
     for x in a.limit:
@@ -71,33 +93,38 @@ def main():
     if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
         print("SKIP: needs root and kernel BTF (memprofd record loads BPF)")
         sys.exit(77)
-    memprofd = os.path.join(a.build, "cli", "memprofd")
     d = tempfile.mkdtemp(prefix="record_cost.")
-    pre = private_libc(d, memprofd)
+    pre = private_libc(d, os.path.join(a.build[0], "cli", "memprofd"))
     modes = {"sampled": ["--alloc", "sampled", "--access", "off"],
              "exact": ["--alloc", "exact", "--access", "off"], "off": ["--alloc", "off", "--access", "soft"]}
-    got = {m: ([], []) for m in ["bare", *modes]}
+    if a.phases and not print_phases(a.build[0], pre, modes, d):
+        sys.exit("FAIL: MEMPROFD_TRACE_PHASES=1 printed no phase of start-up and shutdown")
+    runs = [("bare", None, None)] + [(m, b, "%s:%s" % (b, m)) for b in a.build for m in modes]
+    got = {k: ([], []) for k, _, _ in [("bare", 0, 0)] + [(r[2], 0, 0) for r in runs[1:]]}
     for i in range(a.runs):
-        for m in got:
+        for m, b, k in runs:
             if m == "bare":
-                argv = pre + CMD
+                k, argv = "bare", pre + CMD
             else:
-                db = os.path.join(d, "%s%d.db" % (m, i))
-                argv = pre + [memprofd, "record", "--db", db, *modes[m], "--", *CMD]
+                db = os.path.join(d, "%s%d.%d.db" % (m, i, a.build.index(b)))
+                argv = pre + [os.path.join(b, "cli", "memprofd"), "record", "--db", db, *modes[m],
+                              "--", *CMD]
+                if len(a.build) > 1:   # each build's own sampler, whatever finds it
+                    os.environ["MEMPROFD_SAMPLER"] = os.path.join(b, "sampler", "libmemprofd_sampler.so")
             s, e = spans(argv)
-            got[m][0].append(s)
-            got[m][1].append(e)
+            got[k][0].append(s)
+            got[k][1].append(e)
     bs, be = statistics.median(got["bare"][0]), statistics.median(got["bare"][1])
     print("%-8s %12s %12s   (bare sh: start %.1f ms, end %.1f ms; %d runs)" % (
         "mode", "start-up", "shutdown", bs / 1e6, be / 1e6, a.runs))
     over = []
-    for m in modes:
-        s = (statistics.median(got[m][0]) - bs) / 1e9
-        e = (statistics.median(got[m][1]) - be) / 1e9
-        print("%-8s %10.3f s %10.3f s" % (m, s, e))
+    for m, b, k in runs[1:]:
+        s = (statistics.median(got[k][0]) - bs) / 1e9
+        e = (statistics.median(got[k][1]) - be) / 1e9
+        print("%-8s %10.3f s %10.3f s%s" % (m, s, e, "   " + b if len(a.build) > 1 else ""))
         for phase, v in (("start-up", s), ("shutdown", e)):
             lim = limits.get("%s.%s" % (m, phase), a.check)
-            if lim is not None and v > lim:
+            if b == a.build[0] and lim is not None and v > lim:
                 over.append("%s %s %.3f s > %.3f s" % (m, phase, v, lim))
     # Each record leaves a helper holding its BPF objects (daemon/record/release_later.c):
     # it must be gone soon after, not hold the probes (or a pipe) on.

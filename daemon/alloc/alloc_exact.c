@@ -97,7 +97,13 @@ int exact_open(struct recorder *r)
 	if (!r->skel)
 		return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r), strerror(errno));
 	r->uprobe_multi = uprobe_multi_supported();
-	if (r->uprobe_multi) {
+	if (r->alloc_off) {
+		/* No allocator probe will be attached: not verified either (alloc_ret's stack
+		 * walks and copies are most of the object's load time, ~40 ms). */
+		bpf_program__set_autoload(r->skel->progs.alloc_entry, false);
+		bpf_program__set_autoload(r->skel->progs.alloc_ret, false);
+		bpf_program__set_autoload(r->skel->progs.free_entry, false);
+	} else if (r->uprobe_multi) {
 		bpf_program__set_expected_attach_type(r->skel->progs.alloc_entry, UPROBE_MULTI_ATTACH_TYPE);
 		bpf_program__set_expected_attach_type(r->skel->progs.alloc_ret, UPROBE_MULTI_ATTACH_TYPE);
 		bpf_program__set_expected_attach_type(r->skel->progs.free_entry, UPROBE_MULTI_ATTACH_TYPE);
@@ -136,6 +142,8 @@ int exact_attach_binary_pid(struct recorder *r, const char *path, int pid)
 	struct elfsym *e;
 	int err, attached = 0;
 
+	if (r->alloc_off)
+		return 0;   /* its programs were not loaded */
 	for (size_t i = 0; i < NPROBES; i++)
 		names[i] = probes[i].name;
 	err = elfsym_open(&e, path);

@@ -173,6 +173,8 @@ int sampled_open(struct sampled **out, struct recorder *r)
 		bpf_program__set_autoload(s->skel->progs.on_otel_alloc, false);
 		bpf_program__set_autoload(s->skel->progs.on_otel_free, false);
 	}
+	if (r->no_watch_usdt)
+		bpf_program__set_autoload(s->skel->progs.on_watch, false);
 	usdt_prepare(s);
 	if (r->ring_bytes && (err = bpf_map__set_max_entries(s->skel->maps.events, (__u32)r->ring_bytes)))
 		return log_error_errno(err, "%s: sizing the ring buffer: %s", recorder_cmd(r), strerror(-err));

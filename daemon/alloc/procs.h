@@ -21,6 +21,7 @@ struct proc {
 	uint64_t exit_mono_ns;     /* its exit event's time, set before its objects are reaped:
 				    * an object dead at or after it was live at exit */
 	bool exit_written;
+	bool gone_unseen;          /* found gone with no exit record yet (targets_end_gone) */
 	struct hmap stacks;        /* BPF stack key -> struct istack * */
 	struct maps maps;          /* /proc/PID/maps, loaded on demand */
 	struct maps maps_kept;     /* its image's file mappings, for once it is gone

@@ -1,7 +1,8 @@
 /* `memprofd record`: profiles one command (started so that nothing is missed) or one
  * running process until it ends, a signal arrives, or --duration passes. Order of work:
- * validate everything that can fail cheaply (arguments, command, capability, DB) before
- * loading BPF, and load BPF before the child runs its first instruction. */
+ * validate everything that can fail cheaply (arguments, command, capability) before
+ * loading BPF; open the DB on a thread meanwhile (store_bg.h); load BPF and open the DB
+ * before the child runs its first instruction. */
 #include <errno.h>
 #include <getopt.h>
 #include <sched.h>
@@ -21,8 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 #include "daemon/record/child.h"
+#include "daemon/record/phases.h"
 #include "daemon/record/private_libs.h"
 #include "daemon/record/release_later.h"
+#include "daemon/record/store_bg.h"
+#include "daemon/record/sym_warm.h"
 #include "daemon/record/cmd_record.h"
 #include "base/log.h"
 #include "daemon/record/recorder.h"
@@ -135,6 +139,7 @@ static int attach_libs_private(struct recorder *r, struct private_libs *pl)
 {
 	int err = private_libs_make(pl, find_lib), total = 0;
 
+	phase_mark("private libc copies");
 	if (err < 0)
 		return log_error_errno(err, "record: private copies of the allocator libraries: %s",
 				       strerror(-err));
@@ -385,6 +390,8 @@ struct record {
 	struct follow follow;            /* a command's execs, probed as they come */
 	struct pid_follow pid_follow;    /* --pid, exact mode: the target's children */
 	struct private_libs libs;        /* exact mode's private libc/libstdc++ copies */
+	struct store_bg store_bg;        /* the store, opened while BPF loads */
+	struct sym_warm sym_warm;        /* libc's DWARF, opened while the command runs */
 	int ws;                          /* the command's wait status, once child_ended */
 	bool child_ended;
 	bool db_existed, run_begun;      /* a failed start removes a store it created */
@@ -542,7 +549,27 @@ static int access_open(struct record *rec)
 
 	if (err >= 0 && rec->smp)
 		sampled_attach_watch(rec->smp);   /* the samplers queued before the watch opened */
+	phase_mark("access source");
 	return err;
+}
+
+/* The store opened in the background, once it is needed (before the command runs, so
+ * that a store that cannot open fails the start as before). */
+static int join_store(struct record *rec)
+{
+	struct store *s;
+	int err;
+
+	if (rec->r.store)
+		return 0;
+	err = store_bg_join(&rec->store_bg, &s);
+	phase_mark("store open (waited for)");
+	if (err) {
+		log_error("record: %s", rec->store_bg.errbuf);   /* names the file */
+		return err;
+	}
+	rec->r.store = s;
+	return 0;
 }
 
 /* Starts the command (stopped before its first instruction, with envp as its environment
@@ -551,12 +578,15 @@ static int spawn_traced(struct record *rec, char **envp)
 {
 	const struct record_opts *o = rec->o;
 	char **saved = environ;
-	int err;
+	int err = join_store(rec);
 
+	if (err)
+		return err;
 	if (envp)
 		environ = envp;   /* child_spawn's execv passes environ */
 	err = child_spawn(&rec->ch, o->exe, o->cmd, &rec->orig);
 	environ = saved;
+	phase_mark("fork");
 	if (err) {
 		log_error("record: starting %s: %s", o->cmd[0], strerror(-err));
 		return err;
@@ -566,6 +596,7 @@ static int spawn_traced(struct record *rec, char **envp)
 	if (err < 0)
 		return err;
 	err = child_release(&rec->ch);
+	phase_mark("exec");
 	if (err) {
 		log_error("record: cannot run %s: %s", o->cmd[0], strerror(-err));
 		waitpid(rec->ch.pid, NULL, 0);
@@ -595,6 +626,7 @@ static int start_sampled_command(struct record *rec)
 	int n, err;
 
 	n = sampled_attach_binary(rec->smp, o->sampler_path, -1);
+	phase_mark("attach sampler USDT");
 	if (n == 0)
 		log_error("record: %s: no memprofd USDT probes in it (not a memprofd sampler?)", o->sampler_path);
 	if (n <= 0)
@@ -648,6 +680,7 @@ static int start_exact_command(struct record *rec)
 
 	if (!rec->o->alloc_off && exact_attach_binary(&rec->r, rec->o->exe) <= 0)
 		warn_static_unprobed(rec->o->exe, "no allocator symbol to probe (stripped)");
+	phase_mark("attach executable");
 	err = access_open(rec);
 	if (err >= 0 && !rec->o->alloc_off)
 		err = attach_libs_private(&rec->r, &rec->libs);
@@ -709,11 +742,20 @@ static int start_tracing(struct record *rec)
 	/* record's ring holds a burst of stack copies while the reader unwinds (deep
 	 * C++ stacks: clang-19 -fsyntax-only lost half its samples at the default) */
 	rec->r.ring_bytes = ALLOC_RECORD_RINGBUF_BYTES;
+	if (o->alloc_off)
+		rec->r.ring_bytes = 0;   /* lifecycle records only: the default ring (16 MiB, ~4 of
+					  * the 64 MiB one's ~15 ms to allocate) */
 	if (o->sampled) {
 		/* A command's own otel_memory sampler is in its executable (a compile-time
 		 * wrapper); without one, those programs are not even loaded. */
 		rec->r.no_otel = *o->cmd && !sampled_may_have_otel(o->exe);
+		/* Attached only with a watch and the sampler's own (access_open): else its
+		 * program is not loaded either. */
+		const char *inproc = getenv(RECORD_WATCH_INPROCESS_ENV);
+		rec->r.no_watch_usdt = o->no_watch || !strcmp(o->access_mode, "off") ||
+				       (inproc && !strcmp(inproc, "0"));
 		err = sampled_open(&rec->smp, &rec->r);
+		phase_mark("BPF open+load");
 		rec->r.sampled = rec->smp;
 		rec->follow.smp = rec->smp;
 		if (err < 0)
@@ -727,6 +769,7 @@ static int start_tracing(struct record *rec)
 		rec->r.lifecycle_arg = &rec->pid_follow;
 	}
 	err = exact_open(&rec->r);
+	phase_mark("BPF open+load");
 	if (err < 0)
 		return err;
 	return *o->cmd ? start_exact_command(rec) : start_exact_pid(rec);
@@ -745,6 +788,8 @@ static int begin_run(struct record *rec)
 	struct store_run run = { .command = rec->cmdline ? rec->cmdline : "", .alloc_mode = o->alloc,
 				 .access_mode = rec->r.attrib ? o->access_mode : "off", .settings = settings,
 				 .started_ns = real_ns() };
+	if ((err = join_store(rec)))
+		return err;
 	err = store_begin(rec->r.store);
 	if (!err && (err = store_end_crashed_runs(rec->r.store)) > 0)
 		err = 0;   /* runs whose writer died, ended at their last flush */
@@ -758,6 +803,7 @@ static int begin_run(struct record *rec)
 		return err;
 	}
 	rec->run_begun = true;
+	phase_mark("run row");
 	return 0;
 }
 
@@ -858,6 +904,7 @@ static int finish_run(struct record *rec)
 		exact_reap(&rec->r, 0, 0, end, (uint32_t)sched_getcpu());
 	}
 	access_finish(&rec->r, end);
+	phase_mark("drain");
 	err = recorder_flush(&rec->r, rec->status);
 	for (int i = 0; err && i < RECORD_FINAL_FLUSH_RETRIES; i++) {
 		usleep(RECORD_FINAL_FLUSH_RETRY_US);
@@ -912,6 +959,23 @@ static void print_summary(struct record *rec)
 			(unsigned long long)r->ustack_stops[UNWIND_STOP_CFI]);
 }
 
+/* Exact mode: the command's allocation stacks nearly all pass through libc, so its DWARF
+ * (libc6-dbg's, compressed) is opened on a thread while the command runs rather than by
+ * the final flush (sampled mode may have no sample to name: it would wait for nothing).
+ * Not earlier: beside the BPF load on a loaded machine it delayed the start-up (exact:
+ * 0.27 -> 0.40 s at load 14) more than it saved at the end. */
+static void warm_libc(struct record *rec)
+{
+	char libc[PATH_MAX];
+
+	if (!*rec->o->cmd || rec->o->sampled || rec->o->alloc_off || !rec->r.symcache ||
+	    find_lib("libc.so.6", libc, sizeof(libc)) < 0)
+		return;
+	sym_warm_start(&rec->sym_warm, rec->r.symcache, libc);
+	if (rec->sym_warm.running)
+		rec->r.sym_warm = &rec->sym_warm;
+}
+
 /* Ends what the recording holds; returns rc, or the command's exit status once it ran
  * (DESIGN.md: ours only when it never did). */
 static int record_free(struct record *rec, int rc)
@@ -924,6 +988,8 @@ static int record_free(struct record *rec, int rc)
 	}
 	if (rec->child_ended)
 		rc = child_exit_code(rec->ws);
+	if (!rec->r.store)
+		store_bg_join(&rec->store_bg, &rec->r.store);   /* a start that failed before */
 	if (!rec->run_begun && !rec->db_existed && rec->r.store) {
 		store_close(rec->r.store);
 		rec->r.store = NULL;
@@ -932,12 +998,25 @@ static int record_free(struct record *rec, int rc)
 	/* The probes' detach (a grace period each) is paid by a helper after we exit. */
 	if ((rec->smp || rec->r.skel) && release_later() < 0)
 		log_warn("record: no helper to detach the probes: detaching them here");
+	phase_mark("release helper");
 	sampled_close(rec->smp);
 	access_close(&rec->r);
 	exact_close(&rec->r);
 	private_libs_remove(&rec->libs);
 	pid_follow_free(&rec->pid_follow);
-	if (rec->r.symcache)
+	/* A warm-up that no name waited for (no allocation stack: `record -- true`) is not
+	 * waited for at the end either: its thread and symcache end with the process, which
+	 * exits after this. Not so where its thread could meet exit's library cleanup
+	 * (debuginfod's curl and TLS) or a leak checker (which would report the symcache). */
+	bool abandon = rec->r.sym_warm && !getenv("DEBUGINFOD_URLS");
+#ifdef __SANITIZE_ADDRESS__
+	abandon = false;
+#endif
+	if (abandon)
+		sym_warm_abandon(&rec->sym_warm);
+	else
+		sym_warm_join(&rec->sym_warm);
+	if (rec->r.symcache && !abandon)
 		symcache_free(rec->r.symcache);
 	agg_free(&rec->r.aggs);
 	proctab_free(&rec->r.procs);
@@ -948,6 +1027,7 @@ static int record_free(struct record *rec, int rc)
 	if (rec->sfd >= 0)
 		close(rec->sfd);
 	sigprocmask(SIG_SETMASK, &rec->orig, NULL);
+	phase_mark("closes");
 	return rc;
 }
 
@@ -955,11 +1035,11 @@ int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = { .db = "./memprofd.db", .alloc = "sampled", .access_mode = "auto" };
 	struct record rec = { .o = &o, .ch = { .pid = 0, .go_fd = -1, .err_fd = -1 }, .status = "ok" };
-	char errbuf[512];
 	struct stat dbst;
 	sigset_t mask;
 	int rc;
 
+	phases_start();
 	rc = parse_options(argc, argv, &o);
 	if (rc == RECORD_GO)
 		rc = check_options(&o);
@@ -967,16 +1047,15 @@ int cmd_record(int argc, char **argv)
 		rc = check_environment(&o);
 	if (rc != RECORD_GO)
 		return rc;
+	phase_mark("options");
 	rec.db_existed = stat(o.db, &dbst) == 0;
-	if (store_open(&rec.r.store, o.db, STORE_RDWR, errbuf, sizeof(errbuf))) {
-		log_error("record: %s", errbuf);   /* names the file */
-		return 1;
-	}
+	store_bg_start(&rec.store_bg, o.db);
 	/* Frames get their DWARF lines (separate debug files, debuginfod when
 	 * DEBUGINFOD_URLS is set); without it they keep their ELF symbols only. */
 	struct symcache_opts so = { .debug = { .debuginfod = true } };
 	if (symcache_new(&rec.r.symcache, &so) < 0)
 		rec.r.symcache = NULL;
+	phase_mark("symbol cache");
 
 	/* SIGINT/SIGTERM stop the recording; the child gets our original mask back. */
 	sigemptyset(&mask);
@@ -987,9 +1066,12 @@ int cmd_record(int argc, char **argv)
 
 	rc = 1;
 	if (start_tracing(&rec) == 0 && begin_run(&rec) == 0) {
+		warm_libc(&rec);
 		record_loop(&rec);
+		phase_mark("command ran");
 		if (finish_run(&rec) == 0) {
 			print_summary(&rec);
+			phase_mark("summary");
 			rc = 0;
 		}
 	}

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include "base/log.h"
+#include "daemon/record/phases.h"
 #include "daemon/record/recorder.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
@@ -152,6 +153,8 @@ int recorder_flush(struct recorder *r, const char *status)
 	/* A running flush reads the ring meanwhile; the final one has the whole drain. */
 	r->stash.armed = st.ended_ns == 0;
 	err = flush_store(r, &st);
+	if (st.ended_ns)
+		phase_mark("final flush: rows");
 	/* Names after the rows are safe: a running flush names what fits in a slice (the
 	 * rest at the next), the last one all of them. */
 	if (!err && !r->names_elsewhere) {
@@ -160,8 +163,10 @@ int recorder_flush(struct recorder *r, const char *status)
 		/* The last flush names all, or what fits before a stop's deadline. */
 		int e = recorder_symbolize(r, !st.ended_ns ? slice : !r->stop_name_end_ns ? -1 :
 					      left > 0 ? left : 0);
-		if (st.ended_ns)
+		if (st.ended_ns) {
+			phase_mark("final flush: names");
 			err = e;
+		}
 	}
 	stash_replay(&r->stash);   /* after the aggregates were marked clean or kept dirty */
 	return err;

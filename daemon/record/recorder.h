@@ -51,6 +51,7 @@ struct recorder {
 	uint64_t objects;                /* objects aggregated (deaths + live at end) */
 	bool flush_error_logged;
 	struct symcache *symcache;       /* DWARF lines of frames, by build-id (NULL: ELF only) */
+	struct sym_warm *sym_warm;       /* a thread using symcache: joined before its next use */
 	struct istack **unsym;           /* stacks stored bare, oldest first (symbolize.c) */
 	size_t nunsym, unsym_cap;
 	unsigned unsym_at;               /* the first stack's frame to resume naming at */
@@ -68,6 +69,8 @@ struct recorder {
 	 * (daemon/access/watch.h; NULL: none), and what they gave the settled objects. */
 	struct watch *watch;
 	bool no_watch;                   /* set before access_setup: --watch off */
+	bool no_watch_usdt;              /* set before sampled_open: the sampler's memprofd:watch
+					  * probe cannot be used (its program is not loaded) */
 	bool watch_inprocess;            /* set before access_setup: memprofd:watch (the sampler's
 	                                  * in-process watches) is attached with the watch; record
 	                                  * only (the daemon would turn them on in every process) */

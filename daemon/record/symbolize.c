@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "daemon/record/recorder.h"
+#include "daemon/record/sym_warm.h"
 #include "store/store.h"
 #include "symbolizer/symcache.h"
 
@@ -25,6 +26,10 @@ static void frame_lines(struct recorder *r, struct istack *s, unsigned i)
 
 	if (!r->symcache || !path)
 		return;
+	if (r->sym_warm) {   /* record's thread opening libc's DWARF ahead of time */
+		sym_warm_join(r->sym_warm);
+		r->sym_warm = NULL;
+	}
 	/* Frames are return addresses: the call is the byte before. */
 	if (symcache_code(r->symcache, s->frames[i].build_id, path, NULL, off ? off - 1 : 0, &df) < 0)
 		return;

@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "daemon/service/rules.h"
 #include "daemon/service/targets.h"
+#include "daemon/access/access.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
 #include "daemon/alloc/usdt_multi.h"
@@ -530,9 +531,17 @@ size_t targets_end_gone(struct targets *t)
 	clock_gettime(CLOCK_REALTIME, &now);
 	hmap_foreach(&t->r->procs.procs, i) {
 		struct proc *p = t->r->procs.procs.vals[i];
+		if (p->gone_unseen && !p->exit_mono_ns) {
+			/* Still no exit record a tick later (lost with a full ring): the objects
+			 * attribution holds for it settle now, or it would be held for good. */
+			p->exit_mono_ns = mono_ns();
+			access_exit(t->r, p->pid, p->start_ns, p->exit_mono_ns);
+			continue;
+		}
 		if (p->exited || !p->start_ns || proc_running(p->pid, p->start_ns))
 			continue;
 		p->exited = true;
+		p->gone_unseen = true;
 		p->exit_ns = now.tv_sec * 1000000000LL + now.tv_nsec;
 		n++;
 	}

@@ -61,7 +61,9 @@ int targets_decide_exec(struct targets *t, pid_t pid, struct proc_identity *id,
 			const char *open_path);
 /* Ends the processes the recorder holds that are gone without an exit record (one that
  * ended while it was being added to the targets map): written with an exit time of now,
- * then forgotten as any exited process. A /proc read per held process: per tick. */
+ * then forgotten as any exited process; one still without its record at the next tick
+ * has attribution's objects settled (access_exit), so nothing holds it for good. A /proc
+ * read per held process: per tick. */
 size_t targets_end_gone(struct targets *t);
 /* Undoes targets_decide_exec's count for a process accepted but gone already. */
 void targets_unaccept(struct targets *t);

@@ -137,6 +137,25 @@ def check_failed_start(a, d, fails):
                      % t.describe(p))
 
 
+def check_bad_store(a, d, fails):
+    """The store opens on a thread while BPF loads (daemon/record/store_bg.c): one that
+    cannot open still fails the start before the command runs, with one line naming it."""
+    bad, mark = d + "/notadb.db", d + "/ran"
+    with open(bad, "wb") as f:
+        f.write(b"not a database, " * 512)
+    before = digest(bad)
+    for alloc in ("sampled", "exact"):
+        p = rec(a, bad, ["sh", "-c", "touch " + mark], alloc=alloc)
+        err = [x for x in p.stderr.splitlines() if x.startswith("memprofd: record:")]
+        if p.returncode != 1 or os.path.exists(mark) or digest(bad) != before or \
+                not any(bad in x for x in err):
+            fails.append("unopenable store (%s): want exit 1, the command not run, the file "
+                         "unchanged and named; got %s, ran %s" % (alloc, t.describe(p),
+                                                                  os.path.exists(mark)))
+        else:
+            t.log("ok: an unopenable store fails the start (%s): %s" % (alloc, err[0]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
@@ -150,6 +169,7 @@ def main():
     check_script(a, d, fails)
     check_stop(a, d, fails)
     check_failed_start(a, d, fails)
+    check_bad_store(a, d, fails)
     t.finish(fails, "record -- CMD: exit status, scripts, stopping, failed starts", d)
 
 

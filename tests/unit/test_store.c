@@ -1454,6 +1454,59 @@ static void test_data_rollback(void **state)
 	assert_integrity(fx->db);
 }
 
+/* The schema of a store as text (every object's type, name, table and SQL), with its
+ * user_version; *cookie: PRAGMA schema_version, which every DDL statement bumps. */
+static char *schema_text(const char *db, int *cookie)
+{
+	sqlite3 *h;
+	sqlite3_stmt *st;
+	size_t cap = 1 << 16, len = 0;
+	char *out = calloc(1, cap);
+
+	assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, "SELECT type || ' ' || name || ' ' || tbl_name || ' ' || "
+		"coalesce(sql, '') FROM sqlite_master ORDER BY type, name", -1, &st, NULL), SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		len += snprintf(out + len, cap - len, "%s\n", sqlite3_column_text(st, 0));
+		assert_true(len < cap);
+	}
+	sqlite3_finalize(st);
+	len += snprintf(out + len, cap - len, "user_version %d\n",
+			count_rows(db, "PRAGMA user_version"));
+	*cookie = count_rows(db, "PRAGMA schema_version");
+	sqlite3_close(h);
+	return out;
+}
+
+/* A new store is made by one script at the current schema (schema_fresh.h), an old one
+ * by its missing steps: both end with the same schema. The fresh one took fewer DDL
+ * statements (no ALTER TABLE, no rebuilt mib table): its schema cookie says so. */
+static void test_fresh_equals_migrated(void **state)
+{
+	struct fixture *fx = *state;
+	char other[160];
+	int fresh_cookie, migrated_cookie;
+	sqlite3 *h;
+
+	store_close(open_rw(fx->db));
+	snprintf(other, sizeof(other), "%s/other", fx->dir);
+	assert_int_equal(sqlite3_open(other, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, store__migration_sql(0), NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "PRAGMA user_version = 1", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	store_close(open_rw(other));
+	char *fresh = schema_text(fx->db, &fresh_cookie), *migrated = schema_text(other, &migrated_cookie);
+
+	assert_string_equal(fresh, migrated);
+	char want[32];
+
+	snprintf(want, sizeof(want), "user_version %d\n", STORE_SCHEMA_VERSION);
+	assert_non_null(strstr(fresh, want));
+	assert_true(fresh_cookie < migrated_cookie);
+	free(fresh);
+	free(migrated);
+}
+
 /* A file as memprofd with schema 3 left it: the first three steps, with a run. */
 static void make_v3_file(const char *db)
 {
@@ -1764,6 +1817,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_truncated_and_library_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crashed_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_binary_named_later, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fresh_equals_migrated, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
