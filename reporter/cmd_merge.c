@@ -120,6 +120,7 @@ struct src_schema {
 	bool run_missed;        /* v11: runs.missed_exec/_late/_unknown, flushed_ns (issue 18) */
 	bool mib_watch;         /* issue 15: mib.watch_hits, watch_ns */
 	bool mem_drops;         /* issue 22: mem_drops */
+	bool stop_drops;        /* issue 22: mem_drops.peak_bytes and the stop_* columns (v15) */
 };
 
 /* Whether the input has table (column NULL) or table.column. */
@@ -169,6 +170,8 @@ static int src_schema_read(struct merger *m, struct src_schema *sch)
 		r = src_has(m, "mib", "watch_hits", &sch->mib_watch);
 	if (!r)
 		r = src_has(m, "mem_drops", NULL, &sch->mem_drops);
+	if (!r)
+		r = src_has(m, "mem_drops", "stop_budget_ms", &sch->stop_drops);
 	return r;
 }
 
@@ -254,7 +257,12 @@ static const char copy_governor_sql[] =
 	"INSERT INTO main.governor_sources SELECT mr.dst, g.source, g.scale, g.rate, g.unit, g.events"
 	" FROM src.governor_sources g JOIN temp.map_run mr ON mr.src = g.run_id;";
 static const char copy_mem_drops_sql[] =
-	"INSERT INTO main.mem_drops SELECT mr.dst, d.aggregates, d.objects, d.limit_bytes"
+	"INSERT INTO main.mem_drops(run_id, aggregates, objects, limit_bytes)"
+	" SELECT mr.dst, d.aggregates, d.objects, d.limit_bytes"
+	" FROM src.mem_drops d JOIN temp.map_run mr ON mr.src = d.run_id;";
+static const char copy_stop_drops_sql[] =
+	"INSERT INTO main.mem_drops SELECT mr.dst, d.aggregates, d.objects, d.limit_bytes,"
+	" d.peak_bytes, d.stop_records, d.stop_aggregates, d.stop_objects, d.stop_budget_ms"
 	" FROM src.mem_drops d JOIN temp.map_run mr ON mr.src = d.run_id;";
 static const char copy_targets_sql[] =
 	"INSERT INTO main.daemon_targets SELECT mr.dst, t.traced, t.unsampled, t.skipped,"
@@ -480,7 +488,7 @@ static int merge_one(struct merger *m, const char *in)
 	if (!r && sch.daemon_targets)
 		r = exec(m, copy_targets_sql, in);
 	if (!r && sch.mem_drops)
-		r = exec(m, copy_mem_drops_sql, in);
+		r = exec(m, sch.stop_drops ? copy_stop_drops_sql : copy_mem_drops_sql, in);
 	if (!r)
 		r = exec(m, "COMMIT", in);
 	else

@@ -22,10 +22,6 @@ static const char put_src_sql[] =
 static const char put_tgt_sql[] =
 	"INSERT OR REPLACE INTO daemon_targets(run_id, traced, unsampled, skipped, unsampled_list)"
 	" VALUES (?1, ?2, ?3, ?4, ?5)";
-static const char has_sql[] =
-	"SELECT count(*) FILTER (WHERE name IN ('governor', 'governor_sources')),"
-	" count(*) FILTER (WHERE name = 'daemon_targets')"
-	" FROM sqlite_master WHERE type = 'table'";
 static const char get_tgt_sql[] =
 	"SELECT traced, unsampled, skipped, unsampled_list FROM daemon_targets WHERE run_id = ?1";
 static const char get_sql[] =
@@ -130,18 +126,16 @@ int store_put_governor(struct store *s, int64_t run_id, const struct store_gover
 /* 1 with the governor tables (*targets: daemon_targets too), 0 without, or -errno. */
 static int has_tables(struct store *s, bool *targets)
 {
-	sqlite3_stmt *st = store__stmt(s, has_sql);
-	int rc;
+	int r = store__has(s, "governor", NULL), t;
 
-	if (!st)
-		return -EIO;
-	_cleanup_reset_ sqlite3_stmt *guard = st;
-
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW)
-		return store__fail(s, rc, "looking for the governor tables");
-	*targets = sqlite3_column_int(st, 1) == 1;
-	return sqlite3_column_int(st, 0) == 2;
+	if (r > 0)
+		r = store__has(s, "governor_sources", NULL);
+	if (r <= 0)
+		return r;
+	if ((t = store__has(s, "daemon_targets", NULL)) < 0)
+		return t;
+	*targets = t > 0;
+	return 1;
 }
 
 /* The run's targets into g (a copy of the list, sqlite3_free'd by free_sources). */

@@ -106,11 +106,10 @@ static int gc_locked(struct store *s, struct store_maint_stats *st)
 	st->procs_deleted += n;
 	/* Derived per-context tables (schema v2's ctx_totals) refer to contexts: their rows
 	 * for contexts without MIBs go first. Absent in older schemas. */
-	int64_t has_totals = 0;
-	int r = query_i64(s, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-			  " AND name = 'ctx_totals'", &has_totals);
-	if (r)
-		return r;
+	int has_totals = store__has(s, "ctx_totals", NULL);
+
+	if (has_totals < 0)
+		return has_totals;
 	if (has_totals) {
 		n = run2(s, "DELETE FROM ctx_totals WHERE NOT EXISTS "
 			 "(SELECT 1 FROM mib m WHERE m.context_id = ctx_totals.context_id)", 0, 0, 0,
@@ -130,7 +129,7 @@ static int gc_locked(struct store *s, struct store_maint_stats *st)
 	st->stacks_deleted += n;
 
 	/* Frames are referenced from the stacks' blobs (little-endian int64 ids). */
-	r = exec(s, "CREATE TEMP TABLE IF NOT EXISTS gc_keep(id INTEGER PRIMARY KEY);"
+	int r = exec(s, "CREATE TEMP TABLE IF NOT EXISTS gc_keep(id INTEGER PRIMARY KEY);"
 		     "DELETE FROM temp.gc_keep", "gc: frames");
 	if (r)
 		return r;

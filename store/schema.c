@@ -284,6 +284,15 @@ static const char *const migrations[] = {
 	"  run_id INTEGER PRIMARY KEY REFERENCES runs(id),"
 	"  aggregates INTEGER NOT NULL, objects INTEGER NOT NULL,"
 	"  limit_bytes INTEGER NOT NULL);",
+	/* issue 22: 14 -> 15: the aggregates' peak size found while the store was
+	 * unwritable (the memory_limit's proof), and what a stop dropped to end within its
+	 * budget: ring records read but not handled, aggregates (and their objects) not
+	 * written. 0 in older rows: none recorded. */
+	"ALTER TABLE mem_drops ADD COLUMN peak_bytes INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE mem_drops ADD COLUMN stop_records INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE mem_drops ADD COLUMN stop_aggregates INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE mem_drops ADD COLUMN stop_objects INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE mem_drops ADD COLUMN stop_budget_ms INTEGER NOT NULL DEFAULT 0;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 14
+#define STORE_SCHEMA_VERSION 15
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -134,11 +134,23 @@ int store_put_mib_hist(struct store *s, const struct store_proc *p, uint64_t sta
  * committed): fills what the row lacks, never replaces what it has. Within a transaction. */
 int store_put_frame_symbols(struct store *s, const struct store_frame *f);
 
+/* Bare frames (no name, no lines, a build-id) with id > after, by id, at most max: fn
+ * gets each (strings valid during the call; < 0 stops and is returned). The number
+ * listed, or -errno (store/bare_frames.c). */
+typedef int (*store_bare_fn)(void *arg, int64_t id, const char *build_id, const char *path,
+			     uint64_t offset);
+int store_bare_frames(struct store *s, int64_t after, unsigned max, store_bare_fn fn, void *arg);
+
 /* Aggregates (and the objects in them) a daemon run dropped over its memory_limit while
- * the store was unwritable: running totals (store/mem_drops.c). */
+ * the store was unwritable, and what its stop dropped to end within its budget: running
+ * totals (store/mem_drops.c). */
 struct store_mem_drops {
 	uint64_t aggregates, objects;
 	uint64_t limit_bytes;    /* the memory_limit they were dropped over */
+	uint64_t peak_bytes;     /* the aggregates' largest size seen while unwritable (v15) */
+	uint64_t stop_records;   /* ring records read at the stop but not handled (v15) */
+	uint64_t stop_aggregates, stop_objects;   /* not written by the final flush (v15) */
+	uint64_t stop_budget_ms; /* the stop's budget (v15; 0: no stop dropped anything) */
 };
 /* Replaces the run's record; within the flush's transaction. */
 int store_put_mem_drops(struct store *s, int64_t run_id, const struct store_mem_drops *m);
@@ -276,6 +288,9 @@ int store__error(struct store *s, int err, const char *fmt, ...)
 struct sqlite3_stmt *store__stmt(struct store *s, const char *sql);
 /* Maps a SQLite result code to a negative errno. */
 int store__errno(int rc);
+/* 1 if the store has table (column NULL) or table.column, 0 if not, or -errno
+ * (store/has.c). */
+int store__has(struct store *s, const char *table, const char *column);
 /* This process's start time in clock ticks since boot (/proc/self/stat), 0 if unread:
  * with the pid, a run's writer identity (store/run_end.c). */
 uint64_t store__self_start_ticks(void);

@@ -351,6 +351,10 @@ static int on_event(void *ctx, void *data, size_t len)
 
 	if (r->stash.on)
 		return stash_take(&r->stash, data, len);
+	if (r->stop_discard) {   /* a stop past its drain deadline (service/stop.c) */
+		r->stop_records++;
+		return events_slice_after(r);
+	}
 	handle_event(ctx, data, len);
 	return events_slice_after(ctx);
 }

@@ -688,6 +688,10 @@ static int on_event(void *ctx, void *data, size_t len)
 
 	if (s->r->stash.on)
 		return stash_take(&s->r->stash, data, len);
+	if (s->r->stop_discard) {   /* a stop past its drain deadline (service/stop.c) */
+		s->r->stop_records++;
+		return events_slice_after(s->r);
+	}
 	handle_event(s, data, len);
 	return events_slice_after(s->r);
 }

@@ -85,8 +85,9 @@ int agg_write_dirty(struct aggtab *t, agg_write_cb cb, void *arg)
 		struct agg *a = t->map.vals[i];
 		if (a->dirty) {
 			int r = cb(a, arg);
-			if (r)
+			if (r < 0)
 				return r;
+			a->skipped = r == AGG_SKIP;
 		}
 	}
 	return 0;
@@ -94,9 +95,18 @@ int agg_write_dirty(struct aggtab *t, agg_write_cb cb, void *arg)
 
 void agg_mark_clean(struct aggtab *t)
 {
-	hmap_foreach(&t->map, i)
-		((struct agg *)t->map.vals[i])->dirty = false;
-	t->ndirty = 0;
+	size_t left = 0;
+
+	hmap_foreach(&t->map, i) {
+		struct agg *a = t->map.vals[i];
+
+		if (a->dirty && !a->skipped)
+			a->stored_count = a->mib.alloc_count;
+		a->dirty = a->dirty && a->skipped;
+		left += a->dirty;
+		a->skipped = false;
+	}
+	t->ndirty = left;
 }
 
 void agg_evict(struct aggtab *t, int64_t before)
@@ -142,7 +152,7 @@ static size_t remove_where(struct aggtab *t, bool (*pick)(const struct agg *a, c
 		if (v[i]->dirty)
 			t->ndirty--;
 		if (objects)
-			*objects += v[i]->mib.alloc_count;
+			*objects += v[i]->mib.alloc_count - v[i]->stored_count;
 		hmap_remove(&t->map, key_hash(&k), v[i]);
 		agg_entry_free(t, v[i]);
 	}

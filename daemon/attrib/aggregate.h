@@ -21,6 +21,8 @@ struct agg {
 	struct mib mib;
 	struct mib_hist hist;      /* AccessHistogram of the objects merged in (mib_hist_merge) */
 	bool dirty;
+	bool skipped;              /* the last agg_write_dirty's callback left it out */
+	uint64_t stored_count;     /* mib.alloc_count as the store holds it (agg_mark_clean) */
 };
 
 struct aggtab {
@@ -46,8 +48,10 @@ int agg_add_hist(struct aggtab *t, struct istack *s, struct proc *p, int64_t buc
 struct agg *agg_find(const struct aggtab *t, const struct istack *s, const struct proc *p,
 		     int64_t bucket);
 
-/* Calls cb for every dirty entry; stops at the first error and returns it. Entries are
- * marked clean only by agg_mark_clean(), after the caller's transaction commits. */
+/* Calls cb for every dirty entry; stops at the first error (< 0) and returns it. Entries
+ * are marked clean only by agg_mark_clean(), after the caller's transaction commits; one
+ * whose cb returned AGG_SKIP (not written: a flush past its time) stays dirty. */
+#define AGG_SKIP 1
 typedef int (*agg_write_cb)(struct agg *a, void *arg);
 int agg_write_dirty(struct aggtab *t, agg_write_cb cb, void *arg);
 void agg_mark_clean(struct aggtab *t);
@@ -59,7 +63,7 @@ size_t agg_count(const struct aggtab *t);
 size_t agg_bytes(const struct aggtab *t);
 /* Drops every entry, dirty or not, of the oldest bucket held, and raises the watermark
  * past it (a late object must not re-create a partial entry). Returns entries dropped;
- * *objects gets the objects they held. 0 when the table is empty. */
+ * *objects gets the objects they held that the store does not. 0 when the table is empty. */
 size_t agg_drop_oldest(struct aggtab *t, uint64_t *objects);
 /* Frees the clean entries whose process gone() says is gone for good. Returns how many. */
 size_t agg_forget(struct aggtab *t, bool (*gone)(const struct proc *p));

@@ -43,9 +43,19 @@ static int write_agg(struct agg *a, void *arg)
 	struct store_proc sp;
 
 	stash_tick(&r->stash);
+	/* A flush past its writing time leaves the entry dirty; a stop's final flush counts
+	 * it, with the objects the store does not hold. */
+	if (r->write_end_ns && mono_ns() >= r->write_end_ns) {
+		if (r->stop_write_end_ns) {
+			r->stop_aggs++;
+			r->stop_objects += a->mib.alloc_count - a->stored_count;
+		}
+		return AGG_SKIP;
+	}
 	/* A new stack goes in bare and is named after the commit (symbolize.c), so a cold
 	 * object's DWARF never delays the rows. */
-	recorder_queue_symbols(r, s);
+	if (!r->names_elsewhere)
+		recorder_queue_symbols(r, s);
 	/* Frames go with every put: the store reads them only for a hash it has not seen. */
 	recorder_store_frames(r, s, f);
 	fill_proc(r, a->proc, &sp);
@@ -147,9 +157,12 @@ int recorder_flush(struct recorder *r, const char *status)
 		phase_mark("final flush: rows");
 	/* Names after the rows are safe: a running flush names what fits in a slice (the
 	 * rest at the next), the last one all of them. */
-	if (!err) {
+	if (!err && !r->names_elsewhere) {
 		int64_t slice = r->sym_slice_ms ? r->sym_slice_ms : RECORD_SYMBOLIZE_SLICE_MS;
-		int e = recorder_symbolize(r, st.ended_ns ? -1 : slice);
+		int64_t left = ((int64_t)r->stop_name_end_ns - (int64_t)mono_ns()) / 1000000;
+		/* The last flush names all, or what fits before a stop's deadline. */
+		int e = recorder_symbolize(r, !st.ended_ns ? slice : !r->stop_name_end_ns ? -1 :
+					      left > 0 ? left : 0);
 		if (st.ended_ns) {
 			phase_mark("final flush: names");
 			err = e;
@@ -161,6 +174,10 @@ int recorder_flush(struct recorder *r, const char *status)
 
 static int flush_store(struct recorder *r, const struct store_run_stats *st)
 {
+	if (r->stop_write_end_ns)
+		r->stop_aggs = r->stop_objects = 0;   /* a retried final flush counts anew */
+	r->write_end_ns = st->ended_ns ? r->stop_write_end_ns : !r->flush_write_ms ? 0 :
+			  mono_ns() + (uint64_t)r->flush_write_ms * 1000000ULL;
 	int err = store_begin(r->store);
 
 	if (!err)
@@ -171,10 +188,17 @@ static int flush_store(struct recorder *r, const struct store_run_stats *st)
 		err = write_access(r);
 	if (!err)
 		err = store_run_update(r->store, r->run_id, st);
-	if (!err && r->mem_dropped_aggs) {
+	bool stop_drops = r->stop_aggs || r->stop_records;
+
+	if (!err && (r->mem_dropped_aggs || r->mem_peak_bytes || stop_drops)) {
 		struct store_mem_drops md = { .aggregates = r->mem_dropped_aggs,
 					      .objects = r->mem_dropped_objects,
-					      .limit_bytes = r->mem_limit_bytes };
+					      .limit_bytes = r->mem_limit_bytes,
+					      .peak_bytes = r->mem_peak_bytes,
+					      .stop_records = r->stop_records,
+					      .stop_aggregates = r->stop_aggs,
+					      .stop_objects = r->stop_objects,
+					      .stop_budget_ms = stop_drops ? r->stop_budget_ms : 0 };
 		err = store_put_mem_drops(r->store, r->run_id, &md);
 	}
 	if (!err)
@@ -186,14 +210,17 @@ static int flush_store(struct recorder *r, const struct store_run_stats *st)
 		r->flush_error_logged = true;
 		return err;
 	}
-	if (r->flush_error_logged)
+	/* An outage's drops are summed up at its end. */
+	if (r->flush_error_logged) {
 		log_warn("flush: store writable again");
-	if (r->mem_drop_logged)
-		log_warn("flush: %llu aggregates (%llu objects) were dropped over the memory limit "
-			  "while the store was unwritable", (unsigned long long)r->mem_dropped_aggs,
-			  (unsigned long long)r->mem_dropped_objects);
+		if (r->mem_drop_logged)
+			log_warn("flush: %llu aggregates (%llu objects) were dropped over the memory "
+				 "limit while the store was unwritable",
+				 (unsigned long long)r->mem_dropped_aggs,
+				 (unsigned long long)r->mem_dropped_objects);
+		r->mem_drop_logged = false;
+	}
 	r->flush_error_logged = false;
-	r->mem_drop_logged = false;
 	agg_mark_clean(&r->aggs);
 	hmap_foreach(&r->procs.procs, i) {
 		struct proc *p = r->procs.procs.vals[i];
@@ -265,6 +292,8 @@ size_t recorder_forget_exited(struct recorder *r)
 void recorder_bound_memory(struct recorder *r, uint64_t limit)
 {
 	r->mem_limit_bytes = limit;
+	if (agg_bytes(&r->aggs) > r->mem_peak_bytes)
+		r->mem_peak_bytes = agg_bytes(&r->aggs);
 	/* Exited processes wait for their exit row while the store is unwritable: what only
 	 * their stack records needed goes now (none of theirs follows the exit record). */
 	hmap_foreach(&r->procs.procs, i) {
@@ -283,10 +312,14 @@ void recorder_bound_memory(struct recorder *r, uint64_t limit)
 			break;
 		r->mem_dropped_aggs += n;
 		r->mem_dropped_objects += objs;
-		if (!r->mem_drop_logged)
+		/* Once per unwritable spell, and once a run for a store that is only behind. */
+		bool *logged = r->flush_error_logged ? &r->mem_drop_logged : &r->mem_behind_logged;
+
+		if (!*logged)
 			log_error("flush: aggregates outgrew the memory limit (%llu bytes) while the "
-				  "store is unwritable: dropping the oldest bucket's (counted)",
-				  (unsigned long long)limit);
-		r->mem_drop_logged = true;
+				  "store is %s: dropping the oldest bucket's (counted)",
+				  (unsigned long long)limit, r->flush_error_logged ? "unwritable" :
+				  "behind");
+		*logged = true;
 	}
 }

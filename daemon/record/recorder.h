@@ -57,6 +57,7 @@ struct recorder {
 	unsigned unsym_at;               /* the first stack's frame to resume naming at */
 	int64_t sym_slice_ms;            /* a running flush's naming (0: RECORD_SYMBOLIZE_SLICE_MS) */
 	bool sym_error_logged;
+	bool names_elsewhere;            /* the daemon's namer names bare frames: none queued */
 	/* --access: the source that opened, its samples, and attribution (NULL when off). */
 	struct access_choice access;
 	struct src_soft *soft;
@@ -94,7 +95,19 @@ struct recorder {
 	 * outgrew the memory limit (recorder_bound_memory). */
 	uint64_t mem_dropped_aggs, mem_dropped_objects;
 	uint64_t mem_limit_bytes;        /* the limit they were dropped over */
-	bool mem_drop_logged;
+	uint64_t mem_peak_bytes;         /* the aggregates' largest size at a failed flush */
+	bool mem_drop_logged;            /* in this unwritable spell */
+	bool mem_behind_logged;          /* dropped while only behind, once a run */
+	/* The daemon's stop within its budget (daemon/service/stop.c): ring records read
+	 * after the drain's deadline are counted instead of handled, the final flush writes
+	 * aggregates until stop_write_end_ns and names stacks until stop_name_end_ns
+	 * (CLOCK_MONOTONIC; 0: no bound, as in record), and what it left out is counted. */
+	bool stop_discard;
+	int64_t flush_write_ms;          /* a running flush writes aggregates this long at most,
+	                                  * the rest stay dirty for the next (0: no bound) */
+	uint64_t write_end_ns;           /* the flush in progress's bound (recorder.c) */
+	uint64_t stop_write_end_ns, stop_name_end_ns, stop_budget_ms;
+	uint64_t stop_records, stop_aggs, stop_objects;
 	uint64_t procs_forgotten;        /* exited processes freed by recorder_forget_exited */
 	/* What the run missed (query status): processes whose probes came after they
 	 * started (the daemon's targets), allocation records of processes never named. */
@@ -131,7 +144,8 @@ void recorder_symbols_free(struct recorder *r);
  * too. After a successful flush. Returns processes freed. */
 size_t recorder_forget_exited(struct recorder *r);
 /* While aggregates take more than limit bytes, drops the oldest bucket's (counted in
- * mem_dropped_*, logged once per unwritable spell). For when flushes keep failing. */
+ * mem_dropped_*, logged once per unwritable spell). For when flushes keep failing, or
+ * leave entries dirty (a daemon fed faster than its store takes them). */
 void recorder_bound_memory(struct recorder *r, uint64_t limit);
 /* Folds one object's MIB into its context's aggregate (bucket from dead_ns, monotonic). */
 void recorder_add_mib(struct recorder *r, struct proc *p, struct istack *s, uint64_t dead_ns,

@@ -1,9 +1,11 @@
 /* `memprofd daemon [--config PATH]`: the systemd service. One thread, one poll loop over
  * the allocation ring, the access-sample ring and a signalfd; every periodic job (flush,
  * governor, maintenance, checkpoint, /proc rescan, watchdog, targets waiting for their
- * sampler) is a deadline checked after each wake-up. Invariants: one daemon per database
- * (an flock beside it); SIGTERM ends with a final flush within DAEMON_STOP_BUDGET_MS of
- * the signal, whoever holds the database's lock; a config with errors never replaces the
+ * sampler) is a deadline checked after each wake-up; names are found in a forked namer
+ * (namer.c), never in the loop. Invariants: one daemon per database (an flock beside it);
+ * SIGTERM ends within DAEMON_STOP_BOUND_MS of the signal whoever holds the database's
+ * lock, however far behind the daemon is (stop.c counts what does not fit; a running flush
+ * writes for DAEMON_FLUSH_WRITE_MS at most); a config with errors never replaces the
  * running one; maintenance never runs while a flush is failing (the recorder could
  * rewrite a bucket that compaction already folded). */
 #include <errno.h>
@@ -36,17 +38,18 @@
 #include "daemon/service/targets.h"
 #include "daemon/service/exec_gate.h"
 #include "daemon/service/db_owner.h"
+#include "daemon/service/stop.h"
+#include "daemon/service/namer.h"
 #include "store/store.h"
 #include "symbolizer/symcache.h"
 #include "base/clock.h"
 #include "base/cleanup.h"
 #include "base/escape.h"
 
-#define DAEMON_STOP_BUDGET_MS 1200   /* SIGTERM -> flushed, leaving 0.8 s of the 2 s
-                                      * promise for closing the probes and the store */
 #define DAEMON_MAX_WAIT_MS 1000      /* longest poll, so deadlines are never late by more */
 #define DAEMON_BUSY_TIMEOUT_MS 200   /* SQLite lock wait of a running flush (then: retry) */
 #define DAEMON_FLUSH_RETRY_MS 100    /* pause between final flush attempts */
+#define DAEMON_FLUSH_WRITE_MS 300    /* a running flush's writing, at most half an interval */
 #define DAEMON_SYMBOLIZE_SHARE 5     /* naming new stacks: 1/5 of each flush interval */
 #define DAEMON_SYMCACHE_BYTES ((size_t)128 << 20)  /* opened symbolizers kept (LRU) */
 #define DAEMON_FIRST_MAINT_MS 60000  /* first maintenance after start: not in the start-up rush */
@@ -80,6 +83,7 @@ struct daemon {
 	int64_t gov_changed_ns;          /* CLOCK_REALTIME of the governor's last rate change */
 	int sfd;
 	struct db_owner owner;           /* one daemon per database file */
+	struct namer namer;              /* names bare frames off the loop (namer.c) */
 	int64_t next_flush, next_gov, next_maint, next_ckpt, next_rescan, next_wd;
 	uint64_t wd_usec;
 	uint64_t gov_cpu_ns;             /* at the previous governor tick */
@@ -220,14 +224,15 @@ static void governor_apply(struct daemon *d)
 
 static void governor_job(struct daemon *d, int64_t now)
 {
-	uint64_t cpu = cpu_ns(), ev[GOV_MAX_SOURCES];
+	uint64_t cpu = cpu_ns() + namer_cpu_ns(&d->namer), ev[GOV_MAX_SOURCES];
 
 	governor_events(d, ev);
 	/* The targets' time in the watch's traps is this daemon's cost as well. */
 	uint64_t traps_ns = d->gov_watch >= 0 ?
 		(uint64_t)(watch_cpu_of(d->r.watch, (double)ev[d->gov_watch]) * 1e9) : 0;
 	enum gov_action act = governor_tick(&d->gov, (uint64_t)(now - d->gov_at) * 1000000ULL,
-					    cpu - d->gov_cpu_ns + traps_ns, ev);
+					    (cpu > d->gov_cpu_ns ? cpu - d->gov_cpu_ns : 0) + traps_ns,
+					    ev);   /* a namer that died takes its CPU time with it */
 	d->gov_cpu_ns = cpu;
 	d->gov_at = now;
 	if (act == GOV_LOWER || act == GOV_RAISE) {
@@ -322,20 +327,19 @@ static void on_signal(struct daemon *d)
 	}
 }
 
-/* Everything queued, everything still live, one commit: within the deadline whatever
- * holds the database's lock (SQLite waits at most until the deadline). */
-static void final_flush(struct daemon *d, int64_t deadline)
+/* Everything queued, everything still live, one commit, within the stop's shares of
+ * DAEMON_STOP_BOUND_MS from the signal (stop.h): what does not fit is counted, and SQLite
+ * waits for a lock at most until the commit's deadline. */
+static void final_flush(struct daemon *d, int64_t stop_ms)
 {
-	uint64_t end = (uint64_t)mono_ms() * 1000000ULL;
+	int64_t deadline = stop_ms + STOP_FLUSH_MS;
 
-	if (d->smp) {
-		sampled_drain(d->smp);
+	stop_drain(&d->r, stop_ms);
+	uint64_t end = (uint64_t)mono_ms() * 1000000ULL;
+	if (d->smp)
 		sampled_reap(d->smp, 0, 0, end, (uint32_t)sched_getcpu());
-	} else {
-		while (ring_buffer__consume(d->r.rb) > 0 && mono_ms() < deadline)
-			;
+	else
 		exact_reap(&d->r, 0, 0, end, (uint32_t)sched_getcpu());
-	}
 	access_finish(&d->r, end);
 	int err = -ETIMEDOUT;
 
@@ -352,7 +356,16 @@ static void final_flush(struct daemon *d, int64_t deadline)
 		log_error("daemon: final flush failed: %s (at most %llu ms of data lost)",
 			  err == -ETIMEDOUT ? "out of time" : store_errmsg(d->r.store),
 			  (unsigned long long)d->cfg.flush_interval_ms);
+	else if (d->r.stop_records || d->r.stop_aggs)
+		log_warn("daemon: stopped within %d ms: %llu ring records and %llu aggregates "
+			 "(%llu objects) dropped, counted in query status", DAEMON_STOP_BOUND_MS,
+			 (unsigned long long)d->r.stop_records, (unsigned long long)d->r.stop_aggs,
+			 (unsigned long long)d->r.stop_objects);
 	store_set_busy_timeout(d->r.store, 0);
+	/* New stacks' names, until the stop's naming deadline; the rest, the next daemon. */
+	if (d->namer.pid && !namer_stop(&d->namer, stop_ms + STOP_NAME_MS))
+		log_warn("daemon: the namer ran out of time: frames left bare are named by the "
+			 "next daemon");
 	store_checkpoint(d->r.store);
 }
 
@@ -375,8 +388,12 @@ static int open_sources(struct daemon *d)
 	int r;
 
 	d->r.cmd = "daemon";
-	/* New stacks are named after their rows commit, for a share of each interval. */
+	/* Without a namer, new stacks are named after their rows commit, for a share of each
+	 * interval; a running flush writes for half an interval at most. */
 	d->r.sym_slice_ms = (int64_t)d->cfg.flush_interval_ms / DAEMON_SYMBOLIZE_SHARE + 1;
+	d->r.flush_write_ms = (int64_t)d->cfg.flush_interval_ms / 2 + 1;
+	if (d->r.flush_write_ms > DAEMON_FLUSH_WRITE_MS)
+		d->r.flush_write_ms = DAEMON_FLUSH_WRITE_MS;
 	d->r.watch_all_exec = true;
 	/* Contexts get file:line and inline chains as record's do, at flush (write_agg), never
 	 * on the ring reader's path; the cache is bounded. Without it: ELF symbols only. */
@@ -463,6 +480,11 @@ static int start(struct daemon *d)
 	err = lock_db(d);
 	if (err < 0)
 		return err;
+	/* Before the store is open: no SQLite state crosses the fork. */
+	const int owner_fds[] = { d->owner.db_fd, d->owner.pid_fd, d->sfd };
+	if ((err = namer_start(&d->namer, d->cfg.db, owner_fds, 3)) < 0)
+		log_warn("daemon: no namer (%s): frames are named in the loop", strerror(-err));
+	d->r.names_elsewhere = d->namer.pid != 0;
 	err = store_open(&d->r.store, d->cfg.db, STORE_RDWR, errbuf, sizeof(errbuf));
 	if (err)
 		return log_error_errno(err, "daemon: %s", errbuf);
@@ -474,7 +496,10 @@ static int start(struct daemon *d)
 	err = open_sources(d);
 	if (err < 0)
 		return err;
-	return begin_run(d);
+	if ((err = begin_run(d)) < 0)
+		return err;
+	namer_wake(&d->namer);   /* opens its store connection */
+	return 0;
 }
 
 /* The governor's sources and every periodic job's first deadline (ms, monotonic). */
@@ -499,7 +524,7 @@ static void schedule_jobs(struct daemon *d)
 	}
 	int64_t now = mono_ms();
 	d->gov_at = now;
-	d->gov_cpu_ns = cpu_ns();
+	d->gov_cpu_ns = cpu_ns() + namer_cpu_ns(&d->namer);
 	d->wd_usec = notify_watchdog_usec();
 	d->next_flush = now + (int64_t)d->cfg.flush_interval_ms;
 	d->next_gov = now + (int64_t)d->cfg.governor_interval_s * MS_PER_S;
@@ -515,12 +540,19 @@ static void run_due_jobs(struct daemon *d, int64_t now)
 {
 	targets_recheck(&d->tg, now);
 	if (now >= d->next_flush) {
-		/* Failures retry, logged once; meanwhile memory stays within the limit. */
-		if (recorder_flush(&d->r, "running") == 0)
+		/* Failures retry, logged once; meanwhile memory stays within the limit. A flush
+		 * out of writing time goes on at the next wake-up, the loop's reads between. */
+		bool behind = true;
+
+		if (recorder_flush(&d->r, "running") == 0) {
+			namer_wake(&d->namer);
 			recorder_forget_exited(&d->r);
-		else
+			behind = d->r.aggs.ndirty > 0;
+		}
+		if (behind)
 			recorder_bound_memory(&d->r, d->cfg.memory_limit_bytes);
-		d->next_flush = now + (int64_t)d->cfg.flush_interval_ms;
+		d->next_flush = d->r.aggs.ndirty && !d->r.flush_error_logged ? now :
+				now + (int64_t)d->cfg.flush_interval_ms;
 	}
 	if (now >= d->next_gov) {
 		exec_gate_purge(&d->gate);   /* allocations of processes rejected at exec */
@@ -608,7 +640,7 @@ static int run(struct daemon *d)
 	if (err < 0)
 		return err;
 	notify_stopping();
-	final_flush(d, (d->stop_at ? d->stop_at : mono_ms()) + DAEMON_STOP_BUDGET_MS);
+	final_flush(d, d->stop_at ? d->stop_at : mono_ms());
 	return 0;
 }
 
@@ -681,6 +713,7 @@ int cmd_daemon(int argc, char **argv)
 		snprintf(d->stop_reason, sizeof(d->stop_reason), "ok");
 		rc = run(d) < 0 ? 1 : 0;
 	}
+	namer_stop(&d->namer, 0);   /* a start that failed: none left running */
 	/* Links before the objects they belong to (libbpf's USDT links use theirs). */
 	targets_free(&d->tg);
 	exec_gate_free(&d->gate);

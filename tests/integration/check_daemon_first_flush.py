@@ -223,11 +223,7 @@ def main():
         one_kill(a, tmp, it, fails)
     slow_debuginfod(a, tmp, fails)
     clean_stop(a, tmp, fails)
-    for f in fails:
-        t.log("FAIL: " + f)
-    if not fails:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if fails else 0
+    t.finish(fails, "daemon first flush: rows before names", tmp)
 
 
 if __name__ == "__main__":

@@ -117,10 +117,9 @@ def outage(a, tmp, db, start_daemon, begin, end, what, fails):
 
 def phase_enospc(a, tmp, fails):
     mnt = tmp + "/small"
-    os.mkdir(mnt)
-    p = t.run(["mount", "-t", "tmpfs", "-o", "size=" + TMPFS, "tmpfs", mnt], timeout=10)
-    if p.returncode != 0:
-        t.log("SKIP (phase enospc): mount -t tmpfs fails here: " + p.stderr.strip())
+    why = t.mount_tmpfs(mnt, TMPFS)
+    if why:
+        t.log("SKIP (phase enospc): " + why)
         return
     try:
         db, conf = mnt + "/full.db", tmp + "/full.conf"
@@ -129,7 +128,7 @@ def phase_enospc(a, tmp, fails):
         outage(a, tmp, db, lambda: start(a.memprofd, conf, tmp), lambda: fill(mnt + "/filler"),
                lambda: os.unlink(mnt + "/filler"), "enospc", fails)
     finally:
-        t.run(["umount", "-l", mnt], timeout=10)
+        t.umount_lazy(mnt)
 
 
 def phase_eio(a, tmp, fails):

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import signal
 import socket
 import sqlite3
@@ -397,10 +396,9 @@ def fill(path):
 
 def phase_disk_full(a, tmp, fails):
     mnt = tmp + "/small"
-    os.mkdir(mnt)
-    p = t.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt], timeout=10)
-    if p.returncode != 0:
-        t.log("SKIP (phase 3): cannot mount a tmpfs: " + p.stderr.strip())
+    why = t.mount_tmpfs(mnt, "2m")
+    if why:
+        t.log("SKIP (phase 3): " + why)
         return
     try:
         db, conf = mnt + "/full.db", tmp + "/full.conf"
@@ -443,7 +441,7 @@ def phase_disk_full(a, tmp, fails):
         if rc != 0:
             fails.append("disk full: daemon rc %s at SIGTERM: %s" % (rc, err))
     finally:
-        t.run(["umount", "-l", mnt], timeout=10)
+        t.umount_lazy(mnt)
 
 
 def main():
@@ -491,11 +489,7 @@ def main():
         except AssertionError as e:
             fails.append("%s: %s" % (name, e))
         t.log("phase %s: %.1f s" % (name, time.monotonic() - t0))
-    for f in fails:
-        t.log("FAIL: " + f)
-    if not fails:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if fails else 0
+    t.finish(fails, "daemon under stress", tmp)
 
 
 if __name__ == "__main__":

@@ -202,11 +202,7 @@ def main():
             else:
                 t.log("ok: SIGKILL mid-run: published files and manifests complete; leftovers "
                       "%r match the tmpfiles.d pattern .*.tmp.*" % left)
-    for f in fails:
-        t.log("FAIL: " + f)
-    if not fails:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if fails else 0
+    t.finish(fails, "nightly export", tmp)
 
 
 if __name__ == "__main__":

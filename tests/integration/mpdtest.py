@@ -109,6 +109,18 @@ def run(cmd, timeout=120, **kw):
         return subprocess.CompletedProcess(cmd, 124, out, err + "\n[timed out after %ss]" % timeout)
 
 
+def mount_tmpfs(mnt, size):
+    """Mounts a tmpfs of size ("2m") at mnt, made here: None, or why it cannot be mounted
+    (a check skips what needs it, saying so). umount_lazy(mnt) takes it away."""
+    os.makedirs(mnt, exist_ok=True)
+    p = run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", mnt], timeout=10)
+    return None if p.returncode == 0 else "mount -t tmpfs fails here: " + p.stderr.strip()
+
+
+def umount_lazy(mnt):
+    run(["umount", "-l", mnt], timeout=10)
+
+
 def record(memprofd, db, argv, extra=(), timeout=120, alloc="exact", env=None):
     """memprofd record --alloc ALLOC --db DB [extra] -- argv (env: extra environment
     variables). A check calls require_bpf() first: a failure here is a failure, never a

@@ -168,6 +168,42 @@ static void dirty_until_marked_clean_and_evicts_closed(void **state)
 	interner_free(&in);
 }
 
+/* A flush past its time leaves entries out (AGG_SKIP): they stay dirty, the next flush
+ * writes them, and a dirty entry is never evicted. */
+static int skip_first_cb(struct agg *a, void *arg)
+{
+	int *n = arg;
+
+	(void)a;
+	return (*n)++ == 0 ? AGG_SKIP : 0;
+}
+
+static void skipped_entries_stay_dirty(void **state)
+{
+	(void)state;
+	struct interner in = { 0 };
+	struct aggtab t = { 0 };
+	struct proc p;
+	struct istack *s = mkstack(&in, "ef", 1, 2);
+	int n = 0;
+
+	add(&t, s, &p, 0, 8, 0, 1, 0, 0);
+	add(&t, s, &p, 60, 8, 0, 1, 0, 0);
+	assert_int_equal(agg_write_dirty(&t, skip_first_cb, &n), 0);
+	assert_int_equal(n, 2);
+	agg_mark_clean(&t);
+	assert_int_equal(t.ndirty, 1);
+	agg_evict(&t, 120);                 /* both buckets closed: only the clean one goes */
+	assert_int_equal(agg_count(&t), 1);
+	n = 0;
+	assert_int_equal(agg_write_dirty(&t, count_cb, &n), 0);
+	assert_int_equal(n, 1);
+	agg_mark_clean(&t);
+	assert_int_equal(t.ndirty, 0);
+	agg_free(&t);
+	interner_free(&in);
+}
+
 static void late_object_of_evicted_bucket_joins_oldest_held(void **state)
 {
 	struct interner in = { 0 };
@@ -230,6 +266,7 @@ int main(void)
 		cmocka_unit_test(keys_are_context_process_bucket),
 		cmocka_unit_test(dirty_until_marked_clean_and_evicts_closed),
 		cmocka_unit_test(late_object_of_evicted_bucket_joins_oldest_held),
+		cmocka_unit_test(skipped_entries_stay_dirty),
 		cmocka_unit_test(hmap_survives_many_inserts_and_removes),
 		cmocka_unit_test(bucket_of_realtime),
 	};

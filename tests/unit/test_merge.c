@@ -385,6 +385,9 @@ static void old_host(const char *path, int version, const struct mib *m)
 			 version, 10 * version, version, 10 * version);
 		exec_ok(h, sql);
 	}
+	if (version >= 14)   /* issue 22: memory_limit drops (v15 adds columns) */
+		exec_ok(h, "INSERT INTO mem_drops(run_id, aggregates, objects, limit_bytes)"
+			   " VALUES (1, 14, 140, 1048576)");
 	sqlite3_close(h);
 	assert_int_equal(chmod(path, 0444), 0);
 }
@@ -447,7 +450,13 @@ static void test_merge_every_version(void **state)
 
 		assert_int_equal(store_open(&s, a, STORE_RDWR, err, sizeof(err)), 0);
 		assert_int_equal(store_begin(s), 0);
+		struct store_mem_drops md = { .aggregates = 15, .objects = 150, .limit_bytes = 2 << 20,
+					      .peak_bytes = 3 << 20, .stop_records = 4,
+					      .stop_aggregates = 5, .stop_objects = 6,
+					      .stop_budget_ms = 2000 };
+
 		assert_int_equal(store_put_governor(s, 1, &g), 0);
+		assert_int_equal(store_put_mem_drops(s, 1, &md), 0);
 		assert_int_equal(store_commit(s), 0);
 		store_close(s);
 	}
@@ -487,6 +496,14 @@ static void test_merge_every_version(void **state)
 			      " ON g.run_id = s.run_id WHERE s.rate = 500"), 1);
 	assert_int_equal(q(out, "SELECT count(*) FROM daemon_targets t JOIN governor g ON g.run_id ="
 			      " t.run_id WHERE t.traced = 3 AND t.unsampled_list = '99 /usr/bin/bare'"), 1);
+	/* issue 22: a v14 run's drops without the v15 figures (0), this version's with them. */
+	assert_int_equal(q(out, "SELECT count(*) FROM mem_drops d JOIN runs r ON r.id = d.run_id"
+			      " WHERE r.command = 'v14' AND d.objects = 140 AND d.peak_bytes = 0"
+			      " AND d.stop_budget_ms = 0"), 1);
+	assert_int_equal(q(out, "SELECT count(*) FROM mem_drops d JOIN runs r ON r.id = d.run_id"
+			      " WHERE r.command = 'daemon' AND d.objects = 150 AND d.peak_bytes = 3145728"
+			      " AND d.stop_records = 4 AND d.stop_aggregates = 5 AND d.stop_objects = 6"
+			      " AND d.stop_budget_ms = 2000"), 1);
 	assert_int_equal(q(out, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
 	assert_int_equal(q(out, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"), 1);
 	assert_int_equal(q(out, "SELECT count(*) FROM pragma_foreign_key_check"), 0);

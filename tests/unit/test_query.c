@@ -1175,10 +1175,10 @@ static void test_status_access(void **state)
 		"\"unknown\": {\"samples\": 1, \"est_accesses\": 10}, "
 		"\"vdso\": {\"samples\": 2, \"est_accesses\": 20}}, "
 		"\"missed\": {\"exec\": 0, \"late\": 0, \"unknown\": 0}, \"flushed_ns\": null, "
-		"\"unsymbolized\": [], \"memory_limit_drops\": null}"));
+		"\"unsymbolized\": [], \"memory_limit_drops\": null, \"stop_drops\": null}"));
 	/* Run 2's static samples that no symbol covers, per binary. */
 	assert_non_null(strstr(out, "\"unsymbolized\": [{\"build_id\": \"\", \"binary\": "
-				    "\"/srv/o,d\\\"d\", \"samples\": 1, \"est_accesses\": 1}], \"memory_limit_drops\": null}"));
+				    "\"/srv/o,d\\\"d\", \"samples\": 1, \"est_accesses\": 1}], \"memory_limit_drops\": null, \"stop_drops\": null}"));
 	/* A run without access sampling. */
 	assert_non_null(strstr(out, "\"access_source\": null, \"access_reasons\": [], "
 				    "\"access_classes\": {\"heap\": {\"samples\": 0,"));
@@ -1274,8 +1274,9 @@ static void test_status_governor(void **state)
 	free(out);
 }
 
-/* issue 22: what a daemon run dropped over memory_limit, as a table line and as the run's
- * "memory_limit_drops" object; runs without a record say null and print nothing. */
+/* issue 22: what a daemon run dropped over memory_limit (with the peak) and at its stop, as
+ * table lines and as the run's "memory_limit_drops" and "stop_drops" objects; runs without
+ * a record say null and print nothing. */
 static void test_status_mem_drops(void **state)
 {
 	struct fixture *f = *state;
@@ -1289,7 +1290,9 @@ static void test_status_mem_drops(void **state)
 	struct store_run rd = { .command = "daemon", .alloc_mode = "exact", .access_mode = "off",
 				.started_ns = 1700000100000000000ll };
 	struct store_mem_drops md = { .aggregates = 90126, .objects = 90304,
-				      .limit_bytes = 2 << 20 }, back;
+				      .limit_bytes = 2 << 20, .peak_bytes = 3 << 20,
+				      .stop_records = 5, .stop_aggregates = 6, .stop_objects = 7,
+				      .stop_budget_ms = 2000 }, back;
 	OK(store_begin(w));
 	OK(store_run_begin(w, &rd, &run));
 	OK(store_put_mem_drops(w, run, &md));
@@ -1298,6 +1301,8 @@ static void test_status_mem_drops(void **state)
 	OK(store_commit(w));
 	assert_int_equal(store_get_mem_drops(w, run, &back), 1);
 	assert_int_equal(back.aggregates, 90127);
+	assert_int_equal(back.peak_bytes, 3 << 20);
+	assert_int_equal(back.stop_objects, 7);
 	assert_int_equal(store_get_mem_drops(w, run + 100, &back), 0);
 	store_close(w);
 
@@ -1305,14 +1310,19 @@ static void test_status_mem_drops(void **state)
 	assert_width(out, FMT_TABLE_WIDTH);
 	assert_non_null(strstr(out, "dropped over memory_limit 2.0 MiB, store unwritable: "
 				    "90127 aggregates, 90304 objects\n"));
+	assert_non_null(strstr(out, "aggregates held while the store was unwritable: at most 3.0 MiB\n"));
+	assert_non_null(strstr(out, "dropped to stop within 2000 ms: 5 ring records, 6 aggregates, "
+				    "7 objects\n"));
 	assert_ptr_equal(strstr(strstr(out, "dropped over memory_limit") + 1,
 				"dropped over memory_limit"), NULL);   /* the other runs: nothing */
 	free(out);
 	CAPTURE(out, query_print_status(fp, f->s, QUERY_JSON));
 	assert_true(json_valid(out));
 	assert_non_null(strstr(out, "\"memory_limit_drops\": {\"aggregates\": 90127, "
-				    "\"objects\": 90304, \"memory_limit\": 2097152}}"));
-	assert_non_null(strstr(out, "\"memory_limit_drops\": null}"));
+				    "\"objects\": 90304, \"memory_limit\": 2097152, \"peak_bytes\": 3145728}, "
+				    "\"stop_drops\": {\"records\": 5, \"aggregates\": 6, \"objects\": 7, "
+				    "\"budget_ms\": 2000}}"));
+	assert_non_null(strstr(out, "\"memory_limit_drops\": null, \"stop_drops\": null}"));
 	free(out);
 }
 

@@ -248,6 +248,48 @@ static void test_truncated_and_library_path(void **state)
 	store_close(s);
 }
 
+static int list_bare(void *arg, int64_t id, const char *build_id, const char *path,
+		     uint64_t off)
+{
+	char *out = arg;
+	size_t len = strlen(out);
+
+	(void)id;
+	snprintf(out + len, 256 - len, "%s:%s:%llx|", build_id, path, (unsigned long long)off);
+	return 0;
+}
+
+/* issue 22: bare frames (no name, no lines, a build-id) listed oldest first from an id
+ * on, for the daemon's namer; a frame named later (a name or lines) is no longer listed. */
+static void test_bare_frames(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_proc p = proc(100, 555, "/usr/bin/app", "aaaa");
+	struct mib m = mib_n(1);
+	struct store_line l = { .function = "inl", .file = "a.c", .line = 3 };
+	struct store_frame fr[3] = { { .build_id = "11bb", .path = "/lib/z.so", .offset = 0x10 },
+				     { .build_id = "aaaa", .path = "/usr/bin/app", .offset = 0x20,
+				       .function = "main" },
+				     { .build_id = "", .path = "[anon]", .offset = 0x30 } };
+	char out[256] = "";
+
+	OK(store_begin(s));
+	OK(store_put_mib(s, &p, 0xd1, fr, 3, 0, &m));
+	OK(store_commit(s));
+	assert_int_equal(store_bare_frames(s, 0, 10, list_bare, out), 1);
+	assert_string_equal(out, "11bb:/lib/z.so:10|");
+	assert_int_equal(store_bare_frames(s, 1 << 20, 10, list_bare, out), 0);
+	fr[0].lines = &l;
+	fr[0].nlines = 1;
+	OK(store_begin(s));
+	OK(store_put_frame_symbols(s, &fr[0]));
+	OK(store_commit(s));
+	out[0] = 0;
+	assert_int_equal(store_bare_frames(s, 0, 10, list_bare, out), 0);
+	store_close(s);
+}
+
 static int collect_lines(const struct store_ctx_row *r, void *arg)
 {
 	char *out = arg;
@@ -1771,6 +1813,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_v5_hist, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_governor_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bare_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_and_library_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crashed_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_binary_named_later, setup, teardown),
