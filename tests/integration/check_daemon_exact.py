@@ -2,7 +2,7 @@
 """The daemon's exact mode traps only its targets (issue 18 item 7): `memprofd daemon`
 with alloc = exact and a rule selecting blip; an untraced malloc/free loop beside it
 (bench/malloc_loop, thread CPU time per iteration, which a uprobe's trap multiplies ~50x)
-stays within RATIO of its bare speed (best of RUNS each, measured just before and while
+stays within RATIO of its bare speed (best of check_exact_isolation.RUNS each, measured just before and while
 the daemon runs), and short-lived blips (~4 ms, 10 allocations each at blip_site, launched
 BATCH at a time) are still recorded with their allocations. Their execs are held (stopped
 in the kernel until their own probes exist): while the daemon is stopped (SIGSTOP) the
@@ -12,9 +12,7 @@ blips see one private copy of libc at the system's path (bench/overhead.py priva
 so the old host-wide uprobes on it trapped the loop, and other sessions' probes on the
 real libc trap none of them. Skips (77) where BPF cannot work."""
 import argparse
-import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -26,10 +24,10 @@ import mpdtest as t  # noqa: E402
 from check_daemon import Notify  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 from overhead import private_libc  # noqa: E402
+from check_exact_isolation import loop_ns  # noqa: E402
+from check_daemon_blips import query  # noqa: E402
 
 RATIO = 2.0          # a trap per call costs ~50x here; noise on a loaded 2-core VM < 2x
-RUNS = 3
-ITERS = "300000"
 PROCS, BATCH, COUNT = 40, 10, 10
 MIN_PROCS = 38       # blips recorded with their executable
 MIN_SHARE = 0.95     # of their blip_site allocations stored
@@ -39,31 +37,11 @@ KILLED = 5           # blips held when a daemon is killed
 KILL_S = 1.0         # none of them stopped this long after the kill
 
 
-def loop_ns(pre, loop):
-    best = None
-    for _ in range(RUNS):
-        out = subprocess.run(pre + [loop, "--iters", ITERS], capture_output=True, text=True).stdout
-        m = re.search(r"cpu ([0-9.]+) ns/iter", out)
-        if not m:
-            raise AssertionError("malloc_loop printed %r" % out)
-        v = float(m.group(1))
-        best = v if best is None else min(best, v)
-    return best
-
-
 def config(db, blip):
     return ("[store]\ndb = %s\nflush_interval = 200ms\nretention = 1d\ncompact = off\n"
             "[sampling]\nalloc = exact\nexact_per_process = 1\naccess = off\n[governor]\ninterval = 1s\n"
             "cpu_budget = 6400%%\n[targets]\nrescan_interval = 60s\n"
             "[target blip]\nexe = %s\n" % (db, blip))
-
-
-def query(memprofd, db, what):
-    lim = [] if what == "status" else ["--limit", "0"]
-    p = t.run([memprofd, "query", what, "--db", db, "--format", "json", *lim], timeout=60)
-    if p.returncode != 0:
-        raise AssertionError("query %s: %s" % (what, t.describe(p)))
-    return json.loads(p.stdout)
 
 
 def state(pid):
