@@ -296,6 +296,14 @@ int sampled_attach_watch(struct sampled *s)
 	return n;
 }
 
+int sampled_attach_watch_pid(struct sampled *s, const char *path, int pid, struct usdt_link *out)
+{
+	*out = (struct usdt_link){ 0 };
+	if (!s->r->watch || !s->r->watch_inprocess)
+		return -EOPNOTSUPP;
+	return usdt_attach(s, s->skel->progs.on_watch, pid, path, "memprofd", "watch", out);
+}
+
 int sampled_add_target(struct sampled *s, uint32_t pid)
 {
 	uint64_t any = 0;

@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "daemon/service/rules.h"
 #include "daemon/service/targets.h"
+#include "daemon/service/watch_links.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
 #include "daemon/alloc/usdt_multi.h"
@@ -38,6 +39,7 @@ struct tfile {
 	dev_t dev;
 	ino_t ino;
 	bool probes;                   /* it has probes (attached); false: it has none */
+	bool own;                      /* ... memprofd's own (the sampler: memprofd:watch) */
 	int fd;                        /* with probes: the file, held open (its path for
 	                                * symbols is /proc/self/fd/FD), else -1 */
 	struct usdt_link links[SAMPLED_LINKS];   /* sampled mode: its USDT links */
@@ -189,6 +191,8 @@ static int file_probe_fd(struct targets *t, int fd, const char *path)
 	for (size_t i = 0; i < t->nfiles; i++)
 		if (t->files[i].dev == st.st_dev && t->files[i].ino == st.st_ino) {
 			close(fd);
+			if (t->files[i].own && t->own_fd < 0)
+				t->own_fd = t->files[i].fd;
 			return t->files[i].probes;
 		}
 	if (t->nfiles == TARGETS_FILES_MAX) {
@@ -207,7 +211,10 @@ static int file_probe_fd(struct targets *t, int fd, const char *path)
 	if (n < 0)
 		return n;
 	f.probes = n > 0;
+	f.own = t->smp && n == 1;
 	f.fd = n > 0 ? fd : -1;
+	if (f.own && t->own_fd < 0)
+		t->own_fd = fd;
 	t->files[t->nfiles++] = f;
 	return f.probes;
 }
@@ -590,6 +597,7 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 		if (n < 0 || known)
 			return;
 	} else {
+		t->own_fd = -1;
 		int n = attach_sampler(t, pid);
 		note_late(t, files_before, why);
 		if (n < 0)
@@ -600,8 +608,10 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 		}
 		pending_remove(t, pid);
 		unsampled_remove(t, pid);
-		if (known)
+		if (known) {
+			wlinks_add(&t->wl, pid, t->own_fd);
 			return;
+		}
 	}
 	unsigned long long ticks;
 	if (map_add(t, (uint32_t)pid, start_ns))
@@ -613,6 +623,8 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 		return;
 	}
 	t->ntraced++;
+	if (t->smp)
+		wlinks_add(&t->wl, pid, t->own_fd);
 }
 
 void targets_consider(struct targets *t, pid_t pid, uint64_t start_ns, bool exec)
@@ -636,6 +648,7 @@ void targets_lifecycle(void *arg, unsigned type, uint32_t tgid, uint64_t start_n
 		if (t->ntraced)
 			t->ntraced--;
 		pending_remove(t, (pid_t)tgid);
+		wlinks_remove(&t->wl, (pid_t)tgid);
 		break;
 	}
 }
@@ -671,6 +684,7 @@ void targets_prune(struct targets *t)
 		if (still(t->unsampled[i].pid, t->unsampled[i].ticks))
 			t->unsampled[w++] = t->unsampled[i];
 	t->nunsampled = w;
+	wlinks_prune(&t->wl);     /* links of processes that ended unseen */
 }
 
 void targets_rescan(struct targets *t)
@@ -729,11 +743,13 @@ int targets_init(struct targets *t, struct recorder *r, struct sampled *smp,
 	}
 	if (smp && sampled_find_library(t->sampler_hint, sizeof(t->sampler_hint)) < 0)
 		t->sampler_hint[0] = '\0';
-	return 0;
+	t->own_fd = -1;
+	return wlinks_init(&t->wl, smp && r->watch && r->watch_inprocess ? smp : NULL);
 }
 
 void targets_free(struct targets *t)
 {
+	wlinks_free(&t->wl);
 	for (size_t i = 0; t->files && i < t->nfiles; i++) {
 		for (int k = 0; k < SAMPLED_LINKS; k++)
 			usdt_link_destroy(&t->files[i].links[k]);

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include "daemon/service/config.h"
 #include "daemon/record/recorder.h"
+#include "daemon/service/watch_links.h"
 
 #define TARGETS_FILES_MAX 4096         /* distinct binaries (inodes) probed or found bare */
 #define TARGETS_SAMPLER_WAIT_MS 2000   /* a new process's time to map the sampler */
@@ -46,6 +47,8 @@ struct targets {
 	                                  * between rescans: lifecycle records may be lost) */
 	uint64_t skipped_full;           /* selected but not traced: max_processes reached */
 	int64_t next_recheck;            /* CLOCK_MONOTONIC ms, 0: nothing waits */
+	int own_fd;                      /* the process looked at: its sampler file's fd, -1 */
+	struct wlinks wl;                /* in-process watch links of the selected processes */
 };
 
 /* smp: the sampled recorder, or NULL for exact mode. 0 or -ENOMEM. */
