@@ -296,12 +296,12 @@ int sampled_attach_watch(struct sampled *s)
 	return n;
 }
 
-int sampled_attach_watch_pid(struct sampled *s, const char *path, int pid, struct usdt_link *out)
+int sampled_watch_sites(struct sampled *s, const char *path, struct usdt_sites *out, int *prog_fd)
 {
-	*out = (struct usdt_link){ 0 };
-	if (!s->r->watch || !s->r->watch_inprocess)
+	if (!s->multi || !s->r->watch || !s->r->watch_inprocess)
 		return -EOPNOTSUPP;
-	return usdt_attach(s, s->skel->progs.on_watch, pid, path, "memprofd", "watch", out);
+	*prog_fd = bpf_program__fd(s->skel->progs.on_watch);
+	return usdt_multi_sites(&s->specs, path, "memprofd", "watch", out);
 }
 
 int sampled_add_target(struct sampled *s, uint32_t pid)

@@ -239,10 +239,13 @@ static void governor_job(struct daemon *d, int64_t now)
 	if (d->gov_watch >= 0) {
 		struct watch_counts wc;
 
+		struct wlinks_stats ws;
+
 		watch_get_counts(d->r.watch, &wc);
-		d->inproc_per_link = d->tg.wl.n && now > d->gov_at ?
+		wlinks_get_stats(&d->tg.wl, &ws);
+		d->inproc_per_link = ws.n && now > d->gov_at ?
 			(double)(wc.inproc_traps - d->inproc_seen) * 1000.0 / (double)(now - d->gov_at) /
-			(double)d->tg.wl.n : 0;
+			(double)ws.n : 0;
 		d->inproc_seen = wc.inproc_traps;
 	}
 	/* The targets' time in the watch's traps is this daemon's cost as well. */
@@ -266,11 +269,14 @@ static void governor_job(struct daemon *d, int64_t now)
 		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
 			 "; %llu aggregates dropped over memory_limit",
 			 (unsigned long long)d->r.mem_dropped_aggs);
-	if (d->tg.wl.attached)    /* the in-process watches' links and what making them cost */
+	struct wlinks_stats ws;
+	wlinks_get_stats(&d->tg.wl, &ws);
+	if (ws.queued)            /* the in-process watches' links and what making them cost */
 		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
-			 "; watch links %zu (%llu made, %.0f us each)", d->tg.wl.n,
-			 (unsigned long long)d->tg.wl.attached,
-			 (double)d->tg.wl.attach_ns / 1e3 / (double)d->tg.wl.attached);
+			 "; watch links %zu (%llu queued, %llu made, %.0f us each, %llu failed)", ws.n,
+			 (unsigned long long)ws.queued, (unsigned long long)ws.attached,
+			 ws.attached ? (double)ws.attach_ns / 1e3 / (double)ws.attached : 0.0,
+			 (unsigned long long)ws.failed);
 	notify_status("%zu processes%s, %llu events, %s", d->tg.ntraced, extra,
 		      (unsigned long long)d->r.events, d->gov.last);
 }

@@ -5,7 +5,8 @@ and only there (issue 15). Two copies of short_watch (sampler preloaded, a sampl
 same time under a daemon (alloc = sampled, access = soft at 1 Hz, so that the soft
 source cannot give the contexts their evidence):
 - the selected copy's sampler armed watches (its own count, memprofd_sampler_get_stats),
-  and its contexts in the store carry in-process watch evidence (watch_hits or watch_ns);
+  and its contexts in the store carry watch evidence (watch_hits: the daemon's own
+  windows watch these 0.8 ms objects for ~20 ms in all, and trap on none of them);
 - the other copy's sampler armed none: its memprofd:watch semaphore stayed 0 although
   the same sampler file is probed for the selected one.
 Without the daemon's per-process memprofd:watch links the selected copy arms none and
@@ -95,7 +96,7 @@ def main():
         ns = sum(c.get("watch_ns", 0) for c in ctxs)
         t.log("selected: %d contexts, %d watch hits over %d ns; not selected: %d contexts"
               % (len(ctxs), hits, ns, len(others)))
-        if not ctxs or not (hits or ns):
+        if not ctxs or not hits:
             fails.append("the selected process's contexts carry no watch evidence "
                          "(%d contexts)" % len(ctxs))
         if others:
