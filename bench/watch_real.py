@@ -254,9 +254,9 @@ def main():
     dbb = build_leveldb(a.workdir)
     ldb = os.path.join(a.workdir, "leveldb-data")
     lua_argv = [lua, os.path.join(HERE, "watch_real", "tables.lua"), "200000"]
-    progs = [("lua5.4 tables.lua", lua_argv + [str(a.seconds)], lua_argv + [str(a.dhat_seconds)]),
     dbb_argv = [dbb, "--benchmarks=fillrandom,readrandom", "--num=100000", "--db=" + ldb]
-    progs = progs[:1] + [("leveldb db_bench", dbb_argv, dbb_argv)]
+    progs = [("lua5.4 tables.lua", lua_argv + [str(a.seconds)], lua_argv + [str(a.dhat_seconds)]),
+             ("leveldb db_bench", dbb_argv, dbb_argv)]
     rows = []
     for name, argv, dargv in progs:
         dh = dhat_profile(a.workdir, name.split()[0], dargv) if a.dhat else None
