@@ -17,11 +17,12 @@ mode's bytes (matched to exact mode's by their frames):
 and the watch's own counts (windows, traps, trap cost; the sampler's in-process watches
 and their traps) from record's stderr.
 With --dhat, the same contexts are also ranked against valgrind DHAT's (the reference
-for access counts; matched by their first DHAT_KEY_FRAMES function names): DHAT's
+for access counts; matched by their first DHAT_KEY_FRAMES functions and lines; lua runs
+as many rounds under DHAT as a plain run does in --seconds, so that lifetimes compare): DHAT's
 density is accessed bytes / bytes / average lifetime in instructions; the default mode's
 Spearman against it is given, and exact mode's for comparison.
 Usage: bench/watch_real.py --build BUILDDIR [--workdir DIR] [--seconds 5] [--csv FILE]
-                           [--sampler-watch-ppm N] [--details] [--dhat [--dhat-seconds 60]]"""
+                           [--sampler-watch-ppm N] [--details] [--dhat [--dhat-rounds N]]"""
 import argparse
 import csv
 import json
@@ -126,7 +127,7 @@ def spearman(x, y):
     return sxy / (sxx * syy) if sxx and syy else float("nan")
 
 
-DHAT_KEY_FRAMES = 3      # contexts matched with DHAT's by this many function names
+DHAT_KEY_FRAMES = 4      # contexts matched with DHAT's by this many (function, line)
 DHAT_LOC = re.compile(r"^0x[0-9A-Fa-f]+: (.*) \((?:in )?([^()]*)\)$")
 ALLOCATORS = {"malloc", "calloc", "realloc", "free", "reallocarray", "memalign",
               "posix_memalign", "aligned_alloc", "operator new", "operator new[]"}
@@ -150,12 +151,13 @@ def dhat_profile(work, tag, argv):
     for f in j["ftbl"]:
         m = DHAT_LOC.match(f)
         names.append((fname(m.group(1)), m.group(2)) if m else (f, ""))
+    line = lambda loc: loc.rsplit(":", 1)[1] if ":" in loc else ""  # noqa: E731
     prof = {}
     for pp in j["pps"]:
         fs = [names[i] for i in pp["fs"]]
         while fs and (fs[0][0] in ALLOCATORS or "vgpreload" in fs[0][1]):
             fs.pop(0)
-        k = tuple(n for n, _ in fs[:DHAT_KEY_FRAMES])
+        k = tuple((n, line(loc)) for n, loc in fs[:DHAT_KEY_FRAMES])
         v = prof.setdefault(k, [0, 0, 0, 0])
         v[0] += pp.get("rb", 0) + pp.get("wb", 0)
         v[1] += pp["tb"]
@@ -165,7 +167,8 @@ def dhat_profile(work, tag, argv):
 
 
 def dhat_key(c):
-    return tuple(fname(f.get("function")) for f in c["frames"] if f.get("function"))[:DHAT_KEY_FRAMES]
+    return tuple((fname(f.get("function")), str(f.get("line") or "")) for f in c["frames"]
+                 if f.get("function"))[:DHAT_KEY_FRAMES]
 
 
 def dhat_density(v):
@@ -241,7 +244,8 @@ def main():
     ap.add_argument("--details", action="store_true", help="per context: densities, traps, classes")
     ap.add_argument("--dhat", action="store_true", help="also rank against valgrind DHAT's "
                     "per-context accesses (run once per workdir, kept; lua for --dhat-seconds)")
-    ap.add_argument("--dhat-seconds", type=int, default=60, help="lua's CPU seconds under DHAT")
+    ap.add_argument("--dhat-rounds", type=int, help="lua's rounds under DHAT (default: what a "
+                    "plain run does in --seconds, measured once)")
     ap.add_argument("--sampler-watch-ppm", help="MEMPROFD_SAMPLER_WATCH_PPM of the default-mode "
                     "runs (the sampler's in-process watches; 0: off)")
     a = ap.parse_args()
@@ -255,13 +259,17 @@ def main():
     ldb = os.path.join(a.workdir, "leveldb-data")
     lua_argv = [lua, os.path.join(HERE, "watch_real", "tables.lua"), "200000"]
     dbb_argv = [dbb, "--benchmarks=fillrandom,readrandom", "--num=100000", "--db=" + ldb]
-    progs = [("lua5.4 tables.lua", lua_argv + [str(a.seconds)], lua_argv + [str(a.dhat_seconds)]),
+    rounds = a.dhat_rounds
+    if a.dhat and not rounds and not os.path.exists(os.path.join(a.workdir, "dhat-lua5.4.json")):
+        rounds = int(sh(lua_argv + [str(a.seconds)]).stdout.split()[-1])
+    progs = [("lua5.4 tables.lua", lua_argv + [str(a.seconds)], lua_argv + ["0", str(rounds)]),
              ("leveldb db_bench", dbb_argv, dbb_argv)]
     rows = []
     for name, argv, dargv in progs:
         dh = dhat_profile(a.workdir, name.split()[0], dargv) if a.dhat else None
-        d, w = record(mpd, os.path.join(a.workdir, "default.db"), argv, [], env)
-        e, _ = record(mpd, os.path.join(a.workdir, "exact.db"), argv,
+        tag = name.split()[0]
+        d, w = record(mpd, os.path.join(a.workdir, "default-%s.db" % tag), argv, [], env)
+        e, _ = record(mpd, os.path.join(a.workdir, "exact-%s.db" % tag), argv,
                       ["--alloc", "exact", "--access", "soft", "--freq", "1000"])
         r = compare(d, e, dh)
         if a.details:
