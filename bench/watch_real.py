@@ -16,8 +16,13 @@ mode's bytes (matched to exact mode's by their frames):
   agree%   share of bytes whose class is exact mode's
 and the watch's own counts (windows, traps, trap cost; the sampler's in-process watches
 and their traps) from record's stderr.
+With --dhat, the same contexts are also ranked against valgrind DHAT's (the reference
+for access counts; matched by their first DHAT_KEY_FRAMES functions and lines; lua runs
+as many rounds under DHAT as a plain run does in --seconds, so that lifetimes compare): DHAT's
+density is accessed bytes / bytes / average lifetime in instructions; the default mode's
+Spearman against it is given, and exact mode's for comparison.
 Usage: bench/watch_real.py --build BUILDDIR [--workdir DIR] [--seconds 5] [--csv FILE]
-                           [--sampler-watch-ppm N]"""
+                           [--sampler-watch-ppm N] [--details] [--dhat [--dhat-rounds N]]"""
 import argparse
 import csv
 import json
@@ -122,7 +127,84 @@ def spearman(x, y):
     return sxy / (sxx * syy) if sxx and syy else float("nan")
 
 
-def compare(default, exact):
+DHAT_KEY_FRAMES = 4      # contexts matched with DHAT's by this many (function, line)
+DHAT_LOC = re.compile(r"^0x[0-9A-Fa-f]+: (.*) \((?:in )?([^()]*)\)$")
+ALLOCATORS = {"malloc", "calloc", "realloc", "free", "reallocarray", "memalign",
+              "posix_memalign", "aligned_alloc", "operator new", "operator new[]"}
+
+
+def fname(f):
+    """A function's name without its arguments (C++ demanglers differ in those)."""
+    return (f or "").split("(", 1)[0].strip()
+
+
+def dhat_profile(work, tag, argv):
+    """valgrind --tool=dhat on argv (once per workdir: its JSON is kept), per context key:
+    [accessed bytes (reads + writes), bytes, lifetime (instructions, summed), blocks]."""
+    out = os.path.join(work, "dhat-%s.json" % tag)
+    if not os.path.exists(out):
+        sh(["valgrind", "--tool=dhat", "--read-inline-info=yes", "--dhat-out-file=" + out + ".tmp",
+            *argv], timeout=1800)
+        os.rename(out + ".tmp", out)
+    j = json.load(open(out))
+    names = []
+    for f in j["ftbl"]:
+        m = DHAT_LOC.match(f)
+        names.append((fname(m.group(1)), m.group(2)) if m else (f, ""))
+    line = lambda loc: loc.rsplit(":", 1)[1] if ":" in loc else ""  # noqa: E731
+    prof = {}
+    for pp in j["pps"]:
+        fs = [names[i] for i in pp["fs"]]
+        while fs and (fs[0][0] in ALLOCATORS or "vgpreload" in fs[0][1]):
+            fs.pop(0)
+        k = tuple((n, line(loc)) for n, loc in fs[:DHAT_KEY_FRAMES])
+        v = prof.setdefault(k, [0, 0, 0, 0])
+        v[0] += pp.get("rb", 0) + pp.get("wb", 0)
+        v[1] += pp["tb"]
+        v[2] += pp["tl"]
+        v[3] += pp["tbk"]
+    return prof
+
+
+def dhat_key(c):
+    return tuple((fname(f.get("function")), str(f.get("line") or "")) for f in c["frames"]
+                 if f.get("function"))[:DHAT_KEY_FRAMES]
+
+
+def dhat_density(v):
+    """Accessed bytes per byte per unit of average lifetime, as MemProf's density."""
+    return v[0] / v[1] / (v[2] / v[3]) if v[1] and v[2] and v[3] else 0.0
+
+
+def leaf(c):
+    for f in c["frames"]:
+        if f.get("function"):
+            return "%s:%s" % (f["function"], f.get("line") or "?")
+    return "?"
+
+
+def details(default, exact, dhat=None):
+    """The contexts holding BYTES_SHARE of the bytes, one line each: what the ranking rests on."""
+    ex = {key(c): c for c in exact}
+    total = sum(c["total_size"] for c in default) or 1
+    acc = 0
+    print("  %6s %-28s %10s %10s %10s %6s %6s %9s %8s %8s" % (
+        "bytes%", "leaf", "density", "exact", "dhat", "hits", "smpl", "watch_ms", "class", "exact"))
+    for c in sorted(default, key=lambda c: -c["total_size"]):
+        if acc >= BYTES_SHARE * total:
+            break
+        acc += c["total_size"]
+        e = ex.get(key(c))
+        v = (dhat or {}).get(dhat_key(c))
+        print("  %5.1f%% %-28.28s %10.4g %10s %10s %6d %6d %9.2f %8s %8s" % (
+            100.0 * c["total_size"] / total, leaf(c), c["lifetime_access_density"],
+            "%.4g" % e["lifetime_access_density"] if e else "-",
+            "%.4g" % dhat_density(v) if v else "-", c.get("watch_hits", 0),
+            c["access_samples"], c.get("watch_ns", 0) / 1e6, c["class"],
+            e["class"] if e else "-"))
+
+
+def compare(default, exact, dhat=None):
     ex = {key(c): c for c in exact}
     total = sum(c["total_size"] for c in default)
     top, acc = [], 0
@@ -138,10 +220,19 @@ def compare(default, exact):
     agree = sum(c["total_size"] for c, e in pairs if c["class"] == e["class"])
     rho = spearman([c["lifetime_access_density"] for c, _ in pairs],
                    [e["lifetime_access_density"] for _, e in pairs])
-    return {"contexts": len(top), "matched": len(pairs), "est": est / acc if acc else 0,
+    r = {}
+    if dhat is not None:   # the valgrind reference: the default mode's ranking, and exact's
+        dp = [(c, dhat[dhat_key(c)]) for c in top if dhat_key(c) in dhat]
+        r["dhat_matched"] = len(dp)
+        r["rho_dhat"] = spearman([c["lifetime_access_density"] for c, _ in dp],
+                                 [dhat_density(v) for _, v in dp])
+        ep = [(ex[key(c)], v) for c, v in dp if key(c) in ex]
+        r["exact_rho_dhat"] = spearman([e["lifetime_access_density"] for e, _ in ep],
+                                       [dhat_density(v) for _, v in ep])
+    return dict(r, **{"contexts": len(top), "matched": len(pairs), "est": est / acc if acc else 0,
             "watched": watched / acc if acc else 0,
             "decided": decided / acc if acc else 0, "spearman": rho,
-            "agree": agree / acc if acc else 0}
+            "agree": agree / acc if acc else 0})
 
 
 def main():
@@ -150,6 +241,11 @@ def main():
     ap.add_argument("--workdir", default="/tmp/memprofd-watch-real")
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--csv")
+    ap.add_argument("--details", action="store_true", help="per context: densities, traps, classes")
+    ap.add_argument("--dhat", action="store_true", help="also rank against valgrind DHAT's "
+                    "per-context accesses (run once per workdir, kept; lua for --dhat-seconds)")
+    ap.add_argument("--dhat-rounds", type=int, help="lua's rounds under DHAT (default: what a "
+                    "plain run does in --seconds, measured once)")
     ap.add_argument("--sampler-watch-ppm", help="MEMPROFD_SAMPLER_WATCH_PPM of the default-mode "
                     "runs (the sampler's in-process watches; 0: off)")
     a = ap.parse_args()
@@ -161,22 +257,34 @@ def main():
     lua = build_lua(a.workdir)
     dbb = build_leveldb(a.workdir)
     ldb = os.path.join(a.workdir, "leveldb-data")
-    progs = [("lua5.4 tables.lua", [lua, os.path.join(HERE, "watch_real", "tables.lua"),
-                                    "200000", str(a.seconds)]),
-             ("leveldb db_bench", [dbb, "--benchmarks=fillrandom,readrandom",
-                                   "--num=100000", "--db=" + ldb])]
+    lua_argv = [lua, os.path.join(HERE, "watch_real", "tables.lua"), "200000"]
+    dbb_argv = [dbb, "--benchmarks=fillrandom,readrandom", "--num=100000", "--db=" + ldb]
+    rounds = a.dhat_rounds
+    if a.dhat and not rounds and not os.path.exists(os.path.join(a.workdir, "dhat-lua5.4.json")):
+        rounds = int(sh(lua_argv + [str(a.seconds)]).stdout.split()[-1])
+    progs = [("lua5.4 tables.lua", lua_argv + [str(a.seconds)], lua_argv + ["0", str(rounds)]),
+             ("leveldb db_bench", dbb_argv, dbb_argv)]
     rows = []
-    for name, argv in progs:
-        d, w = record(mpd, os.path.join(a.workdir, "default.db"), argv, [], env)
-        e, _ = record(mpd, os.path.join(a.workdir, "exact.db"), argv,
+    for name, argv, dargv in progs:
+        dh = dhat_profile(a.workdir, name.split()[0], dargv) if a.dhat else None
+        tag = name.split()[0]
+        d, w = record(mpd, os.path.join(a.workdir, "default-%s.db" % tag), argv, [], env)
+        e, _ = record(mpd, os.path.join(a.workdir, "exact-%s.db" % tag), argv,
                       ["--alloc", "exact", "--access", "soft", "--freq", "1000"])
-        r = compare(d, e)
+        r = compare(d, e, dh)
+        if a.details:
+            print(name)
+            details(d, e, dh)
         r.update(program=name, windows=w[0], objects=w[1], traps=w[2], trap_us=w[3],
                  inproc=w[4], inproc_traps=w[5])
         rows.append(r)
     print("%-18s %5s %5s %6s %8s %8s %8s %7s %8s %8s %6s %7s %7s %7s" % (
         "program", "ctx90", "match", "est%", "watched%", "decided%", "spearman", "agree%",
         "windows", "objects", "traps", "trap_us", "inproc", "itraps"))
+    for r in rows:
+        if "rho_dhat" in r:
+            print("%-18s vs DHAT: %d matched, spearman default %.3f, exact %.3f" % (
+                r["program"], r["dhat_matched"], r["rho_dhat"], r["exact_rho_dhat"]))
     for r in rows:
         print("%-18s %5d %5d %5.1f%% %7.1f%% %7.1f%% %8.3f %6.1f%% %8s %8s %6s %7s %7s %7s" % (
             r["program"], r["contexts"], r["matched"], 100 * r["est"], 100 * r["watched"],

@@ -360,7 +360,8 @@ static NOINLINE void init(void)
 	mean_bytes = env_u64("MEMPROFD_SAMPLE_BYTES", SAMPLER_DEFAULT_MEAN);
 	force_region = (int)env_u64("MEMPROFD_SAMPLER_FORCE", 0);
 	seed_salt = env_u64("MEMPROFD_SAMPLER_SEED", 0);
-	sampler_watch_init(env_u64("MEMPROFD_SAMPLER_WATCH_PPM", SAMPLER_WATCH_PPM));
+	sampler_watch_init(env_u64("MEMPROFD_SAMPLER_WATCH_PPM", SAMPLER_WATCH_PPM),
+			   env_u64("MEMPROFD_SAMPLER_WATCH_TRAP_NS", SAMPLER_WATCH_TRAP_NS));
 	map_region();
 	LOOKUP(malloc, "malloc");
 	LOOKUP(calloc, "calloc");

@@ -5,7 +5,7 @@
  * signal). At the free it is read (hits, time enabled), closed and reported. Costs: 4
  * syscalls per watch and at most K traps, charged to a token bucket of CPU time (ppm of
  * one CPU): syscalls as the thread's CPU clock measures them (a wall clock would charge
- * the time a loaded machine preempts them), traps at SAMPLER_WATCH_TRAP_NS, unused traps
+ * the time a loaded machine preempts them), traps at trap_ns (SAMPLER_WATCH_TRAP_NS), unused traps
  * refunded.
  * A watch still armed SAMPLER_WATCH_LIFE_NS later is ended at the next sampled allocation
  * or free (it holds a debug register; longer lives are the daemon's windows' job), and a
@@ -33,6 +33,7 @@ static int nlive;             /* slots in use (the free path's cheap test) */
 static int lock_word;
 static int off;               /* the PMU refused for good (ENOENT, EACCES...) */
 static uint64_t ppm = SAMPLER_WATCH_PPM;
+static int64_t trap_ns = SAMPLER_WATCH_TRAP_NS;   /* what one trap is charged */
 static int64_t tokens_ns;     /* CPU time the watches may still spend */
 static uint64_t last_ns;
 static struct sampler_watch_stats st;
@@ -63,9 +64,10 @@ static uint64_t clock_ns(clockid_t c)
 static uint64_t mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 static uint64_t cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
-void sampler_watch_init(uint64_t p)
+void sampler_watch_init(uint64_t p, uint64_t t)
 {
 	ppm = p;
+	trap_ns = t ? (int64_t)t : SAMPLER_WATCH_TRAP_NS;
 	tokens_ns = BURST_NS(p);
 }
 
@@ -123,7 +125,7 @@ void sampler_watch_arm(void *p, size_t n, uint64_t rnd)
 		mine += slots[i].fd1 && slots[i].tid == my_tid;
 	/* Reserve K traps; the syscalls are charged once measured. */
 	int ok = mine < SAMPLER_WATCH_PER_THREAD &&
-		 take((int64_t)SAMPLER_WATCH_HITS * SAMPLER_WATCH_TRAP_NS, t0);
+		 take((int64_t)SAMPLER_WATCH_HITS * trap_ns, t0);
 	unlock();
 	if (mine >= SAMPLER_WATCH_PER_THREAD) {
 		__atomic_fetch_add(&st.busy, 1, __ATOMIC_RELAXED);
@@ -145,7 +147,7 @@ void sampler_watch_arm(void *p, size_t n, uint64_t rnd)
 	lock();
 	tokens_ns -= (int64_t)(c1 - c0);
 	if (fd < 0) {
-		tokens_ns += (int64_t)SAMPLER_WATCH_HITS * SAMPLER_WATCH_TRAP_NS;
+		tokens_ns += (int64_t)SAMPLER_WATCH_HITS * trap_ns;
 		unlock();
 		if (fd == -ENOSPC || fd == -EBUSY) {   /* the 4 debug registers are taken */
 			__atomic_fetch_add(&st.busy, 1, __ATOMIC_RELAXED);
@@ -189,7 +191,7 @@ static void finish(int fd, uintptr_t p, unsigned extra)
 	lock();
 	tokens_ns -= (int64_t)(t1 - t0);
 	if (hits < SAMPLER_WATCH_HITS)
-		tokens_ns += (int64_t)(SAMPLER_WATCH_HITS - hits) * SAMPLER_WATCH_TRAP_NS;
+		tokens_ns += (int64_t)(SAMPLER_WATCH_HITS - hits) * trap_ns;
 	unlock();
 	__atomic_fetch_add(&st.hits, hits, __ATOMIC_RELAXED);
 	if (got && memprofd_watch_semaphore)

@@ -168,7 +168,8 @@ int access_setup(struct recorder *r, const char *mode, bool required, uint64_t f
 		/* The sampled objects' own access rates, whatever their share of the heap. */
 		/* The sampler's in-process watches take 2 of a thread's 4 registers: with all 4
 		 * the windows left them none (ENOSPC for 306-827 of ~950 on db_bench). */
-		struct watch_opts wo = { .slots = r->watch_inprocess ? WATCH_SLOTS_BESIDE_SAMPLER : 0 };
+		struct watch_opts wo = { .slots = r->watch_inprocess ? WATCH_SLOTS_BESIDE_SAMPLER : 0,
+					 .min_age_ns = r->watch_inprocess ? WATCH_INPROC_LIFE_NS : 0 };
 
 		if (!r->no_watch && (e = watch_open(&r->watch, &wo)) < 0) {
 			fprintf(stderr, "memprofd: access: watch: breakpoints unavailable (%s); "

@@ -27,6 +27,12 @@ struct wobj {
 	uint64_t seq;             /* order of watch_add */
 	struct watch_est est;
 	double rate_sum;          /* sum of the windows' rates */
+	uint64_t added_ns;        /* when watch_add saw it (CLOCK_MONOTONIC) */
+	uint64_t in_hits;         /* the sampler's watch from its allocation: traps, */
+	double in_span_s;         /* ... the wall time it covered (traps included), */
+	double in_watched_s;      /* ... and that time less the traps' */
+	uint64_t late_windows, late_hits;   /* the recorder's windows (later in its life) */
+	double late_watched_s;
 	struct wpart {            /* its last windows, undone if opened after its free */
 		uint64_t closed_ns, hits;
 		double rate, watched_s;
@@ -256,7 +262,8 @@ int watch_add(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t addr, 
 		return -ENOSPC;
 	}
 	w->objs[w->nobjs++] = (struct wobj){ .tgid = tgid, .start_ns = start_ns, .addr = addr,
-					     .size = size ? size : 1, .seq = ++w->seq };
+					     .size = size ? size : 1, .seq = ++w->seq,
+					     .added_ns = now_ns() };
 	w->c.objects++;
 	return 0;
 }
@@ -311,6 +318,9 @@ static void window_end(struct watch *w, struct window *win, uint64_t now)
 	o->est.saturated += sat;
 	o->est.watched_s += win->nfds ? watched / win->nfds : 0;
 	o->rate_sum += rate;
+	o->late_windows++;
+	o->late_hits += hits;
+	o->late_watched_s += win->nfds ? watched / win->nfds : 0;
 	if (o->nlast == WATCH_UNDO)
 		memmove(o->last, o->last + 1, (WATCH_UNDO - 1) * sizeof(o->last[0])), o->nlast--;
 	o->last[o->nlast++] = (struct wpart){ .closed_ns = now, .hits = hits, .rate = rate,
@@ -338,6 +348,9 @@ int watch_report(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t add
 	o->est.saturated += sat;
 	o->est.watched_s += watched;
 	o->rate_sum += rate;
+	o->in_hits += got;
+	o->in_span_s += s;
+	o->in_watched_s += watched;
 	w->c.inproc++;
 	w->c.inproc_traps += hits;
 	w->c.inproc_shared += other_thread;
@@ -387,6 +400,9 @@ void watch_freed(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t add
 		o->est.saturated -= l->sat;
 		o->est.watched_s -= l->watched_s;
 		o->rate_sum -= l->rate;
+		o->late_windows--;
+		o->late_hits -= l->hits;
+		o->late_watched_s -= l->watched_s;
 		w->c.late_windows++;
 	}
 	if (i >= 0)
@@ -404,6 +420,13 @@ static void fill_est(const struct wobj *o, struct watch_est *e)
 {
 	*e = o->est;
 	e->rate = e->windows ? o->rate_sum / (double)e->windows : 0;
+	/* The sampler's watch saw the start of its life; the rest is rated by the recorder's
+	 * later windows when it had any (a table built then left alone is not rated by
+	 * its construction), else by the start's rate. */
+	e->early_hits = (double)o->in_hits;
+	e->early_span_s = o->in_span_s;
+	e->rest_rate = o->late_watched_s > 0 ? (double)o->late_hits / o->late_watched_s :
+		       o->in_watched_s > 0 ? (double)o->in_hits / o->in_watched_s : e->rate;
 	if (e->hits) {
 		double rel = WATCH_Z / sqrt((double)e->hits);
 
@@ -490,18 +513,24 @@ static bool watched_now(const struct watch *w, int i)
 	return false;
 }
 
-/* The live object not in a window with the fewest windows so far (round-robin among
- * equals), so that the budget reaches every object before any gets a second; -1 if none. */
-static int next_object(struct watch *w)
+/* The live object not in a window with the fewest windows so far, the largest among
+ * equals (round-robin among equal sizes), so that the budget reaches every object before
+ * any gets a second and the bytes first; with the sampler's watches on, objects younger
+ * than min_age_ns (their own watch covers them) wait, and only the windows that came
+ * after theirs count. -1 if none. */
+static int next_object(struct watch *w, uint64_t now)
 {
 	int best = -1;
 
 	for (unsigned k = 0; k < w->nobjs; k++) {
 		unsigned i = (w->next + k) % w->nobjs;
+		const struct wobj *o = &w->objs[i], *b = best >= 0 ? &w->objs[best] : NULL;
 
-		if (w->objs[i].dead || watched_now(w, (int)i))
+		if (o->dead || watched_now(w, (int)i) || now - o->added_ns < w->o.min_age_ns)
 			continue;
-		if (best < 0 || w->objs[i].est.windows < w->objs[best].est.windows)
+		uint64_t n = w->o.min_age_ns ? o->late_windows : o->est.windows;
+		uint64_t bn = !b ? 0 : w->o.min_age_ns ? b->late_windows : b->est.windows;
+		if (!b || n < bn || (n == bn && o->size > b->size))
 			best = (int)i;
 	}
 	if (best >= 0)
@@ -529,7 +558,7 @@ int watch_tick(struct watch *w, uint64_t now)
 	for (int s = 0; s < (int)w->o.slots; s++) {
 		if (w->win[s].obj >= 0)
 			continue;
-		int i = next_object(w);
+		int i = next_object(w, now);
 
 		if (i < 0 || w->tokens < w->o.max_hits)
 			break;
@@ -570,6 +599,11 @@ void watch_get_counts(const struct watch *w, struct watch_counts *out)
 double watch_est_accesses(const struct watch_est *e, uint64_t size, uint64_t lifetime_ns)
 {
 	double granules = (double)((size + WATCH_GRANULE - 1) / WATCH_GRANULE);
+	double life = (double)lifetime_ns / 1e9;
 
-	return e->rate * granules * (double)lifetime_ns / 1e9;
+	if (e->early_span_s <= 0)
+		return e->rate * granules * life;
+	double rest = life > e->early_span_s ? life - e->early_span_s : 0;
+
+	return granules * (e->early_hits + e->rest_rate * rest);
 }

@@ -30,6 +30,8 @@
 #define WATCH_UNDO 4                       /* windows per object kept to be undone when they
                                             * turn out to have closed after its free */
 #define WATCH_Z 1.96                       /* intervals: 95% (normal approximation) */
+#define WATCH_INPROC_LIFE_NS 20000000ull  /* sampler_watch.h's SAMPLER_WATCH_LIFE_NS: the
+                                            * sampler's watch covers an object's first 20 ms */
 #define WATCH_SATURATED 2.0                /* a disarmed watch whose time besides its traps was
                                             * under this many times the traps' is saturated */
 
@@ -38,6 +40,8 @@ struct watch_opts {
 	uint64_t window_ns;       /* 0: WATCH_WINDOW_NS */
 	double traps_per_s;       /* 0: WATCH_CPU_SHARE / the calibrated trap cost */
 	unsigned slots;           /* windows open at once, at most WATCH_SLOTS; 0: WATCH_SLOTS */
+	uint64_t min_age_ns;      /* objects get windows from this age on (the sampler's own
+	                           * watch covers them before: WATCH_INPROC_LIFE_NS); 0: at once */
 };
 
 /* What the windows on one object say. rate is accesses per second per WATCH_GRANULE
@@ -48,6 +52,9 @@ struct watch_est {
 	uint64_t windows, hits, saturated;
 	double watched_s;         /* seconds of watched time, trap time removed */
 	double rate, lo, hi;
+	/* The sampler's watch from the allocation: its traps and the span it covered; the
+	 * rate given to the rest of the life (the recorder's later windows', else its own). */
+	double early_hits, early_span_s, rest_rate;
 };
 
 struct watch_counts {

@@ -298,6 +298,14 @@ int sampled_attach_watch(struct sampled *s)
 	return n;
 }
 
+int sampled_watch_sites(struct sampled *s, const char *path, struct usdt_sites *out, int *prog_fd)
+{
+	if (!s->multi || !s->r->watch || !s->r->watch_inprocess)
+		return -EOPNOTSUPP;
+	*prog_fd = bpf_program__fd(s->skel->progs.on_watch);
+	return usdt_multi_sites(&s->specs, path, "memprofd", "watch", out);
+}
+
 int sampled_add_target(struct sampled *s, uint32_t pid)
 {
 	uint64_t any = 0;

@@ -26,6 +26,12 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid);
  * (none when the watch did not open or r->watch_inprocess is off). sampled_attach_links
  * never attaches it. */
 int sampled_attach_watch(struct sampled *s);
+/* The memprofd:watch sites of the sampler file at path and the program to link them to
+ * (*prog_fd), for multi-uprobe links the caller makes per process (the daemon's selected
+ * processes, daemon/service/watch_links.c). 0, -EOPNOTSUPP (no watch, in-process watches
+ * off, or no multi-uprobe links), -ENOENT (no such probe), -errno. */
+struct usdt_sites;
+int sampled_watch_sites(struct sampled *s, const char *path, struct usdt_sites *out, int *prog_fd);
 /* The same, with the two links (memprofd:alloc, memprofd:free) handed to the caller, who
  * destroys them (usdt_link_destroy) to detach, and without registering path for symbols
  * (the daemon attaches each sampler file once, through a descriptor it holds). */

@@ -177,14 +177,10 @@ static uint64_t seg_offset(const struct segs *sg, uint64_t vaddr, bool exec)
 	return 0;
 }
 
-struct sites {
-	uint64_t off[USDT_SITES_MAX], ref[USDT_SITES_MAX], cookie[USDT_SITES_MAX];
-	size_t n;
-};
 
 /* One note's descriptor: pc, base, semaphore, then provider, name, args (NUL-ended). */
 static int take_note(struct usdt_specs *s, const struct segs *sg, const char *d, size_t len,
-		     const char *provider, const char *name, struct sites *out)
+		     const char *provider, const char *name, struct usdt_sites *out)
 {
 	uint64_t pc, base, sema;
 	const char *prov = d + 24, *nm, *args, *end = d + len;
@@ -237,7 +233,7 @@ static int read_segs(Elf *elf, struct segs *sg)
 }
 
 static int collect_sites(struct usdt_specs *s, Elf *elf, const char *provider,
-			 const char *name, struct sites *out)
+			 const char *name, struct usdt_sites *out)
 {
 	struct segs sg = { 0 };
 	size_t shstrndx, notes = 0;
@@ -289,17 +285,15 @@ static void elf_endp(Elf **e)
 		elf_end(*e);
 }
 
-int usdt_multi_attach(struct usdt_specs *s, int prog_fd, const char *path, int pid,
-		      const char *provider, const char *name)
+int usdt_multi_sites(struct usdt_specs *s, const char *path, const char *provider,
+		     const char *name, struct usdt_sites *st)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_(elf_endp) Elf *elf = NULL;
-	_cleanup_free_ struct sites *st = calloc(1, sizeof(*st));
 	struct stat sb;
 	int err;
 
-	if (!st)
-		return -ENOMEM;
+	st->n = 0;
 	if (s->map_fd < 0)
 		return -EINVAL;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -312,8 +306,19 @@ int usdt_multi_attach(struct usdt_specs *s, int prog_fd, const char *path, int p
 		return -ENOEXEC;
 	if ((err = collect_sites(s, elf, provider, name, st)))
 		return err;
-	if (!st->n)
-		return -ENOENT;
+	return st->n ? 0 : -ENOENT;
+}
+
+int usdt_multi_attach(struct usdt_specs *s, int prog_fd, const char *path, int pid,
+		      const char *provider, const char *name)
+{
+	_cleanup_free_ struct usdt_sites *st = calloc(1, sizeof(*st));
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	if ((err = usdt_multi_sites(s, path, provider, name, st)))
+		return err;
 	return uprobe_multi_link_pid(prog_fd, path, st->off, st->ref, st->cookie, st->n, false, pid);
 }
 

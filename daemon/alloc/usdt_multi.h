@@ -43,6 +43,15 @@ int usdt_parse_args(const char *args, struct usdt_spec *spec);
 /* Uses map_fd (the object's __bpf_usdt_specs, value_size bytes per entry). 0 or -EINVAL. */
 int usdt_specs_init(struct usdt_specs *s, int map_fd, size_t value_size);
 void usdt_specs_free(struct usdt_specs *s);
+/* The provider:name sites of the ELF file path as a multi-uprobe link takes them (file
+ * offsets, semaphore offsets, cookies = spec ids, registered in s): 0, -ENOENT (none),
+ * or -errno. For links made elsewhere (another thread: s is not touched there). */
+struct usdt_sites {
+	uint64_t off[USDT_SITES_MAX], ref[USDT_SITES_MAX], cookie[USDT_SITES_MAX];
+	size_t n;
+};
+int usdt_multi_sites(struct usdt_specs *s, const char *path, const char *provider,
+		     const char *name, struct usdt_sites *out);
 /* Attaches program prog_fd (loaded for multi-uprobe links) at every provider:name site
  * of the ELF file path, semaphores counted; pid > 0 limits it to that process, else
  * every process that maps path, including later ones. Returns the link's fd (close it

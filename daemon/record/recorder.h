@@ -72,8 +72,9 @@ struct recorder {
 	bool no_watch_usdt;              /* set before sampled_open: the sampler's memprofd:watch
 					  * probe cannot be used (its program is not loaded) */
 	bool watch_inprocess;            /* set before access_setup: memprofd:watch (the sampler's
-	                                  * in-process watches) is attached with the watch; record
-	                                  * only (the daemon would turn them on in every process) */
+	                                  * in-process watches) is attached with the watch: by
+	                                  * record per sampler file, by the daemon per selected
+	                                  * process (daemon/service/watch_links.c) */
 	uint64_t watch_hits, watch_est;  /* traps behind the estimates, accesses estimated */
 	uint64_t watch_imputed;          /* unwatched objects given their context's ratio */
 	/* The daemon's view of the process lifecycle (NULL in record mode): called after

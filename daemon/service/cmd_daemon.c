@@ -77,7 +77,10 @@ struct daemon {
 	uint64_t gov_events_alloc, gov_events_access;   /* counters at the previous tick */
 	int gov_watch;                   /* the watch's traps (index, -1 if none): the targets'
 	                                  * CPU in traps counts against the budget too */
-	uint64_t gov_traps;              /* the watch's traps at the previous tick */
+	uint64_t gov_traps;              /* the watch's traps at the previous tick (the
+	                                  * daemon's windows' and the sampler's own) */
+	double inproc_per_link;          /* in-process traps/s per linked process, last tick */
+	uint64_t inproc_seen;            /* the sampler's traps counted at the previous tick */
 	double watch_traps_full;         /* its traps/s at scale 1 */
 	double keep;                     /* sampled records kept (thinning), 1 = all */
 	int64_t gov_changed_ns;          /* CLOCK_REALTIME of the governor's last rate change */
@@ -200,8 +203,10 @@ static void governor_events(struct daemon *d, uint64_t ev[GOV_MAX_SOURCES])
 		struct watch_counts wc;
 
 		watch_get_counts(d->r.watch, &wc);
-		ev[d->gov_watch] = wc.traps - d->gov_traps;
-		d->gov_traps = wc.traps;
+		uint64_t n = wc.traps + wc.inproc_traps;
+
+		ev[d->gov_watch] = n - d->gov_traps;
+		d->gov_traps = n;
 	}
 }
 
@@ -217,9 +222,17 @@ static void governor_apply(struct daemon *d)
 		if (e < 0)
 			log_warn("governor: changing the access sampling rate: %s", strerror(-e));
 	}
-	if (d->gov_watch >= 0)
-		watch_set_budget(d->r.watch, d->watch_traps_full *
-				 governor_scale(&d->gov, (unsigned)d->gov_watch));
+	if (d->gov_watch >= 0) {
+		double allowed = d->watch_traps_full * governor_scale(&d->gov, (unsigned)d->gov_watch);
+
+		watch_set_budget(d->r.watch, allowed);
+		/* The processes whose sampler arms watches: as many as the allowed traps pay
+		 * for at the last tick's rate per process (all at full scale; at least one). */
+		size_t cap = WLINKS_MAX;
+		if (governor_scale(&d->gov, (unsigned)d->gov_watch) < 1 && d->inproc_per_link > 0)
+			cap = allowed / d->inproc_per_link < 1 ? 1 : (size_t)(allowed / d->inproc_per_link);
+		wlinks_set_cap(&d->tg.wl, cap);
+	}
 }
 
 static void governor_job(struct daemon *d, int64_t now)
@@ -227,6 +240,18 @@ static void governor_job(struct daemon *d, int64_t now)
 	uint64_t cpu = cpu_ns() + namer_cpu_ns(&d->namer), ev[GOV_MAX_SOURCES];
 
 	governor_events(d, ev);
+	if (d->gov_watch >= 0) {
+		struct watch_counts wc;
+
+		struct wlinks_stats ws;
+
+		watch_get_counts(d->r.watch, &wc);
+		wlinks_get_stats(&d->tg.wl, &ws);
+		d->inproc_per_link = ws.n && now > d->gov_at ?
+			(double)(wc.inproc_traps - d->inproc_seen) * 1000.0 / (double)(now - d->gov_at) /
+			(double)ws.n : 0;
+		d->inproc_seen = wc.inproc_traps;
+	}
 	/* The targets' time in the watch's traps is this daemon's cost as well. */
 	uint64_t traps_ns = d->gov_watch >= 0 ?
 		(uint64_t)(watch_cpu_of(d->r.watch, (double)ev[d->gov_watch]) * 1e9) : 0;
@@ -242,13 +267,21 @@ static void governor_job(struct daemon *d, int64_t now)
 	targets_prune(&d->tg);
 	governor_store(d, act);
 	uint64_t bare = targets_unsampled_count(&d->tg);
-	char extra[160] = "";
+	char extra[256] = "";
 	if (bare)
 		snprintf(extra, sizeof(extra), ", %llu without the sampler", (unsigned long long)bare);
 	if (d->r.mem_dropped_aggs)
 		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
 			 "; %llu aggregates dropped over memory_limit",
 			 (unsigned long long)d->r.mem_dropped_aggs);
+	struct wlinks_stats ws;
+	wlinks_get_stats(&d->tg.wl, &ws);
+	if (ws.queued)            /* the in-process watches' links and what making them cost */
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+			 "; watch links %zu (%llu queued, %llu made, %.0f us each, %llu failed)", ws.n,
+			 (unsigned long long)ws.queued, (unsigned long long)ws.attached,
+			 ws.attached ? (double)ws.attach_ns / 1e3 / (double)ws.attached : 0.0,
+			 (unsigned long long)ws.failed);
 	notify_status("%zu processes%s, %llu events, %s", d->tg.ntraced, extra,
 		      (unsigned long long)d->r.events, d->gov.last);
 }
@@ -415,6 +448,10 @@ static int open_sources(struct daemon *d)
 		if ((r = exact_open(&d->r)) < 0)
 			return r;
 	}
+	/* The sampler's in-process watches, in the selected processes only (watch_links.h);
+	 * MEMPROFD_WATCH_INPROCESS=0 leaves them off, as for record. */
+	const char *inproc = getenv("MEMPROFD_WATCH_INPROCESS");
+	d->r.watch_inprocess = d->smp && !(inproc && !strcmp(inproc, "0"));
 	/* auto falls back to no access sampling (and says why); a named source must open. */
 	r = access_setup(&d->r, config_access_name(d->cfg.access), d->cfg.access != CFG_ACCESS_AUTO,
 			 d->cfg.access_freq_hz, d->cfg.access_period);

@@ -28,6 +28,7 @@
 #include "daemon/access/access.h"
 #include "daemon/service/exec_hold.h"
 #include "symbolizer/elf_needed.h"
+#include "daemon/service/watch_links.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
 #include "daemon/alloc/usdt_multi.h"
@@ -45,6 +46,7 @@ struct tfile {
 	dev_t dev;
 	ino_t ino;
 	bool probes;                   /* it has probes (attached); false: it has none */
+	bool own;                      /* ... memprofd's own (the sampler: memprofd:watch) */
 	int fd;                        /* with probes: the file, held open (its path for
 	                                * symbols is /proc/self/fd/FD), else -1 */
 	struct usdt_link links[SAMPLED_LINKS];   /* sampled mode: its USDT links */
@@ -207,6 +209,8 @@ static int file_probe_fd_at(struct targets *t, int fd, const char *path, size_t 
 		if (t->files[i].dev == st.st_dev && t->files[i].ino == st.st_ino) {
 			close(fd);
 			*idx = i;
+			if (t->files[i].own && t->own_fd < 0)
+				t->own_fd = t->files[i].fd;
 			return t->files[i].probes;
 		}
 	if (t->nfiles == TARGETS_FILES_MAX) {
@@ -238,8 +242,11 @@ static int file_probe_fd_at(struct targets *t, int fd, const char *path, size_t 
 	if (n < 0)
 		return n;
 	f.probes = n > 0;
+	f.own = t->smp && n == 1;
 	f.fd = n > 0 ? fd : -1;
 	*idx = t->nfiles;
+	if (f.own && t->own_fd < 0)
+		t->own_fd = fd;
 	t->files[t->nfiles++] = f;
 	return f.probes;
 }
@@ -700,6 +707,7 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 		if (n < 0 || known)
 			return;
 	} else {
+		t->own_fd = -1;
 		int n = attach_sampler(t, pid);
 		note_late(t, files_before, why);
 		if (n < 0)
@@ -710,8 +718,10 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 		}
 		pending_remove(t, pid);
 		unsampled_remove(t, pid);
-		if (known)
+		if (known) {
+			wlinks_add(&t->wl, pid, t->own_fd);
 			return;
+		}
 	}
 	unsigned long long ticks;
 	if (map_add(t, (uint32_t)pid, start_ns))
@@ -725,6 +735,8 @@ static void consider(struct targets *t, pid_t pid, uint64_t start_ns, enum why w
 		return;
 	}
 	t->ntraced++;
+	if (t->smp)
+		wlinks_add(&t->wl, pid, t->own_fd);
 }
 
 /* ---- exact mode's hold at exec (bpf/exec_watch.bpf.h) ---- */
@@ -817,6 +829,7 @@ void targets_lifecycle(void *arg, unsigned type, uint32_t tgid, uint64_t start_n
 		if (t->ntraced)
 			t->ntraced--;
 		pending_remove(t, (pid_t)tgid);
+		wlinks_remove(&t->wl, (pid_t)tgid);
 		break;
 	}
 }
@@ -856,6 +869,7 @@ void targets_prune(struct targets *t)
 		if (still(t->unsampled[i].pid, t->unsampled[i].ticks))
 			t->unsampled[w++] = t->unsampled[i];
 	t->nunsampled = w;
+	wlinks_prune(&t->wl);     /* links of processes that ended unseen */
 }
 
 void targets_rescan(struct targets *t)
@@ -914,6 +928,7 @@ int targets_init(struct targets *t, struct recorder *r, struct sampled *smp,
 	}
 	if (smp && sampled_find_library(t->sampler_hint, sizeof(t->sampler_hint)) < 0)
 		t->sampler_hint[0] = '\0';
+	t->own_fd = -1;
 	/* Exact mode: per-process links where the kernel has them (else host-wide uprobes,
 	 * which trap every process mapping the binaries). */
 	t->pid_links = !smp && r->per_target_probes;
@@ -926,13 +941,14 @@ int targets_init(struct targets *t, struct recorder *r, struct sampled *smp,
 			return -EIO;
 		}
 	}
-	return 0;
+	return wlinks_init(&t->wl, smp && r->watch && r->watch_inprocess ? smp : NULL);
 }
 
 void targets_free(struct targets *t)
 {
 	if (t->pid_links)
 		exec_hold_stop(&t->hold);   /* first: it reads files[] fds and links */
+	wlinks_free(&t->wl);
 	for (size_t i = 0; t->files && i < t->nfiles; i++) {
 		for (int k = 0; k < SAMPLED_LINKS; k++)
 			usdt_link_destroy(&t->files[i].links[k]);

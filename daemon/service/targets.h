@@ -16,6 +16,7 @@
 #include "daemon/service/target_links.h"
 #include "daemon/service/exec_hold.h"
 #include "daemon/record/recorder.h"
+#include "daemon/service/watch_links.h"
 
 #define TARGETS_FILES_MAX 4096         /* distinct binaries (inodes) probed or found bare */
 #define TARGETS_SAMPLER_WAIT_MS 2000   /* a new process's time to map the sampler */
@@ -53,6 +54,8 @@ struct targets {
 	struct target_links links;
 	size_t held_files;               /* executables whose execs are held (exec_watch) */
 	struct exec_hold hold;           /* their hold thread and watchdog */
+	int own_fd;                      /* the process looked at: its sampler file's fd, -1 */
+	struct wlinks wl;                /* in-process watch links of the selected processes */
 };
 
 /* smp: the sampled recorder, or NULL for exact mode. 0 or -ENOMEM. */

@@ -6,14 +6,23 @@ allocation sampled: LD_PRELOAD=libmemprofd_sampler.so MEMPROFD_SAMPLE_BYTES=1), 
 decided again at the next). Asserts: >= 198 of them recorded with their executable and comm, >= 99% of
 their blip_site allocations stored, each with the kernel's ppid (this script) and start_ns
 and exit_ns on the epoch clock, and query status's per-run `missed` counters present
-(whatever was still missed is counted, not invisible). Skips (77) where BPF cannot work."""
+(whatever was still missed is counted, not invisible). With --access soft (issue 15) the
+daemon also links each blip's memprofd:watch (in-process watches, watch_links.c): the
+same counts must hold; the blips still running when the daemon looks at them are queued
+for their links (most end before the daemon's worker thread makes it): some must be
+queued, one made (for a last blip of 500 ms) and none refused (its status line);
+its CPU time and link creation time are logged (MEMPROFD_WATCH_INPROCESS=0 in the
+environment: the same run without the links, to compare). Skips (77) where BPF cannot
+work (and, with --access soft, where the breakpoint PMU is missing)."""
 import argparse
 import json
 import os
 import signal
 import subprocess
+import re
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -25,11 +34,33 @@ MIN_PROCS, MIN_SHARE = 198, 0.99
 MIN_WRAPPED = 0.95   # of the wrapped ones: a few ms of each may fall between decisions
 
 
-def config(db, blip):
+def config(db, blip, access):
     return ("[store]\ndb = %s\nflush_interval = 200ms\nretention = 1d\ncompact = off\n"
-            "[sampling]\nalloc = sampled\naccess = off\n[governor]\ninterval = 1s\n"
+            "[sampling]\nalloc = sampled\naccess = %s\naccess_freq = 10\n[governor]\ninterval = 1s\n"
             "cpu_budget = 6400%%\n[targets]\nrescan_interval = 60s\n"
-            "[target blip]\nexe = %s\n" % (db, blip))
+            "[target blip]\nexe = %s\n" % (db, access, blip))
+
+
+def keep_status(notify, last):
+    """Reads the daemon's messages in a thread (an unread socket blocks it), keeping the
+    last STATUS= line in last[0]."""
+    def loop():
+        notify.sock.settimeout(None)
+        while True:
+            try:
+                m = notify.sock.recv(4096).decode()
+            except OSError:
+                return
+            for line in m.split("\n"):
+                if line.startswith("STATUS="):
+                    last[0] = line
+    threading.Thread(target=loop, daemon=True).start()
+
+
+def cpu_s(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        v = f.read().rsplit(")", 1)[1].split()
+    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def query(memprofd, db, what):
@@ -45,13 +76,17 @@ def main():
     ap.add_argument("--memprofd", required=True)
     ap.add_argument("--blip", required=True)
     ap.add_argument("--sampler", required=True)
+    ap.add_argument("--access", default="off", choices=("off", "soft"))
     a = ap.parse_args()
     blip, sampler = os.path.realpath(a.blip), os.path.realpath(a.sampler)
     t.require_bpf()
+    watching = a.access == "soft" and os.environ.get("MEMPROFD_WATCH_INPROCESS") != "0"
+    if watching and not os.path.exists("/sys/bus/event_source/devices/breakpoint/type"):
+        t.skip("no breakpoint PMU (/sys/bus/event_source/devices/breakpoint)")
     d = tempfile.mkdtemp(prefix="check_daemon_blips.")
     db, conf = d + "/m.db", d + "/m.conf"
     with open(conf, "w") as f:
-        f.write(config(db, blip))
+        f.write(config(db, blip, a.access))
     notify = Notify(d + "/notify.sock")
     env = dict(os.environ, NOTIFY_SOCKET=d + "/notify.sock")
     dmn = subprocess.Popen([a.memprofd, "daemon", "--config", conf], env=env,
@@ -59,7 +94,9 @@ def main():
     fails = []
     try:
         notify.ready(dmn, 30)
-        notify.drain()
+        status = [None]
+        keep_status(notify, status)
+        c0 = cpu_s(dmn.pid)
         pre = dict(os.environ, LD_PRELOAD=sampler, MEMPROFD_SAMPLE_BYTES="1")
         pids, t0, e0 = set(), time.monotonic(), time.time_ns()
         for _ in range(PROCS // BATCH):
@@ -79,7 +116,19 @@ def main():
             for p in batch:
                 p.wait()
                 wrapped.add(p.pid)
+        if watching:   # one that lives long enough for its link (not counted below)
+            subprocess.run([blip, "--count", "1", "--ms", "500"], env=pre, timeout=30)
         time.sleep(1.0)                                # a few flushes
+        c1 = cpu_s(dmn.pid)
+        t.log("daemon CPU over the blips: %.2f s; %s" % (c1 - c0, status[0]))
+        # A blip still running when the daemon looks at it is queued for its link; most
+        # end before the worker thread reaches them (then they cost a poll).
+        links = re.search(r"watch links \d+ \((\d+) queued, (\d+) made, [\d.]+ us each, "
+                          r"(\d+) failed", status[0] or "")
+        if watching and (not links or int(links.group(1)) < 1 or
+                         int(links.group(2)) < 1 or int(links.group(3))):
+            fails.append("the daemon queued no blip's memprofd:watch link, made none, "
+                         "or the kernel refused some: %r" % status[0])
         dmn.send_signal(signal.SIGTERM)
         err = dmn.communicate(timeout=30)[1]
         if dmn.returncode != 0:

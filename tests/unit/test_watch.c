@@ -129,8 +129,57 @@ static void test_hot_and_cold(void **state)
 	free((void *)warm);
 }
 
+/* An object busy while it is built (the sampler's watch from its allocation: 16 traps in
+ * 20 ms) and left alone for the rest of a 10 s life (the recorder's later windows: no
+ * trap): its accesses are the early traps plus the later windows' rate (0) over the
+ * rest, not the early rate over the whole life (a built-then-cold table, lua's largest
+ * context, was called hot by that); an object younger than min_age_ns gets no window
+ * (the sampler's own watch covers it). */
+static void test_early_and_late(void **state)
+{
+	(void)state;
+	struct watch *w;
+	struct watch_opts o = { .window_ns = 5000000, .traps_per_s = 4000, .min_age_ns = 50000000 };
+	int r = watch_open(&w, &o);
+
+	if (r == -ENOENT || r == -EOPNOTSUPP || r == -EACCES || r == -ENODEV)
+		skip();
+	assert_int_equal(r, 0);
+	uint64_t *built = calloc(512, sizeof(uint64_t)), *young = calloc(512, sizeof(uint64_t));
+	uint32_t me = (uint32_t)getpid();
+	uint64_t granules = 512, t0 = mono();
+
+	assert_non_null(built);
+	assert_non_null(young);
+	assert_int_equal(watch_add(w, me, 1, (uint64_t)(uintptr_t)built, 512 * 8), 0);
+	assert_int_equal(watch_report(w, me, 1, (uint64_t)(uintptr_t)built, 16, 20000000, 16,
+				      false, false), 0);
+	while (mono() - t0 < 300000000ull) {
+		if (mono() - t0 > 280000000ull && !young[0]) {
+			young[0] = 1;
+			assert_int_equal(watch_add(w, me, 1, (uint64_t)(uintptr_t)young, 512 * 8), 0);
+		}
+		assert_true(watch_tick(w, mono()) >= 0);
+		usleep(TICK_US);
+	}
+	struct watch_est e;
+
+	assert_false(watch_take(w, me, 1, (uint64_t)(uintptr_t)young, &e));
+	assert_true(watch_take(w, me, 1, (uint64_t)(uintptr_t)built, &e));
+	double a = watch_est_accesses(&e, 512 * 8, 10000000000ull);
+
+	print_message("built then idle: %lu windows, %lu hits; %.1f accesses per granule over "
+		      "10 s (16 seen while built)\n", e.windows, e.hits, a / (double)granules);
+	assert_true(e.windows >= 3 && e.hits == 16);
+	assert_true(a / (double)granules >= 16 && a / (double)granules < 20);
+	watch_close(w);
+	free(built);
+	free(young);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = { cmocka_unit_test(test_hot_and_cold) };
+	const struct CMUnitTest tests[] = { cmocka_unit_test(test_hot_and_cold),
+					    cmocka_unit_test(test_early_and_late) };
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

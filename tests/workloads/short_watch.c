@@ -6,7 +6,13 @@
  * --stray-traps N sends the thread, spread over the run, N SIGTRAPs shaped as the kernel's
  * debug traps once the sampler's guard is installed (TRAP_HWBKPT, and TRAP_BRKPT as a #DB with no cause in DR6 gives), the
  * traps that killed targets of the in-process watches; --user-trap ends with a tgkill'd
- * SIGTRAP, which must still kill (the sampler's guard swallows only debug traps). */
+ * SIGTRAP, which must still kill (the sampler's guard swallows only debug traps). It
+ * prints its rounds, the strays sent, and the watches the preloaded sampler armed in it
+ * (memprofd_sampler_get_stats, found with dlsym; -1 without the sampler). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +21,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "../../sampler/sampler.h"
 
 #define WORDS 512                      /* 4 KiB per object */
 
@@ -106,7 +113,14 @@ int main(int argc, char **argv)
 	}
 	if (user_trap)
 		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGTRAP);
-	printf("{\"rounds\": %llu, \"stray_traps\": %llu}\n", (unsigned long long)rounds,
-	       (unsigned long long)sent);
+	void (*stats)(struct memprofd_sampler_stats *) =
+		(void (*)(struct memprofd_sampler_stats *))dlsym(RTLD_DEFAULT, "memprofd_sampler_get_stats");
+	struct memprofd_sampler_stats st = { 0 };
+
+	if (stats)
+		stats(&st);
+	printf("{\"rounds\": %llu, \"stray_traps\": %llu, \"watches_armed\": %lld}\n",
+	       (unsigned long long)rounds, (unsigned long long)sent,
+	       stats ? (long long)st.watch_armed : -1LL);
 	return sum == 42 ? 2 : 0;
 }
