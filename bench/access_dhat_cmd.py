@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """access_dhat_cmd: memprofd's per-context access estimates for any program against
 valgrind DHAT. The program's work must grow linearly with one argument: memprofd records
-`CMD... BIG` (`record --alloc exact --access soft --freq FREQ`), DHAT runs `CMD... SMALL`,
-and DHAT's counts are scaled by BIG / SMALL. Contexts are matched by the names of their
+`CMD... BIG` (`record --alloc exact --access soft --freq FREQ`), DHAT runs `CMD... SMALL`
+and `CMD... 2*SMALL`, and each context's DHAT count is extrapolated to BIG from the two
+(fixed + per-unit work; --dhat-cache keeps both outputs for the next run). Contexts are matched by the names of their
 first --depth functions (allocator frames left out on both sides; contexts of one key
 merged). Over the DHAT contexts holding --share of DHAT's accesses (bytes read + written
 / 8), it prints: Spearman rank correlation of est_accesses with DHAT's, and of access
@@ -91,10 +92,12 @@ def dhat_class(density, life_s):
     return "notcold"
 
 
-def dhat_contexts(cmd, small, depth, tmp):
-    out = os.path.join(tmp, "dhat.json")
-    subprocess.run(["valgrind", "--tool=dhat", "--dhat-out-file=" + out, *cmd, small],
-                   check=True, capture_output=True, cwd=tmp)
+def dhat_contexts(cmd, small, depth, tmp, cache=None):
+    """cache: DHAT's JSON of an earlier run of the same command (written when absent)."""
+    out = cache or os.path.join(tmp, "dhat.json")
+    if not (cache and os.path.exists(cache)):
+        subprocess.run(["valgrind", "--tool=dhat", "--dhat-out-file=" + os.path.abspath(out),
+                        *cmd, small], check=True, capture_output=True, cwd=tmp)
     d = json.load(open(out))
     got = {}
     for p in d["pps"]:
@@ -141,6 +144,7 @@ def main():
     ap.add_argument("--share", type=float, default=0.9)
     ap.add_argument("--arg-template", default="{}")
     ap.add_argument("--build-leveldb", metavar="WORKDIR")
+    ap.add_argument("--dhat-cache", metavar="JSON", help="reuse (or keep) DHAT's output")
     ap.add_argument("cmd", nargs="*")
     a = ap.parse_args()
     if a.build_leveldb:
@@ -148,26 +152,33 @@ def main():
         print(watch_real.build_leveldb(a.build_leveldb))
         return
     tmp = tempfile.mkdtemp(prefix="access_dhat_cmd.")
-    dh = dhat_contexts(a.cmd, a.arg_template.format(a.small), a.depth, tmp)
-    mp, log = memprofd_contexts(a.memprofd, a.cmd, a.arg_template.format(a.big), a.freq,
+    dh = dhat_contexts(a.cmd, a.arg_template.format(a.small), a.depth, tmp, a.dhat_cache)
+    # A second DHAT run at twice the size: each context's accesses are fitted as fixed +
+    # per-unit work (a lexer's buffers are filled once, whatever the size), then
+    # extrapolated to --big; linear scaling would put start-up work among the hot.
+    dh2 = dhat_contexts(a.cmd, a.arg_template.format(2 * a.small), a.depth, tmp,
+                        a.dhat_cache and a.dhat_cache + ".2x")
+    for k, d in dh.items():
+        per = (dh2.get(k, {"acc": 0})["acc"] - d["acc"]) / a.small
+        d["big"] = max(d["acc"] + per * (a.big - a.small), 0.0)
+    mp, log = memprofd_contexts(os.path.abspath(a.memprofd), a.cmd, a.arg_template.format(a.big), a.freq,
                                 a.depth, tmp)
-    scale = a.big / a.small
-    total = sum(g["acc"] for g in dh.values()) or 1
-    keys = sorted(dh, key=lambda k: -dh[k]["acc"])
+    total = sum(g["big"] for g in dh.values()) or 1
+    keys = sorted(dh, key=lambda k: -dh[k]["big"])
     sel, acc = [], 0.0
     for k in keys:
         if acc >= a.share * total:
             break
         sel.append(k)
-        acc += dh[k]["acc"]
+        acc += dh[k]["big"]
     est, tru, dm, dt, ratios, reached, sel_bytes, agree = [], [], [], [], [], 0, 0, 0
-    print("| context (first %d functions) | DHAT accesses (scaled) | est_accesses | samples |"
-          % a.depth)
-    print("| --- | ---: | ---: | ---: |")
+    print("| context (first %d functions) | DHAT accesses (fitted) | est_accesses | samples | "
+          "density DHAT | density memprofd |" % a.depth)
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for k in sel:
         d, m = dh[k], mp.get(k, {"est": 0, "samples": 0, "bytes": 0, "count": 0, "life_ms": 0,
                                  "cls": {}})
-        t = d["acc"] * scale
+        t = d["big"]
         est.append(m["est"])
         tru.append(t)
         sel_bytes += d["bytes"]
@@ -182,7 +193,8 @@ def main():
         truth = dhat_class(d["acc"] / max(d["bytes"], 1) / max(life_m, 0.001), life_m)
         if m["bytes"]:
             agree += d["bytes"] * m["cls"].get(truth, 0) / m["bytes"]
-        print("| %s | %.3g | %.3g | %d |" % (" <- ".join(k), t, m["est"], m["samples"]))
+        print("| %s | %.3g | %.3g | %d | %.3g | %.3g |" % (" <- ".join(k), t, m["est"], m["samples"],
+                                                       dt[-1], dm[-1]))
     gm = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
     print("\n%d DHAT contexts hold %.0f%% of its accesses; matched with samples: %d" %
           (len(sel), 100 * acc / total, len(ratios)))

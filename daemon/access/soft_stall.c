@@ -50,14 +50,13 @@ static double median(const struct slot *s, unsigned n, uint64_t after_read)
 	return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2.0;
 }
 
-double soft_stall_note(struct soft_stall *st, uint64_t block, unsigned pos, unsigned ninsns,
-		       uint64_t after_read)
+/* Counts a sample at pos of block; the block's slot, or NULL when out of range. */
+static struct slot *note(struct soft_stall *st, uint64_t block, unsigned pos, unsigned ninsns)
 {
 	struct slot *s;
-	double f;
 
 	if (!st || !block || ninsns < 2 || ninsns > SOFT_STALL_INSNS || pos >= ninsns)
-		return 1.0;
+		return NULL;
 	s = &st->v[block & (SOFT_STALL_BLOCKS - 1)];
 	if (s->block != block) {
 		memset(s, 0, sizeof(*s));
@@ -70,8 +69,56 @@ double soft_stall_note(struct soft_stall *st, uint64_t block, unsigned pos, unsi
 	}
 	s->cnt[pos]++;
 	s->total++;
-	if (s->total < SOFT_STALL_MIN_SAMPLES || s->total < SOFT_STALL_MIN_PER_INSN * ninsns)
-		return 1.0;
-	f = ninsns * median(s, ninsns, after_read) / s->total;
+	return s;
+}
+
+static double clamp(double f)
+{
 	return f < SOFT_STALL_MIN_FACTOR ? SOFT_STALL_MIN_FACTOR : f > 1.0 ? 1.0 : f;
+}
+
+/* The median rule, or -1 while the block has too few samples for it. */
+static double median_factor(const struct slot *s, unsigned ninsns, uint64_t after_read)
+{
+	if (s->total < SOFT_STALL_MIN_SAMPLES || s->total < SOFT_STALL_MIN_PER_INSN * ninsns)
+		return -1;
+	return clamp(ninsns * median(s, ninsns, after_read) / s->total);
+}
+
+double soft_stall_excess(const uint16_t *cnt, unsigned ninsns, uint64_t after_read)
+{
+	unsigned k = 0;
+	double total = 0, after = 0;
+
+	for (unsigned i = 0; i < ninsns; i++) {
+		total += cnt[i];
+		if (i < 64 && (after_read >> i & 1)) {
+			after += cnt[i];
+			k++;
+		}
+	}
+	if (!k || k == ninsns)
+		return 1.0;
+	double other = total - after + SOFT_STALL_PRIOR * (ninsns - k);
+	return clamp((double)ninsns / (ninsns - k) * other / (total + SOFT_STALL_PRIOR * ninsns));
+}
+
+double soft_stall_note(struct soft_stall *st, uint64_t block, unsigned pos, unsigned ninsns,
+		       uint64_t after_read)
+{
+	struct slot *s = note(st, block, pos, ninsns);
+	double f = s ? median_factor(s, ninsns, after_read) : -1;
+
+	return f < 0 ? 1.0 : f;
+}
+
+double soft_stall_factor(struct soft_stall *st, uint64_t block, unsigned pos, unsigned ninsns,
+			 uint64_t after_read, bool dep_load)
+{
+	struct slot *s = note(st, block, pos, ninsns);
+	double f = s && dep_load ? median_factor(s, ninsns, after_read) : -1;
+
+	if (f >= 0)
+		return f;
+	return s ? soft_stall_excess(s->cnt, ninsns, after_read) : 1.0;
 }

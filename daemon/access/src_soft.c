@@ -400,10 +400,11 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 	if (m && m->path[0] == '/' && window_access(s, p, m, ip, &ctx, &wres)) {
 		if (wres.ip_rep)
 			return deliver_rep(s, e, &wres, w);
-		/* Only where a load waits on a load: elsewhere samples also pile up on the
-		 * first instruction of a group retired together, which is no stall. */
-		double f = wres.dep_load ? soft_stall_note(s->stall, wres.block, wres.pos,
-							    wres.ninsns, wres.after_read) : 1.0;
+		/* The median rule only where a load waits on a load: elsewhere samples also
+		 * pile up on the first instruction of a group retired together, which is no
+		 * stall; the excess rule counts only piles after reads (soft_stall.h). */
+		double f = soft_stall_factor(s->stall, wres.block, wres.pos, wres.ninsns,
+					     wres.after_read, wres.dep_load);
 		return deliver_window(s, e, &wres, (uint64_t)((double)w * f + 0.5));
 	}
 	if (m && m->path[0] == '/') {
