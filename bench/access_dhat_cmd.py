@@ -117,6 +117,11 @@ def memprofd_contexts(memprofd, cmd, big, freq, depth, tmp):
                        text=True, cwd=tmp)
     if p.returncode != 0:
         raise RuntimeError("record: " + p.stderr)
+    print("db: " + db)
+    return memprofd_read(memprofd, db, depth), p.stderr.strip().splitlines()
+
+
+def memprofd_read(memprofd, db, depth):
     ctxs = json.loads(subprocess.run([memprofd, "query", "contexts", "--db", db, "--format",
                                       "json", "--limit", "0"], check=True, capture_output=True,
                                      text=True).stdout)
@@ -131,7 +136,7 @@ def memprofd_contexts(memprofd, cmd, big, freq, depth, tmp):
         g["bytes"] += c["total_size"]
         g["count"] += c["alloc_count"]
         g["life_ms"] += c["total_lifetime_ms"]
-    return got, p.stderr.strip().splitlines()
+    return got
 
 
 def main():
@@ -144,6 +149,7 @@ def main():
     ap.add_argument("--share", type=float, default=0.9)
     ap.add_argument("--arg-template", default="{}")
     ap.add_argument("--build-leveldb", metavar="WORKDIR")
+    ap.add_argument("--reuse-db", metavar="DB", help="read an earlier recording, record nothing")
     ap.add_argument("--dhat-cache", metavar="JSON", help="reuse (or keep) DHAT's output")
     ap.add_argument("cmd", nargs="*")
     a = ap.parse_args()
@@ -158,11 +164,18 @@ def main():
     # extrapolated to --big; linear scaling would put start-up work among the hot.
     dh2 = dhat_contexts(a.cmd, a.arg_template.format(2 * a.small), a.depth, tmp,
                         a.dhat_cache and a.dhat_cache + ".2x")
+    # Bytes, blocks and lifetimes too: a cache sized once holds the same bytes at every
+    # size while its accesses grow, so its density at --big is not the small run's.
     for k, d in dh.items():
-        per = (dh2.get(k, {"acc": 0})["acc"] - d["acc"]) / a.small
-        d["big"] = max(d["acc"] + per * (a.big - a.small), 0.0)
-    mp, log = memprofd_contexts(os.path.abspath(a.memprofd), a.cmd, a.arg_template.format(a.big), a.freq,
-                                a.depth, tmp)
+        d2 = dh2.get(k, {f: 0 for f in d})
+        d["big"], d["bytes"], d["blocks"], d["life"] = (
+            max(d[f] + (d2[f] - d[f]) / a.small * (a.big - a.small), 0.0)
+            for f in ("acc", "bytes", "blocks", "life"))
+    if a.reuse_db:
+        mp, log = memprofd_read(os.path.abspath(a.memprofd), a.reuse_db, a.depth), []
+    else:
+        mp, log = memprofd_contexts(os.path.abspath(a.memprofd), a.cmd,
+                                    a.arg_template.format(a.big), a.freq, a.depth, tmp)
     total = sum(g["big"] for g in dh.values()) or 1
     keys = sorted(dh, key=lambda k: -dh[k]["big"])
     sel, acc = [], 0.0
@@ -187,10 +200,10 @@ def main():
         if m["est"] and t:
             ratios.append(m["est"] / t)
         life_d = d["life"] / max(d["blocks"], 1)
-        dt.append(d["acc"] / max(d["bytes"], 1) / max(life_d, 1))
+        dt.append(t / max(d["bytes"], 1) / max(life_d, 1))
         life_m = m["life_ms"] / max(m["count"], 1) / 1000.0
         dm.append(m["est"] / max(m["bytes"], 1) / max(life_m, 0.001) if m["count"] else 0)
-        truth = dhat_class(d["acc"] / max(d["bytes"], 1) / max(life_m, 0.001), life_m)
+        truth = dhat_class(t / max(d["bytes"], 1) / max(life_m, 0.001), life_m)
         if m["bytes"]:
             agree += d["bytes"] * m["cls"].get(truth, 0) / m["bytes"]
         print("| %s | %.3g | %.3g | %d | %.3g | %.3g |" % (" <- ".join(k), t, m["est"], m["samples"],
@@ -205,7 +218,9 @@ def main():
              100 * reached / max(sel_bytes, 1)))
     print("class agreement with DHAT's: %.0f%% of those contexts' bytes"
           % (100 * agree / max(sel_bytes, 1)))
-    print("memprofd: " + (log[-2] if len(log) > 1 else ""))
+    for line in log:
+        if any(w in line for w in ("access: soft", "recorded", "without frames", "DWARF CFI")):
+            print(line)
 
 
 if __name__ == "__main__":
