@@ -52,6 +52,8 @@ struct src_soft {
 	double scale;                /* of every event's configured rate (src_soft_set_scale) */
 	double ipns;                 /* instructions per ns of CPU a timer sample stands for */
 	double rep_bpns;             /* rep movsb bytes per ns (0: unmeasured, ipns used) */
+	double mpi_sum;              /* window samples' memory operands per instruction, summed */
+	uint64_t mpi_n;              /* ... over this many */
 	struct insn_decoder *dec;
 	struct soft_stall *stall;    /* per-block sample shares (NULL: weights as configured) */
 	struct hmap procs;           /* hash(tgid) -> struct sproc * */
@@ -360,6 +362,8 @@ static int deliver_window(struct src_soft *s, const struct soft_event *e,
 		s->st.no_access++;
 		return 0;
 	}
+	s->mpi_sum += (double)wres->nmem / wres->ninsns;
+	s->mpi_n++;
 	wa = (uint64_t)((double)w * wres->nmem / wres->ninsns / wres->n + 0.5);
 	s->st.from_window++;
 	for (unsigned i = 0; i < wres->n; i++)
@@ -442,8 +446,12 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 		s->st.no_access++;
 		return 0;
 	}
+	double mpi = (s->mpi_sum + SOFT_MEM_PER_INSN * SOFT_MEM_PER_INSN_WEIGHT) /
+		     ((double)s->mpi_n + SOFT_MEM_PER_INSN_WEIGHT);
+	uint64_t wa = (uint64_t)((double)w * mpi / res.n + 0.5);
 	for (unsigned i = 0; i < res.n; i++)
-		deliver(s, e, res.acc[i].addr, res.acc[i].size, res.acc[i].rw, res.acc[i].flags, w);
+		deliver(s, e, res.acc[i].addr, res.acc[i].size, res.acc[i].rw, res.acc[i].flags,
+			wa ? wa : 1);
 	return (int)res.n;
 }
 
