@@ -17,6 +17,7 @@
 #include "daemon/access/src_soft.h"
 #include "daemon/access/soft_calib.h"
 #include "daemon/access/soft_stall.h"
+#include "symbolizer/cfi_func.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
 #include "symbolizer/insn_window.h"
@@ -38,6 +39,7 @@ struct sproc {
 struct symslot {
 	char bid[BID_HEX];
 	struct elfsym *es;
+	struct cfi_func *cfi;      /* FDE starts, for code no symbol covers (NULL: none) */
 };
 
 struct src_soft {
@@ -201,28 +203,50 @@ static bool bid_eq(const void *val, const void *key)
 	return !strcmp(((const struct symslot *)val)->bid, key);
 }
 
-/* Function symbols of a binary, opened once per build-id (NULL if it has none). */
-static struct elfsym *sym_for(struct src_soft *s, struct sproc *p, const struct map_entry *m,
-			      const char *bid)
+/* Function symbols and FDE starts of a binary, opened once per build-id (NULL: ENOMEM). */
+static struct symslot *slot_for(struct src_soft *s, struct sproc *p, const struct map_entry *m,
+				const char *bid)
 {
 	uint64_t h = hash_bytes(bid, strlen(bid), 0) | 1;
 	struct symslot *ss = hmap_find(&s->syms, h, bid_eq, bid);
 	char path[128];
 
 	if (ss)
-		return ss->es;
+		return ss;
 	if (!(ss = calloc(1, sizeof(*ss))))
 		return NULL;
 	snprintf(ss->bid, sizeof(ss->bid), "%s", bid);
 	map_files_path(path, sizeof(path), p->tgid, m);
 	if (elfsym_open(&ss->es, path) < 0 && elfsym_open(&ss->es, m->path) < 0)
 		ss->es = NULL;
+	if (cfi_func_open(&ss->cfi, path) < 0 && cfi_func_open(&ss->cfi, m->path) < 0)
+		ss->cfi = NULL;
 	if (hmap_insert(&s->syms, h, ss)) {
 		elfsym_close(ss->es);
+		cfi_func_close(ss->cfi);
 		free(ss);
 		return NULL;
 	}
-	return ss->es;
+	return ss;
+}
+
+/* How far off is from the start of its function: the symbol's, else the FDE's (stripped
+ * code with CFI: libc's string functions); false when neither is known. */
+static bool func_delta(struct src_soft *s, struct sproc *p, const struct map_entry *m,
+		       const char *bid, uint64_t off, uint64_t *delta)
+{
+	struct symslot *ss = slot_for(s, p, m, bid);
+	uint64_t start;
+
+	if (!ss)
+		return false;
+	if (ss->es && elfsym_lookup_offset(ss->es, off, delta))
+		return true;
+	if (cfi_func_start(ss->cfi, off, &start) < 0)
+		return false;
+	*delta = off - start;
+	s->st.cfi_starts++;
+	return true;
 }
 
 /* The instruction that retired just before ip (timer skid), decoded from its function's
@@ -233,14 +257,12 @@ static bool prev_access(struct src_soft *s, struct sproc *p, const struct map_en
 	uint64_t off = map_entry_file_offset(m, ip), delta = 0;
 	const char *bid = map_bid(p, m);
 	const struct insn_decoded *dec;
-	struct elfsym *es;
 
 	if (!*bid)
 		return false;
 	dec = insn_lookup_prev(s->dec, bid, off);
 	if (!dec) {
-		es = sym_for(s, p, m, bid);
-		if (!es || !elfsym_lookup_offset(es, off, &delta) || delta == 0 ||
+		if (!func_delta(s, p, m, bid, off, &delta) || delta == 0 ||
 		    delta > SOFT_PREV_MAX_BYTES || delta > off) {
 			s->st.prev_unknown++;
 			return false;
@@ -267,14 +289,12 @@ static bool window_access(struct src_soft *s, struct sproc *p, const struct map_
 	uint64_t off = map_entry_file_offset(m, ip), delta = 0;
 	const char *bid = map_bid(p, m);
 	const struct insn_window *win;
-	struct elfsym *es;
 
 	if (!*bid)
 		return false;
 	win = insn_win_lookup(s->dec, bid, off);
 	if (!win) {
-		es = sym_for(s, p, m, bid);
-		if (!es || !elfsym_lookup_offset(es, off, &delta) || delta > INSN_WIN_SCAN_MAX ||
+		if (!func_delta(s, p, m, bid, off, &delta) || delta > INSN_WIN_SCAN_MAX ||
 		    delta > off)
 			return false;
 		size_t want = delta + INSN_WIN_FWD_BYTES;
@@ -753,6 +773,7 @@ void src_soft_close(struct src_soft *s)
 	hmap_foreach(&s->syms, i) {
 		struct symslot *ss = s->syms.vals[i];
 		elfsym_close(ss->es);
+		cfi_func_close(ss->cfi);
 		free(ss);
 	}
 	hmap_free(&s->syms);

@@ -48,6 +48,7 @@ struct src_soft_stats {
 	uint64_t from_ip;                 /* samples whose IP instruction accessed memory */
 	uint64_t from_prev;               /* ... whose predecessor did instead (skid, insn.h) */
 	uint64_t prev_unknown;            /* predecessor not decodable: no function symbol */
+	uint64_t cfi_starts;              /* functions found by their FDE, not a symbol (decodes) */
 	uint64_t no_access;               /* samples with no access from either */
 	uint64_t code_from_file, code_from_bpf, code_unavailable;
 	uint64_t no_mapping;              /* IP in no mapping of the process */
