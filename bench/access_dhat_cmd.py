@@ -62,7 +62,7 @@ def short_name(n):
     inlined frame, memprofd 'leveldb::Arena::AllocateNewBlock'): no parameters, no
     clone suffix, last scope component only; 'operator new[](unsigned long)' ->
     'operator new[]'."""
-    n = n.split(" [clone")[0]
+    n = n.split(" [clone")[0].replace("(anonymous namespace)::", "")
     if n.startswith("operator"):
         return n.split("(")[0]
     return n.split("(")[0].rsplit("::", 1)[-1]
