@@ -4,6 +4,7 @@
  * aggregates, and is what the store's SQL GROUP BY reproduces (store/query.c).
  * mib_hist_merge() is MemInfoBlock::Merge()'s AccessHistogram rule, order-free by nature,
  * used for both (and by the store's SQL aggregate mib_hist_merge()). */
+#include <math.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,9 @@ static void combine_counts(struct mib *a, const struct mib *b)
 	a->live_at_exit_lifetime_ns += b->live_at_exit_lifetime_ns;
 	a->watch_hits += b->watch_hits;
 	a->watch_ns += b->watch_ns;
+	/* Independent errors (different objects' blocks) in quadrature. */
+	a->access_est_err = (uint64_t)(hypot((double)a->access_est_err,
+					     (double)b->access_est_err) + 0.5);
 	/* Extremes over both sides, or none when either side's objects are not all known. */
 	a->has_density = a->has_density && b->has_density;
 	a->min_access_density = MIN(a->min_access_density, b->min_access_density);

@@ -312,17 +312,23 @@ static bool window_access(struct src_soft *s, struct sproc *p, const struct map_
 	return res->ninsns > 0;
 }
 
-static void deliver(struct src_soft *s, const struct soft_event *e, uint64_t addr, uint32_t size,
-		    uint8_t rw, uint8_t flags, uint64_t weight)
+static void deliver_err(struct src_soft *s, const struct soft_event *e, uint64_t addr,
+			uint32_t size, uint8_t rw, uint8_t flags, uint64_t weight, uint64_t err)
 {
 	struct access_sample a = {
 		.tgid = e->tgid, .tid = e->tid, .cpu = e->cpu, .start_ns = e->start_ns,
 		.time_ns = e->time_ns, .addr = addr, .size = size, .rw = rw, .flags = flags,
-		.weight = weight, .sp = e->regs[offsetof(struct insn_regs, rsp) / 8],
+		.weight = weight, .weight_err = err, .sp = e->regs[offsetof(struct insn_regs, rsp) / 8],
 		.fs_base = (e->flags & SOFT_F_FSBASE) ? e->fs_base : 0,
 	};
 	s->st.accesses++;
 	s->cb(s->arg, &a);
+}
+
+static void deliver(struct src_soft *s, const struct soft_event *e, uint64_t addr, uint32_t size,
+		    uint8_t rw, uint8_t flags, uint64_t weight)
+{
+	deliver_err(s, e, addr, size, rw, flags, weight, 0);
 }
 
 /* A PMU source: the hardware gave the address (loads: the events sample loads). The
@@ -374,9 +380,9 @@ static int deliver_rep(struct src_soft *s, const struct soft_event *e,
  * accesses; they are spread over the accesses recovered (those whose registers were
  * overwritten are assumed to go where the recovered ones go). */
 static int deliver_window(struct src_soft *s, const struct soft_event *e,
-			  const struct insn_win_result *wres, uint64_t w)
+			  const struct insn_win_result *wres, uint64_t w, double rel_err)
 {
-	uint64_t wa;
+	uint64_t wa, err;
 
 	if (!wres->n) {
 		s->st.no_access++;
@@ -385,10 +391,11 @@ static int deliver_window(struct src_soft *s, const struct soft_event *e,
 	s->mpi_sum += (double)wres->nmem / wres->ninsns;
 	s->mpi_n++;
 	wa = (uint64_t)((double)w * wres->nmem / wres->ninsns / wres->n + 0.5);
+	err = (uint64_t)((double)wa * rel_err + 0.5);
 	s->st.from_window++;
 	for (unsigned i = 0; i < wres->n; i++)
-		deliver(s, e, wres->acc[i].addr, wres->acc[i].size, wres->acc[i].rw,
-			wres->acc[i].flags, wa ? wa : 1);
+		deliver_err(s, e, wres->acc[i].addr, wres->acc[i].size, wres->acc[i].rw,
+			    wres->acc[i].flags, wa ? wa : 1, err);
 	return (int)wres->n;
 }
 
@@ -427,9 +434,9 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 		/* The median rule only where a load waits on a load: elsewhere samples also
 		 * pile up on the first instruction of a group retired together, which is no
 		 * stall; the excess rule counts only piles after reads (soft_stall.h). */
-		double f = soft_stall_factor(s->stall, wres.block, wres.pos, wres.ninsns,
-					     wres.after_read, wres.dep_load);
-		return deliver_window(s, e, &wres, (uint64_t)((double)w * f + 0.5));
+		double rel_err = 0, f = soft_stall_factor(s->stall, wres.block, wres.pos, wres.ninsns,
+							  wres.after_read, wres.dep_load, &rel_err);
+		return deliver_window(s, e, &wres, (uint64_t)((double)w * f + 0.5), rel_err);
 	}
 	if (m && m->path[0] == '/') {
 		uint64_t off = map_entry_file_offset(m, ip);
