@@ -134,7 +134,8 @@ double soft_stall_note(struct soft_stall *st, uint64_t block, unsigned pos, unsi
 }
 
 double soft_stall_factor(struct soft_stall *st, uint64_t block, unsigned pos, unsigned ninsns,
-			 uint64_t after_read, bool dep_load, double *rel_err)
+			 uint64_t after_read, uint64_t after_unstrided, bool dep_load,
+			 double *rel_err)
 {
 	struct slot *s = note(st, block, pos, ninsns);
 	double f = s && dep_load ? median_factor(s, ninsns, after_read, rel_err) : -1;
@@ -142,7 +143,8 @@ double soft_stall_factor(struct soft_stall *st, uint64_t block, unsigned pos, un
 	if (f < 0) {
 		if (rel_err)
 			*rel_err = 0;
-		f = s ? soft_stall_excess(s->cnt, ninsns, after_read, rel_err) : 1.0;
+		bool walk = ninsns < 64 ? after_unstrided & ((1ull << ninsns) - 1) : after_unstrided;
+		f = s && walk ? soft_stall_excess(s->cnt, ninsns, after_read, rel_err) : 1.0;
 	}
 	if (rel_err && s)
 		*rel_err *= sqrt((double)s->total);   /* one sample's share of the block's */

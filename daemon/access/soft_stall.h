@@ -41,11 +41,15 @@ double soft_stall_note(struct soft_stall *st, uint64_t block, unsigned pos, unsi
 double soft_stall_excess(const uint16_t *cnt, unsigned ninsns, uint64_t after_read,
 			 double *rel_err);
 /* The soft source's factor: the median rule in a block with a dependent load once it has
- * the samples for it, the excess rule otherwise (and 1 out of range). rel_err (may be
+ * the samples for it, the excess rule otherwise where a read of the block is no array
+ * walked in order (after_unstrided, insn_window.h: an L1-resident loop's samples pile up
+ * after its load from retirement skew alone; short_copies' read loop fell to 0.15x of
+ * its exact count), and 1 out of range or without such a read. rel_err (may be
  * NULL): the factor's relative standard error from the samples its reference rests on
  * (1 / sqrt(the reference instructions' samples), the excess rule's prior included; 0
  * where no rule applies: a block seen 4 times is a guess, one seen 400 times is not),
  * times sqrt(the block's samples so far): the block's samples share one factor, so the
  * squares of weight x rel_err summed over them give the square of the block's error. */
 double soft_stall_factor(struct soft_stall *st, uint64_t block, unsigned pos, unsigned ninsns,
-			 uint64_t after_read, bool dep_load, double *rel_err);
+			 uint64_t after_read, uint64_t after_unstrided, bool dep_load,
+			 double *rel_err);

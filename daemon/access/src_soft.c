@@ -435,7 +435,8 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 		 * pile up on the first instruction of a group retired together, which is no
 		 * stall; the excess rule counts only piles after reads (soft_stall.h). */
 		double rel_err = 0, f = soft_stall_factor(s->stall, wres.block, wres.pos, wres.ninsns,
-							  wres.after_read, wres.dep_load, &rel_err);
+							  wres.after_read, wres.after_unstrided,
+							  wres.dep_load, &rel_err);
 		return deliver_window(s, e, &wres, (uint64_t)((double)w * f + 0.5), rel_err);
 	}
 	if (m && m->path[0] == '/') {

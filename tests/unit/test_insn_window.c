@@ -132,6 +132,11 @@ static void test_after_read(void **state)
 	assert_int_equal(r.ninsns, 6);
 	assert_true(r.dep_load);
 	assert_int_equal(r.after_read, 1u << 1 | 1u << 2);
+	assert_int_equal(r.after_unstrided, 1u << 1 | 1u << 2);   /* r15, rdi: no stride */
+	/* an array walked by a stepped index: after its reads, but not unstrided ones */
+	eval(d, w_loop, w_loop_ip, 0x10, &r);
+	assert_int_equal(r.after_read, 1u << 1 | 1u << 2);
+	assert_int_equal(r.after_unstrided, 0);
 	insn_decoder_close(d);
 }
 
