@@ -49,7 +49,7 @@ static void libc_string_function_has_a_start(void **state)
 	char path[256] = "", line[512];
 	unsigned long lo, hi, off;
 	FILE *f = fopen("/proc/self/maps", "r");
-	uintptr_t ip = (uintptr_t)memcmp;   /* the PLT-resolved IFUNC target is not this; */
+	uintptr_t ip = (uintptr_t)memcmp;   /* libc's IFUNC dispatcher (no .dynsym size) */
 	struct cfi_func *c;
 	uint64_t start, foff = 0;
 
