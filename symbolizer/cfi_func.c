@@ -71,8 +71,9 @@ static int parse_hdr(struct cfi_func *c, const uint8_t *hdr, size_t n, uint64_t 
 	return 0;
 }
 
-/* The executable segments and the PT_GNU_EH_FRAME table of elf (fd, fsize bytes). */
-static int read_tables(struct cfi_func *c, Elf *elf, int fd, uint64_t fsize)
+/* The executable segments and the PT_GNU_EH_FRAME table of elf, an image of fsize bytes
+ * in mem, or (mem NULL) in the file fd. */
+static int read_tables(struct cfi_func *c, Elf *elf, int fd, const uint8_t *mem, uint64_t fsize)
 {
 	size_t nph;
 	GElf_Phdr eh = { 0 };
@@ -98,7 +99,9 @@ static int read_tables(struct cfi_func *c, Elf *elf, int fd, uint64_t fsize)
 	_cleanup_free_ uint8_t *hdr = malloc(eh.p_filesz);
 	if (!hdr)
 		return -ENOMEM;
-	if (pread(fd, hdr, eh.p_filesz, (off_t)eh.p_offset) != (ssize_t)eh.p_filesz)
+	if (mem)
+		memcpy(hdr, mem + eh.p_offset, eh.p_filesz);
+	else if (pread(fd, hdr, eh.p_filesz, (off_t)eh.p_offset) != (ssize_t)eh.p_filesz)
 		return -EIO;
 	return parse_hdr(c, hdr, eh.p_filesz, eh.p_vaddr);
 }
@@ -124,7 +127,28 @@ int cfi_func_open(struct cfi_func **out, const char *path)
 	struct cfi_func *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	if ((r = read_tables(c, elf, fd, (uint64_t)st.st_size)) < 0) {
+	if ((r = read_tables(c, elf, fd, NULL, (uint64_t)st.st_size)) < 0) {
+		cfi_func_close(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+int cfi_func_open_mem(struct cfi_func **out, const void *buf, size_t len)
+{
+	_cleanup_elf_ Elf *elf = NULL;
+	int r;
+
+	*out = NULL;
+	if (!buf || !len || elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	if (!(elf = elf_memory((char *)buf, len)))
+		return -EINVAL;
+	struct cfi_func *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	if ((r = read_tables(c, elf, -1, buf, len)) < 0) {
 		cfi_func_close(c);
 		return r;
 	}

@@ -15,6 +15,8 @@ struct cfi_func;
 /* Reads path's PT_GNU_EH_FRAME table: 0, -ENOENT (none), -ENOTSUP (an encoding other than
  * the linkers' datarel sdata4 table), or another -errno. */
 int cfi_func_open(struct cfi_func **out, const char *path);
+/* Same on an in-memory image (the fuzzer's). */
+int cfi_func_open_mem(struct cfi_func **out, const void *buf, size_t len);
 void cfi_func_close(struct cfi_func *c);
 /* The file offset where the FDE covering file offset off starts (<= off, in the same
  * executable segment): 0, or -ENOENT when no FDE starts at or before it there. */

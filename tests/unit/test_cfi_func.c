@@ -73,6 +73,38 @@ static void libc_string_function_has_a_start(void **state)
 	cfi_func_close(c);
 }
 
+/* The same image from memory gives the same starts; every truncation of it is refused or
+ * answers within the image (the table's bounds are checked against the file's size). */
+static void image_in_memory_and_truncated(void **state)
+{
+	struct cfi_func *c, *f;
+	struct elfsym *es;
+	uint64_t fn, a, b;
+	FILE *fp = fopen("/proc/self/exe", "rb");
+	static uint8_t img[16 << 20];
+	size_t n;
+
+	assert_non_null(fp);
+	n = fread(img, 1, sizeof(img), fp);
+	fclose(fp);
+	assert_true(n > 0 && n < sizeof(img));
+	assert_int_equal(elfsym_open(&es, "/proc/self/exe"), 0);
+	assert_int_equal(elfsym_func_offset(es, "cfi_probe", &fn), 0);
+	assert_int_equal(cfi_func_open(&f, "/proc/self/exe"), 0);
+	assert_int_equal(cfi_func_open_mem(&c, img, n), 0);
+	assert_int_equal(cfi_func_start(c, fn + 3, &a), 0);
+	assert_int_equal(cfi_func_start(f, fn + 3, &b), 0);
+	assert_int_equal(a, b);
+	cfi_func_close(c);
+	for (size_t cut = 0; cut < n; cut += n / 97 + 1)
+		if (cfi_func_open_mem(&c, img, cut) == 0) {
+			cfi_func_start(c, fn + 3, &a);
+			cfi_func_close(c);
+		}
+	cfi_func_close(f);
+	elfsym_close(es);
+}
+
 static void refuses_what_is_not_a_table(void **state)
 {
 	struct cfi_func *c = (void *)1;
@@ -95,6 +127,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(start_matches_the_symbol),
 		cmocka_unit_test(libc_string_function_has_a_start),
+		cmocka_unit_test(image_in_memory_and_truncated),
 		cmocka_unit_test(refuses_what_is_not_a_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
