@@ -159,11 +159,14 @@ static void dataflow(struct insn_window *win, const struct winsn *v, unsigned nb
 	}
 }
 
-/* A heap-like read: not the stack, not the binary's own data (RIP-relative). */
+/* A heap-like read: not the stack (rsp-based, or a frame slot: rbp minus a constant, a
+ * spilled variable's reload at -O1, always in L1), not the binary's own data
+ * (RIP-relative). */
 static bool chase_read(const struct dmem *m)
 {
 	return (m->rw & INSN_READ) && !(m->flags & (INSN_F_STACK | INSN_F_RIP)) &&
-	       m->base != SLOT(rsp);
+	       m->base != SLOT(rsp) &&
+	       !(m->base == SLOT(rbp) && m->index == R_NONE && m->disp < 0);
 }
 
 /* Whether a read of the window takes its address from what a read of the window loaded
