@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """access_dhat_cmd: memprofd's per-context access estimates for any program against
 valgrind DHAT. The program's work must grow linearly with one argument: memprofd records
-`CMD... BIG` (`record --alloc exact --access soft --freq FREQ`), DHAT runs `CMD... SMALL`,
-and DHAT's counts are scaled by BIG / SMALL. Contexts are matched by the names of their
+`CMD... BIG` (`record --alloc exact --access soft --freq FREQ`), DHAT runs `CMD... SMALL`
+and `CMD... 2*SMALL`, and each context's DHAT count is extrapolated to BIG from the two
+(fixed + per-unit work; --dhat-cache keeps both outputs for the next run). Contexts are matched by the names of their
 first --depth functions (allocator frames left out on both sides; contexts of one key
 merged). Over the DHAT contexts holding --share of DHAT's accesses (bytes read + written
 / 8), it prints: Spearman rank correlation of est_accesses with DHAT's, and of access
@@ -61,7 +62,7 @@ def short_name(n):
     inlined frame, memprofd 'leveldb::Arena::AllocateNewBlock'): no parameters, no
     clone suffix, last scope component only; 'operator new[](unsigned long)' ->
     'operator new[]'."""
-    n = n.split(" [clone")[0]
+    n = n.split(" [clone")[0].replace("(anonymous namespace)::", "")
     if n.startswith("operator"):
         return n.split("(")[0]
     return n.split("(")[0].rsplit("::", 1)[-1]
@@ -91,10 +92,12 @@ def dhat_class(density, life_s):
     return "notcold"
 
 
-def dhat_contexts(cmd, small, depth, tmp):
-    out = os.path.join(tmp, "dhat.json")
-    subprocess.run(["valgrind", "--tool=dhat", "--dhat-out-file=" + out, *cmd, small],
-                   check=True, capture_output=True, cwd=tmp)
+def dhat_contexts(cmd, small, depth, tmp, cache=None):
+    """cache: DHAT's JSON of an earlier run of the same command (written when absent)."""
+    out = cache or os.path.join(tmp, "dhat.json")
+    if not (cache and os.path.exists(cache)):
+        subprocess.run(["valgrind", "--tool=dhat", "--dhat-out-file=" + os.path.abspath(out),
+                        *cmd, small], check=True, capture_output=True, cwd=tmp)
     d = json.load(open(out))
     got = {}
     for p in d["pps"]:
@@ -114,6 +117,11 @@ def memprofd_contexts(memprofd, cmd, big, freq, depth, tmp):
                        text=True, cwd=tmp)
     if p.returncode != 0:
         raise RuntimeError("record: " + p.stderr)
+    print("db: " + db)
+    return memprofd_read(memprofd, db, depth), p.stderr.strip().splitlines()
+
+
+def memprofd_read(memprofd, db, depth):
     ctxs = json.loads(subprocess.run([memprofd, "query", "contexts", "--db", db, "--format",
                                       "json", "--limit", "0"], check=True, capture_output=True,
                                      text=True).stdout)
@@ -128,7 +136,7 @@ def memprofd_contexts(memprofd, cmd, big, freq, depth, tmp):
         g["bytes"] += c["total_size"]
         g["count"] += c["alloc_count"]
         g["life_ms"] += c["total_lifetime_ms"]
-    return got, p.stderr.strip().splitlines()
+    return got
 
 
 def main():
@@ -141,6 +149,8 @@ def main():
     ap.add_argument("--share", type=float, default=0.9)
     ap.add_argument("--arg-template", default="{}")
     ap.add_argument("--build-leveldb", metavar="WORKDIR")
+    ap.add_argument("--reuse-db", metavar="DB", help="read an earlier recording, record nothing")
+    ap.add_argument("--dhat-cache", metavar="JSON", help="reuse (or keep) DHAT's output")
     ap.add_argument("cmd", nargs="*")
     a = ap.parse_args()
     if a.build_leveldb:
@@ -148,26 +158,40 @@ def main():
         print(watch_real.build_leveldb(a.build_leveldb))
         return
     tmp = tempfile.mkdtemp(prefix="access_dhat_cmd.")
-    dh = dhat_contexts(a.cmd, a.arg_template.format(a.small), a.depth, tmp)
-    mp, log = memprofd_contexts(a.memprofd, a.cmd, a.arg_template.format(a.big), a.freq,
-                                a.depth, tmp)
-    scale = a.big / a.small
-    total = sum(g["acc"] for g in dh.values()) or 1
-    keys = sorted(dh, key=lambda k: -dh[k]["acc"])
+    dh = dhat_contexts(a.cmd, a.arg_template.format(a.small), a.depth, tmp, a.dhat_cache)
+    # A second DHAT run at twice the size: each context's accesses are fitted as fixed +
+    # per-unit work (a lexer's buffers are filled once, whatever the size), then
+    # extrapolated to --big; linear scaling would put start-up work among the hot.
+    dh2 = dhat_contexts(a.cmd, a.arg_template.format(2 * a.small), a.depth, tmp,
+                        a.dhat_cache and a.dhat_cache + ".2x")
+    # Bytes, blocks and lifetimes too: a cache sized once holds the same bytes at every
+    # size while its accesses grow, so its density at --big is not the small run's.
+    for k, d in dh.items():
+        d2 = dh2.get(k, {f: 0 for f in d})
+        d["big"], d["bytes"], d["blocks"], d["life"] = (
+            max(d[f] + (d2[f] - d[f]) / a.small * (a.big - a.small), 0.0)
+            for f in ("acc", "bytes", "blocks", "life"))
+    if a.reuse_db:
+        mp, log = memprofd_read(os.path.abspath(a.memprofd), a.reuse_db, a.depth), []
+    else:
+        mp, log = memprofd_contexts(os.path.abspath(a.memprofd), a.cmd,
+                                    a.arg_template.format(a.big), a.freq, a.depth, tmp)
+    total = sum(g["big"] for g in dh.values()) or 1
+    keys = sorted(dh, key=lambda k: -dh[k]["big"])
     sel, acc = [], 0.0
     for k in keys:
         if acc >= a.share * total:
             break
         sel.append(k)
-        acc += dh[k]["acc"]
+        acc += dh[k]["big"]
     est, tru, dm, dt, ratios, reached, sel_bytes, agree = [], [], [], [], [], 0, 0, 0
-    print("| context (first %d functions) | DHAT accesses (scaled) | est_accesses | samples |"
-          % a.depth)
-    print("| --- | ---: | ---: | ---: |")
+    print("| context (first %d functions) | DHAT accesses (fitted) | est_accesses | samples | "
+          "density DHAT | density memprofd |" % a.depth)
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for k in sel:
         d, m = dh[k], mp.get(k, {"est": 0, "samples": 0, "bytes": 0, "count": 0, "life_ms": 0,
                                  "cls": {}})
-        t = d["acc"] * scale
+        t = d["big"]
         est.append(m["est"])
         tru.append(t)
         sel_bytes += d["bytes"]
@@ -176,13 +200,14 @@ def main():
         if m["est"] and t:
             ratios.append(m["est"] / t)
         life_d = d["life"] / max(d["blocks"], 1)
-        dt.append(d["acc"] / max(d["bytes"], 1) / max(life_d, 1))
+        dt.append(t / max(d["bytes"], 1) / max(life_d, 1))
         life_m = m["life_ms"] / max(m["count"], 1) / 1000.0
         dm.append(m["est"] / max(m["bytes"], 1) / max(life_m, 0.001) if m["count"] else 0)
-        truth = dhat_class(d["acc"] / max(d["bytes"], 1) / max(life_m, 0.001), life_m)
+        truth = dhat_class(t / max(d["bytes"], 1) / max(life_m, 0.001), life_m)
         if m["bytes"]:
             agree += d["bytes"] * m["cls"].get(truth, 0) / m["bytes"]
-        print("| %s | %.3g | %.3g | %d |" % (" <- ".join(k), t, m["est"], m["samples"]))
+        print("| %s | %.3g | %.3g | %d | %.3g | %.3g |" % (" <- ".join(k), t, m["est"], m["samples"],
+                                                       dt[-1], dm[-1]))
     gm = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
     print("\n%d DHAT contexts hold %.0f%% of its accesses; matched with samples: %d" %
           (len(sel), 100 * acc / total, len(ratios)))
@@ -193,7 +218,9 @@ def main():
              100 * reached / max(sel_bytes, 1)))
     print("class agreement with DHAT's: %.0f%% of those contexts' bytes"
           % (100 * agree / max(sel_bytes, 1)))
-    print("memprofd: " + (log[-2] if len(log) > 1 else ""))
+    for line in log:
+        if any(w in line for w in ("access: soft", "recorded", "without frames", "DWARF CFI")):
+            print(line)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@
  * its resident ring stays small. The BPF side reads the size from the ring itself. */
 #define ALLOC_RECORD_RINGBUF_BYTES (64 << 20)
 #define ALLOC_EXEC_NAME 256
+#define ALLOC_USTACK_MIN 1024      /* the shortest copy of a filling ring: the innermost
+                                    * frames, a truncated context rather than none */
 #define ALLOC_USTACK_MAX 24576     /* user stack bytes copied for DWARF unwinding: sqlite3's
                                     * shell needs more than 16 KiB to reach main; a per-CPU
                                     * map value (the record's scratch) is at most 32 KiB */
@@ -64,6 +66,7 @@ enum alloc_counter {
 	CNT_NESTED,         /* allocator calls made from inside another allocator call */
 	CNT_USTACKS,        /* stacks copied for user-space (DWARF) unwinding */
 	CNT_EXEC_LOST,      /* execs not marked for the daemon's decision (ring or targets full) */
+	CNT_USTACK_SHORT,   /* stack copies shortened because the ring was filling (issue 17) */
 	CNT_MAX,
 };
 

@@ -166,6 +166,8 @@ static __always_inline u64 ustack_key(void)
 
 #define USTACK_PAGES (ALLOC_USTACK_DEEP_MAX / 4096 + 1)   /* page-wise copies after a failed one */
 #define USTACK_RING_RESERVE (2 << 20)   /* ring bytes kept for small records (~30k frees) */
+#define USTACK_SHRINK_FILL 2            /* past 1/this of the copies' room in use, copies
+                                         * shrink linearly to ALLOC_USTACK_MIN at full */
 #define USTACK_DEEP_SHARE 16            /* a copy past ALLOC_USTACK_MAX takes at most this
                                          * fraction of the ring's room above the reserve */
 #define USTACK_DEEP_FILL 4              /* and only while the ring is under 1/this full (the
@@ -204,6 +206,18 @@ __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 		count(CNT_DROP_STACK);
 		return 0;
 	}
+	/* A reader falling behind (a busy machine, a process allocating from deep stacks)
+	 * would otherwise see every copy dropped once the ring is full: shorter ones keep the
+	 * innermost frames and cost it less to unwind, so the ring drains. */
+	u64 used = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA), calm = room / USTACK_SHRINK_FILL;
+	if (used > room)
+		used = room;
+	bool shrink = used > calm;
+	if (shrink) {
+		cap = ALLOC_USTACK_MAX * (room - used) / (room - calm);
+		if (cap < ALLOC_USTACK_MIN)
+			cap = ALLOC_USTACK_MIN;
+	}
 	room -= bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
 	stack_hi = q->stack_hi;
 	tgid = q->tgid;
@@ -236,8 +250,11 @@ __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 			cap = ALLOC_USTACK_MAX;
 	}
 	len = stack_hi > sp ? stack_hi - sp : cap;
-	if (len > cap)
+	if (len > cap) {
 		len = cap;
+		if (shrink)
+			count(CNT_USTACK_SHORT);
+	}
 	len &= ALLOC_USTACK_DEEP_MAX * 2 - 1;   /* a bound the verifier can see */
 	if (len > ALLOC_USTACK_DEEP_MAX)
 		len = ALLOC_USTACK_DEEP_MAX;

@@ -95,6 +95,19 @@ void estimate_mib(const struct mib *m, struct estimate *count, struct estimate *
 		    m->access_samples + 1);
 	if (!m->access_samples && !m->total_access_count)
 		*accesses = (struct estimate){ .kind = ESTIMATE_SAMPLED, .hi_known = false };
+	else if (m->access_est_err && accesses->kind == ESTIMATE_SAMPLED)
+		estimate_widen(accesses, (double)m->access_est_err);
+}
+
+void estimate_widen(struct estimate *e, double err)
+{
+	double z = ESTIMATE_Z * err, v = (double)e->value;
+	double lo = v - (double)e->lo, hi = (double)e->hi - v;
+
+	lo = v - sqrt(lo * lo + z * z);
+	hi = v + sqrt(hi * hi + z * z);
+	e->lo = lo > 0 ? (uint64_t)lo : 0;
+	e->hi = (uint64_t)(hi + 0.5);
 }
 
 bool estimate_weak(const struct estimate *count, const struct estimate *accesses)

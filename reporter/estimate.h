@@ -27,9 +27,14 @@ struct estimate {
 void estimate_poisson(uint64_t n, double *lo, double *hi);
 /* value resting on samples; exact when every object was seen (samples >= objects). */
 void estimate_of(struct estimate *e, uint64_t value, uint64_t samples, uint64_t objects);
-/* A context's alloc_count, total_size and est_accesses with their evidence. */
+/* A context's alloc_count, total_size and est_accesses with their evidence; the accesses'
+ * interval is widened by the stall factor's error (mib.access_est_err, a standard error
+ * in accesses) in quadrature with the Poisson half-widths: value -/+ sqrt(half^2 +
+ * (z x err)^2), z the normal quantile of ESTIMATE_CONFIDENCE, lo at least 0. */
 void estimate_mib(const struct mib *m, struct estimate *count, struct estimate *bytes,
 		  struct estimate *accesses);
+/* Widens e's interval by a standard error err of its value (see estimate_mib). */
+void estimate_widen(struct estimate *e, double err);
 /* Whether one of a context's estimates rests on fewer than ESTIMATE_FEW_SAMPLES samples. */
 bool estimate_weak(const struct estimate *count, const struct estimate *accesses);
 /* The interval's half-width relative to the value, in percent ("±12%" in tables); < 0

@@ -371,6 +371,10 @@ static const char ctx_rows_v12_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(M
 static const char ctx_rows_v13_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
 	STORE__MIB_V9_FIELDS(MIB_COL) STORE__MIB_V12_FIELDS(MIB_COL) STORE__MIB_V13_FIELDS(MIB_COL)
 	" FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
+/* The same with the schema >= 16 fields. */
+static const char ctx_rows_v16_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
+	STORE__MIB_V9_FIELDS(MIB_COL) STORE__MIB_V12_FIELDS(MIB_COL) STORE__MIB_V13_FIELDS(MIB_COL)
+	STORE__MIB_V16_FIELDS(MIB_COL) " FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
 /* The context's AccessHistogram over the same rows (schema >= 6). */
 static const char ctx_hist_sql[] =
 	"SELECT mib_hist_merge(m.access_hist) FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
@@ -409,8 +413,9 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 {
 	struct store_ctx_row row = { .context_id = ctx };
 	bool v9 = store_schema_version(s) >= 9, v12 = store_schema_version(s) >= 12;
-	bool v13 = store_schema_version(s) >= 13;
-	sqlite3_stmt *st = store__stmt(s, v13 ? ctx_rows_v13_sql : v12 ? ctx_rows_v12_sql :
+	bool v13 = store_schema_version(s) >= 13, v16 = store_schema_version(s) >= 16;
+	sqlite3_stmt *st = store__stmt(s, v16 ? ctx_rows_v16_sql : v13 ? ctx_rows_v13_sql :
+					  v12 ? ctx_rows_v12_sql :
 					  v9 ? ctx_rows_v9_sql : ctx_rows_sql);
 	int rc;
 
@@ -445,6 +450,9 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 #define READ_COL(f, agg) m.f = col_u64(st, col++);
 			if (v13) {
 				STORE__MIB_V13_FIELDS(READ_COL)
+			}
+			if (v16) {
+				STORE__MIB_V16_FIELDS(READ_COL)
 			}
 #undef READ_COL
 			mib_combine(&row.mib, &m);

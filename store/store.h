@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 15
+#define STORE_SCHEMA_VERSION 16
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -330,6 +330,9 @@ const char *store__migration_sql(int from);
 	X(min_lifetime_access_density, MIN) X(max_lifetime_access_density, MAX)
 /* The struct mib watch evidence of schema >= 13 (issue 15), SUM, 0 in older rows. */
 #define STORE__MIB_V13_FIELDS(X) X(watch_hits, SUM) X(watch_ns, SUM)
+/* The struct mib estimate error of schema >= 16 (issue 17), 0 in older rows; combined in
+ * quadrature by mib_combine, summed (an upper bound) where SQL aggregates it. */
+#define STORE__MIB_V16_FIELDS(X) X(access_est_err, SUM)
 
 /* ---- data-access sampling (schema >= 4) ----
  * Per run, absolute values: the recorder keeps running totals and rewrites them at every

@@ -24,7 +24,7 @@ struct insn_window {
 	bool used, ok;             /* ok: the IP was an instruction boundary */
 	uint8_t n, ninsns, nmem, lost, pos;
 	bool dep_load, ip_rep;
-	uint64_t block, after_read;
+	uint64_t block, after_read, after_unstrided;
 	struct wacc a[INSN_WIN_ACC_MAX];
 };
 
@@ -159,11 +159,14 @@ static void dataflow(struct insn_window *win, const struct winsn *v, unsigned nb
 	}
 }
 
-/* A heap-like read: not the stack, not the binary's own data (RIP-relative). */
+/* A heap-like read: not the stack (rsp-based, or a frame slot: rbp minus a constant, a
+ * spilled variable's reload at -O1, always in L1), not the binary's own data
+ * (RIP-relative). */
 static bool chase_read(const struct dmem *m)
 {
 	return (m->rw & INSN_READ) && !(m->flags & (INSN_F_STACK | INSN_F_RIP)) &&
-	       m->base != SLOT(rsp);
+	       m->base != SLOT(rsp) &&
+	       !(m->base == SLOT(rbp) && m->index == R_NONE && m->disp < 0);
 }
 
 /* Whether a read of the window takes its address from what a read of the window loaded
@@ -193,15 +196,27 @@ static bool dependent_load(const struct winsn *v, unsigned n)
 	return false;
 }
 
-/* Bit i: instruction i of the run follows a heap-like read (bits past 63 dropped). */
-static uint64_t after_reads(const struct winsn *v, unsigned n)
+/* Bit i: instruction i of the run follows a heap-like read (bits past 63 dropped); with
+ * unstrided, only reads whose base and index registers no instruction of the run moves by
+ * a constant (add $8, inc, lea 8(%r),%r: an array walked in order). */
+static uint64_t after_reads(const struct winsn *v, unsigned n, bool unstrided)
 {
 	uint64_t mask = 0;
+	uint32_t stepped = 0;
 
+	for (unsigned i = 0; i < n; i++)
+		if (v[i].ef.dslot && v[i].ef.dslot < NSLOTS && v[i].ef.dval)
+			stepped |= 1u << v[i].ef.dslot;
 	for (unsigned i = 1; i < n && i < 64; i++)
-		for (unsigned k = 0; k < v[i - 1].d.n; k++)
-			if (chase_read(&v[i - 1].d.m[k]))
-				mask |= 1ull << i;
+		for (unsigned k = 0; k < v[i - 1].d.n; k++) {
+			const struct dmem *m = &v[i - 1].d.m[k];
+			if (!chase_read(m))
+				continue;
+			if (unstrided && ((m->base < NSLOTS && (stepped >> m->base & 1)) ||
+					  (m->index < NSLOTS && (stepped >> m->index & 1))))
+				continue;
+			mask |= 1ull << i;
+		}
 	return mask;
 }
 
@@ -319,7 +334,8 @@ const struct insn_window *insn_win_decode(struct insn_decoder *d, const uint8_t 
 	win->ninsns = (uint8_t)(nb + nf ? nb + nf : 1);
 	win->pos = (uint8_t)nb;
 	win->dep_load = dependent_load(v, nb + nf);
-	win->after_read = after_reads(v, nb + nf);
+	win->after_read = after_reads(v, nb + nf, false);
+	win->after_unstrided = after_reads(v, nb + nf, true);
 	for (unsigned k = 0; nf && k < v[nb].d.n; k++)
 		win->ip_rep |= (v[nb].d.m[k].flags & INSN_F_REP) != 0;
 	win->block = insn__mix(bh ^ win->ninsns, off - (ip - start)) | 1;
@@ -337,6 +353,7 @@ unsigned insn_win_eval(struct insn_decoder *d, const struct insn_window *w, uint
 	res->pos = w->pos;
 	res->dep_load = w->dep_load;
 	res->after_read = w->after_read;
+	res->after_unstrided = w->after_unstrided;
 	res->ip_rep = w->ip_rep;
 	if (!w->ok)
 		return 0;

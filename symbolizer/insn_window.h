@@ -39,6 +39,10 @@ struct insn_win_result {
 	uint64_t after_read;           /* bit i: the run's instruction i follows a heap-like
 	                                * read, where a timer sample lands while that read
 	                                * misses (the IP is the next to retire) */
+	uint64_t after_unstrided;      /* the bits of after_read whose read's address registers
+	                                * the run does not step by a constant: a walk's next
+	                                * node, not an array's next element (whose samples pile
+	                                * after it from retirement skew, not from misses) */
 	bool ip_rep;                   /* the IP is a rep string instruction: the sample's time
 	                                * went to its iterations */
 	struct insn_access acc[INSN_WIN_ACC_MAX];

@@ -13,6 +13,8 @@ struct access_sample {
 	uint8_t rw;               /* 1 read, 2 write, 3 both */
 	uint8_t flags;            /* INSN_F_* of symbolizer/insn.h (TLS, STACK, ...) */
 	uint64_t weight;          /* estimated accesses this sample stands for */
+	uint64_t weight_err;      /* its share of its block's stall-factor error, in accesses
+	                           * (soft_stall.h: summed in quadrature); 0: none modeled */
 	uint64_t sp;              /* user stack pointer at the sample, 0 unknown */
 	uint64_t fs_base;         /* 0 unknown */
 };

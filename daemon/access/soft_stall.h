@@ -7,6 +7,7 @@
  * factor is ninsns x share, in [SOFT_STALL_MIN_FACTOR, 1] (uniform samples: 1). Cost:
  * one direct-mapped slot per block, a 48-entry median per sample. */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 
 #define SOFT_STALL_BLOCKS 2048        /* blocks tracked (direct-mapped, power of two) */
@@ -16,6 +17,8 @@
 #define SOFT_STALL_MIN_FACTOR (1.0 / 64)
 #define SOFT_STALL_MIN_REF 1          /* instructions outside after_read for them to be the
                                        * one-cycle reference */
+#define SOFT_STALL_PRIOR 1.0           /* pseudo-samples per instruction of the excess
+                                       * rule: a block seen a few times keeps ~its weight */
 #define SOFT_STALL_AGE_AT 30000       /* a block's counts are halved at this many samples */
 
 struct soft_stall;
@@ -29,3 +32,24 @@ void soft_stall_close(struct soft_stall *st);
  * (node, then the key it points to) reads as stalled, not as half its instructions. */
 double soft_stall_note(struct soft_stall *st, uint64_t block, unsigned pos, unsigned ninsns,
 		       uint64_t after_read);
+/* The excess rule, for any block with reads: samples on instructions after a heap-like
+ * read beyond their share of the block are time spent waiting on that read, so the block's
+ * passes are what the other instructions' mean count says: the factor is ninsns / (ninsns -
+ * k) x (their samples + prior) / (all samples + prior), k the instructions after reads (1
+ * when there is none, or no other). Unlike the median it does not need many samples per
+ * instruction, and it is blind to piles on group heads that follow no read. */
+double soft_stall_excess(const uint16_t *cnt, unsigned ninsns, uint64_t after_read,
+			 double *rel_err);
+/* The soft source's factor: the median rule in a block with a dependent load once it has
+ * the samples for it, the excess rule otherwise where a read of the block is no array
+ * walked in order (after_unstrided, insn_window.h: an L1-resident loop's samples pile up
+ * after its load from retirement skew alone; short_copies' read loop fell to 0.15x of
+ * its exact count), and 1 out of range or without such a read. rel_err (may be
+ * NULL): the factor's relative standard error from the samples its reference rests on
+ * (1 / sqrt(the reference instructions' samples), the excess rule's prior included; 0
+ * where no rule applies: a block seen 4 times is a guess, one seen 400 times is not),
+ * times sqrt(the block's samples so far): the block's samples share one factor, so the
+ * squares of weight x rel_err summed over them give the square of the block's error. */
+double soft_stall_factor(struct soft_stall *st, uint64_t block, unsigned pos, unsigned ninsns,
+			 uint64_t after_read, uint64_t after_unstrided, bool dep_load,
+			 double *rel_err);

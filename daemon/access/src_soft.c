@@ -17,6 +17,7 @@
 #include "daemon/access/src_soft.h"
 #include "daemon/access/soft_calib.h"
 #include "daemon/access/soft_stall.h"
+#include "symbolizer/cfi_func.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/maps.h"
 #include "symbolizer/insn_window.h"
@@ -38,6 +39,7 @@ struct sproc {
 struct symslot {
 	char bid[BID_HEX];
 	struct elfsym *es;
+	struct cfi_func *cfi;      /* FDE starts, for code no symbol covers (NULL: none) */
 };
 
 struct src_soft {
@@ -52,6 +54,8 @@ struct src_soft {
 	double scale;                /* of every event's configured rate (src_soft_set_scale) */
 	double ipns;                 /* instructions per ns of CPU a timer sample stands for */
 	double rep_bpns;             /* rep movsb bytes per ns (0: unmeasured, ipns used) */
+	double mpi_sum;              /* window samples' memory operands per instruction, summed */
+	uint64_t mpi_n;              /* ... over this many */
 	struct insn_decoder *dec;
 	struct soft_stall *stall;    /* per-block sample shares (NULL: weights as configured) */
 	struct hmap procs;           /* hash(tgid) -> struct sproc * */
@@ -199,28 +203,50 @@ static bool bid_eq(const void *val, const void *key)
 	return !strcmp(((const struct symslot *)val)->bid, key);
 }
 
-/* Function symbols of a binary, opened once per build-id (NULL if it has none). */
-static struct elfsym *sym_for(struct src_soft *s, struct sproc *p, const struct map_entry *m,
-			      const char *bid)
+/* Function symbols and FDE starts of a binary, opened once per build-id (NULL: ENOMEM). */
+static struct symslot *slot_for(struct src_soft *s, struct sproc *p, const struct map_entry *m,
+				const char *bid)
 {
 	uint64_t h = hash_bytes(bid, strlen(bid), 0) | 1;
 	struct symslot *ss = hmap_find(&s->syms, h, bid_eq, bid);
 	char path[128];
 
 	if (ss)
-		return ss->es;
+		return ss;
 	if (!(ss = calloc(1, sizeof(*ss))))
 		return NULL;
 	snprintf(ss->bid, sizeof(ss->bid), "%s", bid);
 	map_files_path(path, sizeof(path), p->tgid, m);
 	if (elfsym_open(&ss->es, path) < 0 && elfsym_open(&ss->es, m->path) < 0)
 		ss->es = NULL;
+	if (cfi_func_open(&ss->cfi, path) < 0 && cfi_func_open(&ss->cfi, m->path) < 0)
+		ss->cfi = NULL;
 	if (hmap_insert(&s->syms, h, ss)) {
 		elfsym_close(ss->es);
+		cfi_func_close(ss->cfi);
 		free(ss);
 		return NULL;
 	}
-	return ss->es;
+	return ss;
+}
+
+/* How far off is from the start of its function: the symbol's, else the FDE's (stripped
+ * code with CFI: libc's string functions); false when neither is known. */
+static bool func_delta(struct src_soft *s, struct sproc *p, const struct map_entry *m,
+		       const char *bid, uint64_t off, uint64_t *delta)
+{
+	struct symslot *ss = slot_for(s, p, m, bid);
+	uint64_t start;
+
+	if (!ss)
+		return false;
+	if (ss->es && elfsym_lookup_offset(ss->es, off, delta))
+		return true;
+	if (cfi_func_start(ss->cfi, off, &start) < 0)
+		return false;
+	*delta = off - start;
+	s->st.cfi_starts++;
+	return true;
 }
 
 /* The instruction that retired just before ip (timer skid), decoded from its function's
@@ -231,14 +257,12 @@ static bool prev_access(struct src_soft *s, struct sproc *p, const struct map_en
 	uint64_t off = map_entry_file_offset(m, ip), delta = 0;
 	const char *bid = map_bid(p, m);
 	const struct insn_decoded *dec;
-	struct elfsym *es;
 
 	if (!*bid)
 		return false;
 	dec = insn_lookup_prev(s->dec, bid, off);
 	if (!dec) {
-		es = sym_for(s, p, m, bid);
-		if (!es || !elfsym_lookup_offset(es, off, &delta) || delta == 0 ||
+		if (!func_delta(s, p, m, bid, off, &delta) || delta == 0 ||
 		    delta > SOFT_PREV_MAX_BYTES || delta > off) {
 			s->st.prev_unknown++;
 			return false;
@@ -265,14 +289,12 @@ static bool window_access(struct src_soft *s, struct sproc *p, const struct map_
 	uint64_t off = map_entry_file_offset(m, ip), delta = 0;
 	const char *bid = map_bid(p, m);
 	const struct insn_window *win;
-	struct elfsym *es;
 
 	if (!*bid)
 		return false;
 	win = insn_win_lookup(s->dec, bid, off);
 	if (!win) {
-		es = sym_for(s, p, m, bid);
-		if (!es || !elfsym_lookup_offset(es, off, &delta) || delta > INSN_WIN_SCAN_MAX ||
+		if (!func_delta(s, p, m, bid, off, &delta) || delta > INSN_WIN_SCAN_MAX ||
 		    delta > off)
 			return false;
 		size_t want = delta + INSN_WIN_FWD_BYTES;
@@ -290,17 +312,23 @@ static bool window_access(struct src_soft *s, struct sproc *p, const struct map_
 	return res->ninsns > 0;
 }
 
-static void deliver(struct src_soft *s, const struct soft_event *e, uint64_t addr, uint32_t size,
-		    uint8_t rw, uint8_t flags, uint64_t weight)
+static void deliver_err(struct src_soft *s, const struct soft_event *e, uint64_t addr,
+			uint32_t size, uint8_t rw, uint8_t flags, uint64_t weight, uint64_t err)
 {
 	struct access_sample a = {
 		.tgid = e->tgid, .tid = e->tid, .cpu = e->cpu, .start_ns = e->start_ns,
 		.time_ns = e->time_ns, .addr = addr, .size = size, .rw = rw, .flags = flags,
-		.weight = weight, .sp = e->regs[offsetof(struct insn_regs, rsp) / 8],
+		.weight = weight, .weight_err = err, .sp = e->regs[offsetof(struct insn_regs, rsp) / 8],
 		.fs_base = (e->flags & SOFT_F_FSBASE) ? e->fs_base : 0,
 	};
 	s->st.accesses++;
 	s->cb(s->arg, &a);
+}
+
+static void deliver(struct src_soft *s, const struct soft_event *e, uint64_t addr, uint32_t size,
+		    uint8_t rw, uint8_t flags, uint64_t weight)
+{
+	deliver_err(s, e, addr, size, rw, flags, weight, 0);
 }
 
 /* A PMU source: the hardware gave the address (loads: the events sample loads). The
@@ -352,19 +380,22 @@ static int deliver_rep(struct src_soft *s, const struct soft_event *e,
  * accesses; they are spread over the accesses recovered (those whose registers were
  * overwritten are assumed to go where the recovered ones go). */
 static int deliver_window(struct src_soft *s, const struct soft_event *e,
-			  const struct insn_win_result *wres, uint64_t w)
+			  const struct insn_win_result *wres, uint64_t w, double rel_err)
 {
-	uint64_t wa;
+	uint64_t wa, err;
 
 	if (!wres->n) {
 		s->st.no_access++;
 		return 0;
 	}
+	s->mpi_sum += (double)wres->nmem / wres->ninsns;
+	s->mpi_n++;
 	wa = (uint64_t)((double)w * wres->nmem / wres->ninsns / wres->n + 0.5);
+	err = (uint64_t)((double)wa * rel_err + 0.5);
 	s->st.from_window++;
 	for (unsigned i = 0; i < wres->n; i++)
-		deliver(s, e, wres->acc[i].addr, wres->acc[i].size, wres->acc[i].rw,
-			wres->acc[i].flags, wa ? wa : 1);
+		deliver_err(s, e, wres->acc[i].addr, wres->acc[i].size, wres->acc[i].rw,
+			    wres->acc[i].flags, wa ? wa : 1, err);
 	return (int)wres->n;
 }
 
@@ -400,11 +431,13 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 	if (m && m->path[0] == '/' && window_access(s, p, m, ip, &ctx, &wres)) {
 		if (wres.ip_rep)
 			return deliver_rep(s, e, &wres, w);
-		/* Only where a load waits on a load: elsewhere samples also pile up on the
-		 * first instruction of a group retired together, which is no stall. */
-		double f = wres.dep_load ? soft_stall_note(s->stall, wres.block, wres.pos,
-							    wres.ninsns, wres.after_read) : 1.0;
-		return deliver_window(s, e, &wres, (uint64_t)((double)w * f + 0.5));
+		/* The median rule only where a load waits on a load: elsewhere samples also
+		 * pile up on the first instruction of a group retired together, which is no
+		 * stall; the excess rule counts only piles after reads (soft_stall.h). */
+		double rel_err = 0, f = soft_stall_factor(s->stall, wres.block, wres.pos, wres.ninsns,
+							  wres.after_read, wres.after_unstrided,
+							  wres.dep_load, &rel_err);
+		return deliver_window(s, e, &wres, (uint64_t)((double)w * f + 0.5), rel_err);
 	}
 	if (m && m->path[0] == '/') {
 		uint64_t off = map_entry_file_offset(m, ip);
@@ -441,8 +474,12 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 		s->st.no_access++;
 		return 0;
 	}
+	double mpi = (s->mpi_sum + SOFT_MEM_PER_INSN * SOFT_MEM_PER_INSN_WEIGHT) /
+		     ((double)s->mpi_n + SOFT_MEM_PER_INSN_WEIGHT);
+	uint64_t wa = (uint64_t)((double)w * mpi / res.n + 0.5);
 	for (unsigned i = 0; i < res.n; i++)
-		deliver(s, e, res.acc[i].addr, res.acc[i].size, res.acc[i].rw, res.acc[i].flags, w);
+		deliver(s, e, res.acc[i].addr, res.acc[i].size, res.acc[i].rw, res.acc[i].flags,
+			wa ? wa : 1);
 	return (int)res.n;
 }
 
@@ -744,6 +781,7 @@ void src_soft_close(struct src_soft *s)
 	hmap_foreach(&s->syms, i) {
 		struct symslot *ss = s->syms.vals[i];
 		elfsym_close(ss->es);
+		cfi_func_close(ss->cfi);
 		free(ss);
 	}
 	hmap_free(&s->syms);

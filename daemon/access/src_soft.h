@@ -9,7 +9,9 @@
  * alike: it stands for P * R * M / K accesses (M memory operands in the window),
  * spread evenly over the R' operands recovered (P * R * M / (K * R') each). Without a
  * window (no function symbol), the instruction at the IP, or if it accesses no memory
- * the one that retired just before it (skid), gets P * R per access.
+ * the one that retired just before it (skid), stands for P * R * m accesses, m the mean
+ * of M / K over this run's window samples so far (SOFT_MEM_PER_INSN before any), spread
+ * over its operands: the sample's instructions are not all memory accesses either.
  * For PMU events (SOFT_F_ADDR) the weight is the source's est_per_sample (src_pmu.h); a
  * PMU sample without a data address is counted (pmu_no_addr) and dropped, never weighted
  * as a timer sample. */
@@ -24,6 +26,8 @@
 #include "bpf/soft.h"
 
 #define SOFT_EST_INSNS_PER_NS 2          /* instructions per ns of CPU when none is measured */
+#define SOFT_MEM_PER_INSN 0.4           /* memory operands per instruction before windows say */
+#define SOFT_MEM_PER_INSN_WEIGHT 16      /* ... counted as this many window samples */
 #define SOFT_MAPS_RELOAD_NS 20000000ULL  /* an IP outside known maps rereads them at most this often */
 #define SOFT_WATERMARK_SLACK_NS 2000000ULL  /* samples may trail the ring's order by this much */
 #define SOFT_PROCS_MAX 4096              /* processes whose maps are cached */
@@ -44,6 +48,7 @@ struct src_soft_stats {
 	uint64_t from_ip;                 /* samples whose IP instruction accessed memory */
 	uint64_t from_prev;               /* ... whose predecessor did instead (skid, insn.h) */
 	uint64_t prev_unknown;            /* predecessor not decodable: no function symbol */
+	uint64_t cfi_starts;              /* functions found by their FDE, not a symbol (decodes) */
 	uint64_t no_access;               /* samples with no access from either */
 	uint64_t code_from_file, code_from_bpf, code_unavailable;
 	uint64_t no_mapping;              /* IP in no mapping of the process */

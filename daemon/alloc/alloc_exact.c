@@ -306,6 +306,8 @@ static void add_object(struct recorder *r, struct proc *p, uint64_t key, uint64_
 	if (!s) {
 		s = r->unknown_stack;
 		r->unknown_stack_objs++;
+		r->unknown_stack_why[!key ? UNKNOWN_NO_KEY : key & ALLOC_USTACK_KEY ?
+				     UNKNOWN_COPY_LOST : UNKNOWN_FP_LOST]++;
 	}
 	/* With access sampling, the object waits in attribution until no sample older
 	 * than its death can still come; it is aggregated then (access.c op_object). */

@@ -545,6 +545,8 @@ static struct istack *context_of(struct sampled *s, struct proc *p, uint64_t key
 	if (!st) {
 		st = s->r->unknown_stack;
 		s->r->unknown_stack_objs++;
+		s->r->unknown_stack_why[!key ? UNKNOWN_NO_KEY : key & ALLOC_USTACK_KEY ?
+					UNKNOWN_COPY_LOST : UNKNOWN_FP_LOST]++;
 	}
 	return st;
 }

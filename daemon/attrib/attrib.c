@@ -10,6 +10,7 @@
  * O(log n + k), k the unsettled objects holding its address. Memory is bounded by
  * ATTRIB_OBJECTS_MAX, ATTRIB_PENDING_MAX, ATTRIB_DEFER_MAX and ATTRIB_DATA_MAX. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "daemon/attrib/attrib.h"
@@ -33,6 +34,7 @@ struct aobj {
 	uint32_t acpu, fcpu;
 	bool live_at_end;
 	uint64_t samples, est;
+	double est_var;           /* the samples' weight_err squared, summed */
 	uint64_t *hist;
 };
 
@@ -44,7 +46,7 @@ struct aslab {
 };
 
 struct pend {
-	uint64_t time, addr, weight;
+	uint64_t time, addr, weight, weight_err;
 	uint32_t size;
 	uint8_t rw, cls;          /* the class it is counted in if no object claims it */
 };
@@ -319,12 +321,13 @@ static struct aobj *new_obj(struct attrib *a, struct aproc *p, uint64_t addr, ui
 	return o;
 }
 
-static void credit(struct attrib *a, struct aobj *o, uint64_t addr, uint64_t w)
+static void credit(struct attrib *a, struct aobj *o, uint64_t addr, uint64_t w, uint64_t err)
 {
 	uint64_t size = o->node.end - o->node.start;
 
 	o->samples++;
 	o->est += w;
+	o->est_var += (double)err * (double)err;
 	if (size && size <= ATTRIB_HIST_MAX_BYTES) {
 		if (!o->hist)
 			o->hist = calloc((size + ATTRIB_GRANULE - 1) / ATTRIB_GRANULE, sizeof(uint64_t));
@@ -353,7 +356,7 @@ static void claim_bucket(struct attrib *a, struct pbucket *b, struct aobj *o)
 		struct pend *s = &b->v[j];
 		if (s->addr >= o->node.start && s->addr < o->node.end && s->time >= o->alloc_ns &&
 		    s->time < o->free_ns) {
-			credit(a, o, s->addr, s->weight);
+			credit(a, o, s->addr, s->weight, s->weight_err);
 			a->c.pending_resolved++;
 			a->c.pending--;
 			b->v[j] = b->v[--b->n];
@@ -498,6 +501,7 @@ static int hold(struct attrib *a, struct aproc *p, const struct access_sample *s
 		b->cap = nc;
 	}
 	b->v[b->n++] = (struct pend){ .time = s->time_ns, .addr = s->addr, .weight = s->weight,
+				      .weight_err = s->weight_err,
 				      .size = s->size, .rw = s->rw, .cls = (uint8_t)cls };
 	a->c.pending++;
 	return -1;
@@ -557,7 +561,7 @@ static int classify(struct attrib *a, const struct access_sample *s)
 		return ATTRIB_UNKNOWN;
 	}
 	if ((o = lookup(p, s->addr, s->time_ns))) {
-		credit(a, o, s->addr, s->weight);
+		credit(a, o, s->addr, s->weight, s->weight_err);
 		return ATTRIB_HEAP;
 	}
 	if (!a->ops.region)
@@ -643,7 +647,7 @@ static void settle(struct attrib *a, uint64_t before)
 			.ctx = o->ctx, .alloc_ns = o->alloc_ns, .free_ns = o->free_ns,
 			.alloc_cpu = o->acpu, .free_cpu = o->fcpu, .live_at_end = o->live_at_end,
 			.weight_q16 = o->weight_q16,
-			.samples = o->samples, .est_accesses = o->est, .hist = o->hist,
+			.samples = o->samples, .est_accesses = o->est, .est_err = (uint64_t)(sqrt(o->est_var) + 0.5), .hist = o->hist,
 			.hist_len = o->hist ? (uint32_t)((size + ATTRIB_GRANULE - 1) / ATTRIB_GRANULE) : 0,
 		};
 		itree_erase(&p->objs, &o->node);

@@ -939,17 +939,22 @@ static void print_summary(struct record *rec)
 	double cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
 			(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 	fprintf(stderr, "memprofd: recorded %llu objects in %zu contexts (%llu events; drops: "
-		"ringbuf %llu, live-map %llu, thread-map %llu, stack %llu) into %s; "
-		"memprofd cpu %.0f ms, peak rss %ld KiB\n",
+		"ringbuf %llu, live-map %llu, thread-map %llu, stack %llu; stack copies shortened %llu) "
+		"into %s; memprofd cpu %.0f ms, peak rss %ld KiB\n",
 		(unsigned long long)r->objects, r->in.stacks.n - (r->unknown_stack_objs ? 0 : 1),
 		(unsigned long long)r->events,
 		(unsigned long long)cnt[CNT_DROP_RINGBUF], (unsigned long long)cnt[CNT_DROP_LIVE_FULL],
-		(unsigned long long)cnt[CNT_DROP_STATE_FULL], (unsigned long long)cnt[CNT_DROP_STACK], rec->o->db,
+		(unsigned long long)cnt[CNT_DROP_STATE_FULL], (unsigned long long)cnt[CNT_DROP_STACK],
+		(unsigned long long)cnt[CNT_USTACK_SHORT], rec->o->db,
 		cpu_ms, ru.ru_maxrss);
 	if (r->unknown_stack_objs)
 		fprintf(stderr, "memprofd: %llu objects in the context without frames: their stacks "
-			"were lost (dropped, or their process gone before they could be read)\n",
-			(unsigned long long)r->unknown_stack_objs);
+			"were lost (dropped, or their process gone before they could be read; "
+			"no key %llu, copy lost %llu, frame-pointer stack lost %llu)\n",
+			(unsigned long long)r->unknown_stack_objs,
+			(unsigned long long)r->unknown_stack_why[UNKNOWN_NO_KEY],
+			(unsigned long long)r->unknown_stack_why[UNKNOWN_COPY_LOST],
+			(unsigned long long)r->unknown_stack_why[UNKNOWN_FP_LOST]);
 	if (r->ustacks)
 		fprintf(stderr, "memprofd: %llu stacks unwound from DWARF CFI (%llu cut short: "
 			"truncated; at the copy's end %llu, the frame cap %llu, other %llu)\n",

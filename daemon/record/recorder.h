@@ -21,6 +21,11 @@ struct bpf_link;
 struct store;
 struct store_frame;
 
+/* Why an object went to unknown_stack: BPF gave it no stack key (the copy or walk was
+ * dropped: CNT_DROP_STACK, CNT_DROP_RINGBUF), its copied stack never arrived or never
+ * unwound, or its frame-pointer stack never arrived. */
+enum unknown_stack_why { UNKNOWN_NO_KEY, UNKNOWN_COPY_LOST, UNKNOWN_FP_LOST };
+
 struct recorder {
 	const char *cmd;                 /* "record" or "daemon", for messages (NULL: "record") */
 	struct alloc_bpf *skel;
@@ -48,6 +53,7 @@ struct recorder {
 	int unwind_modes_fd;             /* BPF unwind_modes map (daemon/alloc/ustack.c), 0: none */
 	bool unwind_mode_logged;
 	uint64_t unknown_stack_objs;     /* objects attributed to unknown_stack */
+	uint64_t unknown_stack_why[3];   /* of those: enum unknown_stack_why */
 	uint64_t objects;                /* objects aggregated (deaths + live at end) */
 	bool flush_error_logged;
 	struct symcache *symcache;       /* DWARF lines of frames, by build-id (NULL: ELF only) */

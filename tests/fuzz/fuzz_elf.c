@@ -1,6 +1,8 @@
-/* libFuzzer target: ELF symbols, build-ids and data symbols of an arbitrary image. */
+/* libFuzzer target: ELF symbols, build-ids, data symbols and FDE starts (cfi_func) of an
+ * arbitrary image. */
 #include <stddef.h>
 #include <stdint.h>
+#include "symbolizer/cfi_func.h"
 #include "symbolizer/datasym.h"
 #include "symbolizer/elfsym.h"
 
@@ -19,6 +21,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			elfsym_offset_to_vaddr(e, a, &va);
 		}
 		elfsym_close(e);
+	}
+	struct cfi_func *cf = NULL;
+	if (cfi_func_open_mem(&cf, data, size) == 0) {
+		for (uint64_t a = 0; a < 0x8000; a += 0x37)
+			cfi_func_start(cf, a, &off);
+		cfi_func_close(cf);
 	}
 	if (datasym_open_mem(&ds, data, size) == 0) {
 		struct datasym_hit h;

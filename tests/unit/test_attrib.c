@@ -50,6 +50,7 @@ static void test_time_and_address(void **state)
 	assert_int_equal(attrib_open(&a, &ops), 0);
 	/* exact mode: an object is known only at its death; the sample came first */
 	s = smp(0x1010, 150, 1000);
+	s.weight_err = 40;                            /* its stall factor's error: kept */
 	assert_int_equal(attrib_sample(a, &s), -1);
 	assert_int_equal(attrib_counts(a)->pending, 1);
 	assert_int_equal(attrib_object(a, 10, 5, 0x1000, 0x100, &c1, 100, 200, 0, 1), 0);
@@ -60,6 +61,7 @@ static void test_time_and_address(void **state)
 	s = smp(0x1010, 350, 7);
 	assert_int_equal(attrib_sample(a, &s), ATTRIB_HEAP);
 	s = smp(0x1000 + 130, 160, 5);                /* offset 130: granule 2 of c1's object */
+	s.weight_err = 2;
 	assert_int_equal(attrib_sample(a, &s), ATTRIB_HEAP);
 	s = smp(0x1050, 350, 1);                      /* past c2's 0x40 bytes, inside c1's range */
 	assert_int_equal(attrib_sample(a, &s), -1);   /* c1 was dead at 350: held, then unknown */
@@ -73,6 +75,7 @@ static void test_time_and_address(void **state)
 	assert_ptr_equal(g.o[0].ctx, &c1);
 	assert_int_equal(g.o[0].samples, 2);
 	assert_int_equal(g.o[0].est_accesses, 1005);
+	assert_int_equal(g.o[0].est_err, 40);        /* sqrt(40^2 + 2^2): held and direct alike */
 	assert_int_equal(g.o[0].hist_len, 4);
 	assert_int_equal(g.hist2[0], 5);
 	assert_int_equal(g.o[0].free_cpu, 1);

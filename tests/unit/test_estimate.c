@@ -61,6 +61,30 @@ static void test_scaled(void **state)
 	assert_false(estimate_weak(&c, &a));
 }
 
+/* The stall factor's error widens the accesses' interval in quadrature: 8000 samples
+ * alone give about +-2.2%; an error of 10% of the value (1.96 x 10% = 19.6%) dominates;
+ * none (an older store) leaves the Poisson interval as it was. */
+static void test_stall_error_widens(void **state)
+{
+	struct mib m = { .alloc_count = 100, .total_size = 25600, .alloc_samples = 100,
+			 .access_samples = 8000, .total_access_count = 1000000000 };
+	struct estimate c, b, a, a0;
+
+	(void)state;
+	estimate_mib(&m, &c, &b, &a0);
+	assert_true(estimate_rel_pct(&a0) > 2.0 && estimate_rel_pct(&a0) < 2.5);
+	m.access_est_err = 100000000;
+	estimate_mib(&m, &c, &b, &a);
+	double half_lo = 1e9 - (double)a0.lo, z = 1.959963984540054 * 1e8;
+	near((double)a.lo, 1e9 - sqrt(half_lo * half_lo + z * z), 1e-6);
+	assert_true(a.hi > a0.hi && a.lo < a0.lo);
+	assert_true(estimate_rel_pct(&a) > 19.6 && estimate_rel_pct(&a) < 20.0);
+	m.access_est_err = 1000000000;                /* +-196%: lo floored at 0 */
+	estimate_mib(&m, &c, &b, &a);
+	assert_int_equal(a.lo, 0);
+	assert_int_equal(a.value, 1000000000);
+}
+
 static void test_exact_and_unknown(void **state)
 {
 	struct mib exact = { .alloc_count = 100, .total_size = 25600, .alloc_samples = 100 };
@@ -84,6 +108,7 @@ int main(void)
 		cmocka_unit_test(test_garwood),
 		cmocka_unit_test(test_scaled),
 		cmocka_unit_test(test_exact_and_unknown),
+		cmocka_unit_test(test_stall_error_widens),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -32,6 +32,10 @@ FN(w_clob, "mov (%rbx),%rcx\nmov %rdx,%rbx\n.globl w_clob_ip\nw_clob_ip: nop\nmo
 FN(w_twomiss, "1: mov (%r15),%rdi\nmovzbl (%rdi),%eax\n.globl w_twomiss_ip\nw_twomiss_ip: "
 	      "test %al,%al\nmov 8(%rsp),%rdx\nnop\njns 1b\nret");
 
+/* -O1's spilled pointer: reloaded from a frame slot every pass, then the array read */
+FN(w_slot, "1: mov -8(%rbp),%rdx\nadd (%rdx,%rax,1),%rcx\nadd $8,%rax\n"
+	   ".globl w_slot_ip\nw_slot_ip: cmp $0x40000,%rax\njne 1b\nret");
+
 static struct insn_ctx regs(void)
 {
 	struct insn_ctx c;
@@ -132,6 +136,17 @@ static void test_after_read(void **state)
 	assert_int_equal(r.ninsns, 6);
 	assert_true(r.dep_load);
 	assert_int_equal(r.after_read, 1u << 1 | 1u << 2);
+	assert_int_equal(r.after_unstrided, 1u << 1 | 1u << 2);   /* r15, rdi: no stride */
+	/* an array walked by a stepped index: after its reads, but not unstrided ones */
+	eval(d, w_loop, w_loop_ip, 0x10, &r);
+	assert_int_equal(r.after_read, 1u << 1 | 1u << 2);
+	assert_int_equal(r.after_unstrided, 0);
+	/* a frame slot's reload is no heap-like read: no chase through it, nothing after it */
+	eval(d, w_slot, w_slot_ip, 0x50, &r);
+	assert_int_equal(r.ninsns, 5);
+	assert_false(r.dep_load);
+	assert_int_equal(r.after_read, 1u << 2);
+	assert_int_equal(r.after_unstrided, 0);
 	insn_decoder_close(d);
 }
 

@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
 #include "tests/unit/mpd_cmocka.h"
 #include "daemon/access/soft_stall.h"
 
@@ -119,6 +120,85 @@ static void colliding_block_starts_afresh(void **state)
 	soft_stall_close(st);
 }
 
+/* lua's string-table walk (internshrstr): a 3-instruction block, the compare after the
+ * shrlen read gets 11 of 12 samples. No load-after-load inside the block (the next-pointer
+ * load is in the next block), so the median rule never applies; the excess rule does,
+ * with the prior keeping a block seen a few times near its weight. */
+static void excess_after_read_scales_a_block_without_dependent_load(void **state)
+{
+	uint16_t pile[3] = { 0, 11, 1 }, few[3] = { 0, 2, 0 }, uni[3] = { 4, 4, 4 };
+	uint64_t after_read = 1u << 1;
+
+	/* 3/2 x (1 + 2 x 1) / (12 + 3 x 1) = 0.3 */
+	assert_true(fabs(soft_stall_excess(pile, 3, after_read, NULL) - 0.3) < 1e-9);
+	assert_true(soft_stall_excess(few, 3, after_read, NULL) > 0.55);   /* 3/2 x 2 / 5 = 0.6 */
+	assert_true(fabs(soft_stall_excess(uni, 3, after_read, NULL) - 1.0) < 1e-9);
+	assert_true(soft_stall_excess(pile, 3, 0, NULL) == 1.0);          /* no read: no rule */
+	assert_true(soft_stall_excess(pile, 3, 0x7, NULL) == 1.0);        /* no reference */
+}
+
+/* The soft source's choice: the median rule once a dependent-load block has the samples,
+ * the excess rule before that and in blocks without one; piles after no read keep the
+ * weight (a retire group's first instruction). */
+static void factor_picks_the_rule(void **state)
+{
+	struct soft_stall *st;
+	double f = 0;
+
+	assert_int_equal(soft_stall_open(&st), 0);
+	for (unsigned r = 0; r < 40; r++) {
+		f = soft_stall_factor(st, BLOCK, 1, 4, 1u << 1, 1u << 1, false, NULL);
+		f = soft_stall_factor(st, BLOCK, 1, 4, 1u << 1, 1u << 1, false, NULL);
+		f = soft_stall_factor(st, BLOCK, 0, 4, 1u << 1, 1u << 1, false, NULL);
+	}
+	/* 80 on the instruction after the read, 40 on one other: 4/3 x 43 / 124 */
+	assert_true(fabs(f - 4.0 / 3 * 43 / 124) < 1e-9);
+	for (unsigned r = 0; r < 40; r++)
+		f = soft_stall_factor(st, BLOCK + 1, 0, 4, 1u << 1, 1u << 1, false, NULL);
+	assert_true(f > 0.99);                                      /* a pile at no read */
+	for (unsigned r = 0; r < 60; r++)
+		for (unsigned i = 0; i < 4; i++)
+			f = soft_stall_factor(st, BLOCK + 2, i, 4, 0, 0, true, NULL);
+	assert_true(fabs(f - 1.0) < 1e-9);                          /* median rule, uniform */
+	/* short_copies' read loop (add -8(%rdi,%rax),%rdx; add $8,%rax; cmp; jae): every
+	 * sample after the load, which is skew, not a stall: no unstrided read, no factor */
+	for (unsigned r = 0; r < 100; r++)
+		f = soft_stall_factor(st, BLOCK + 3, 1, 4, 1u << 1, 0, false, NULL);
+	assert_true(f == 1.0);
+	assert_true(soft_stall_factor(NULL, BLOCK, 0, 4, 1, 1, false, NULL) == 1.0);
+	soft_stall_close(st);
+}
+
+/* The factor's error: 1 / sqrt(the reference's samples); a block seen 100x as often is
+ * 10x surer, and with no rule there is no factor to be unsure of. The soft source gets
+ * each sample's share: summed in quadrature over the block, the block's error. */
+static void factor_error_shrinks_with_the_reference(void **state)
+{
+	uint16_t few[3] = { 0, 11, 1 }, many[3] = { 0, 1100, 100 };
+	double e1, e2;
+
+	soft_stall_excess(few, 3, 1u << 1, &e1);     /* reference: 1 + 2 x prior = 3 */
+	soft_stall_excess(many, 3, 1u << 1, &e2);    /* 100 + 2 */
+	assert_true(fabs(e1 - 1 / sqrt(3.0)) < 1e-9);
+	assert_true(fabs(e2 - 1 / sqrt(102.0)) < 1e-9);
+	soft_stall_excess(few, 3, 0, &e1);
+	assert_true(e1 == 0);
+
+	struct soft_stall *st;
+	double f = 0, e = -1;
+	assert_int_equal(soft_stall_open(&st), 0);
+	unsigned per[4] = { 1, 100, 110, 1 };      /* the median rule: reference 1 x 2 insns */
+	for (unsigned r = 0; r < 2; r++)
+		for (unsigned i = 0; i < 4; i++)
+			for (unsigned j = 0; j < per[i]; j++)
+				f = soft_stall_factor(st, BLOCK, i, 4, 1u << 1 | 1u << 2, 0, true, &e);
+	assert_true(f < 0.05);
+	/* median 2 over 2 instructions, the share of one of 424 samples */
+	assert_true(fabs(e - sqrt(424.0) / sqrt(4.0)) < 1e-9);
+	assert_true(soft_stall_factor(st, 0, 0, 4, 0, 0, false, &e) == 1.0 && e == 0);
+	soft_stall_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -129,6 +209,9 @@ int main(void)
 		cmocka_unit_test(too_few_samples_or_no_block_keep_the_weight),
 		cmocka_unit_test(factor_is_floored_and_aged),
 		cmocka_unit_test(colliding_block_starts_afresh),
+		cmocka_unit_test(excess_after_read_scales_a_block_without_dependent_load),
+		cmocka_unit_test(factor_picks_the_rule),
+		cmocka_unit_test(factor_error_shrinks_with_the_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,6 +75,12 @@ static void test_handle_offline(void **state)
 	src_soft_stats(ss, &st);
 	assert_int_equal(st.code_from_bpf, 1);
 	assert_int_equal(st.no_mapping, 1);
+	/* ... standing for the sample's instructions times the memory operands per
+	 * instruction seen so far (two windows of 2 in 2, after the prior's 16 of 0.4), not
+	 * one access per instruction. */
+	double mpi = (2 * 1.0 + SOFT_MEM_PER_INSN * SOFT_MEM_PER_INSN_WEIGHT) /
+		     (2 + SOFT_MEM_PER_INSN_WEIGHT);
+	assert_int_equal(seen.w, (uint64_t)(1000000.0 * SOFT_EST_INSNS_PER_NS * mpi + 0.5));
 	/* a PMU record: the address is the hardware's */
 	e.flags = SOFT_F_ADDR;
 	e.addr = (uintptr_t)&target_word;

@@ -520,6 +520,33 @@ static void test_density_extremes_round_trip(void **state)
 	store_close(s);
 }
 
+/* The stall factor's error of an access estimate (schema 15) survives the store and
+ * combines in quadrature over the rows of a context. */
+static void test_access_est_err_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_rw(fx->db);
+	struct store_proc p1 = proc(100, 1, "/usr/bin/app", "aaaa");
+	struct store_proc p2 = proc(200, 2, "/usr/bin/app", "aaaa");
+	struct mib a, b;
+
+	mib_from_object(&a, 100, 0, 1000000000ull, 0, 0, 1000);
+	mib_from_object(&b, 100, 0, 1000000000ull, 0, 0, 3000);
+	a.access_est_err = 120;
+	b.access_est_err = 300;
+	OK(store_begin(s));
+	OK(store_put_mib(s, &p1, 0xa, frames_a, 3, 0, &a));
+	OK(store_put_mib(s, &p2, 0xa, frames_a, 3, 0, &b));
+	OK(store_commit(s));
+
+	struct got g = query(s, NULL);
+
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.c[0].row.mib.total_access_count, 4000);
+	assert_int_equal(g.c[0].row.mib.access_est_err, 323);   /* hypot(120, 300) */
+	store_close(s);
+}
+
 /* A schema-5 file with one MIB row: a reader of it gets no histograms; a writer adds the
  * column (v6) and keeps the row. */
 static void test_migrate_v5_hist(void **state)
@@ -1791,6 +1818,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_second_run_keeps_first_runs_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_combine_across_processes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_access_est_err_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_density_extremes_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollback_discards_ids, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors_keep_store_usable, setup, teardown),
