@@ -12,6 +12,8 @@
 #include <stdarg.h>
 #include <time.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <pthread.h>
 #include "base/log.h"
 #include "daemon/alloc/events.h"
@@ -125,12 +127,10 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 	p->fp_reached_own |= own && n;
 	if (n && !own && p->fp_mode && outer && !ustack_is_loader(outer)) {
 		/* The walk never reached the program nor the loader's constructor calls: cut
-		 * by a runtime object's use of %rbp. An undecided process's stack has its copy
-		 * right behind it in the ring: that one stands for the key. Before any walk
-		 * reached the program it may be a constructor's (libstdc++'s emergency pool,
-		 * once, from _dl_init): marked, no switch. */
-		if (e->key & ALLOC_USTACK_KEY)
-			return;
+		 * by a runtime object's use of %rbp. Marked: the copy right behind it in the
+		 * ring replaces it (ustack_handle). Before any walk reached the program it may
+		 * be a constructor's (libstdc++'s emergency pool, once, from _dl_init): no
+		 * switch. */
 		truncated = true;
 		if (p->fp_reached_own)
 			ustack_fp_cut(r, p, outer);
@@ -151,6 +151,54 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 	hmap_insert(&p->stacks, stack_slot(e->key), s);
 }
 
+/* The path of an EV_MMAP record (names innermost first) into buf, if it names the very
+ * file mapped: the names come from the kernel's dentries, but a file may have been
+ * renamed or replaced since, and this one is opened as root. */
+static bool mmap_path(const struct ev_mmap *e, char *buf, size_t size)
+{
+	size_t len = 0;
+	struct stat st;
+
+	if (!e->nnames || e->nnames > ALLOC_MMAP_DEPTH)
+		return false;
+	for (unsigned i = e->nnames; i-- > 0;) {
+		const char *name = e->names[i];
+		size_t n = strnlen(name, ALLOC_MMAP_NAME);
+		if (!n || n == ALLOC_MMAP_NAME || memchr(name, '/', n) || !strcmp(name, ".") ||
+		    !strcmp(name, "..") || len + 1 + n + 1 > size)
+			return false;
+		buf[len++] = '/';
+		memcpy(buf + len, name, n);
+		len += n;
+	}
+	buf[len] = '\0';
+	return !stat(buf, &st) && S_ISREG(st.st_mode) && st.st_ino == e->ino &&
+	       major(st.st_dev) == e->dev >> 20 && minor(st.st_dev) == (e->dev & 0xfffff);
+}
+
+static void on_mmap(struct proc *p, const struct ev_mmap *e)
+{
+	char path[ALLOC_MMAP_DEPTH * ALLOC_MMAP_NAME + 1];
+	struct map_entry m = { .start = e->start, .end = e->end, .offset = e->pgoff,
+			       .prot = PROT_READ | PROT_EXEC, .dev_major = e->dev >> 20,
+			       .dev_minor = e->dev & 0xfffff, .inode = e->ino, .path = path };
+
+	if (e->end <= e->start || e->pgoff > e->start || !mmap_path(e, path, sizeof(path)))
+		return;   /* not a file the reader can name: /proc stays the only source */
+	if (e->pgoff) {
+		/* The file's first bytes, mapped read-only below its text by the loader (each
+		 * segment at its own offset from one base): libdwfl takes a module's bias from
+		 * its lowest mapping. */
+		struct map_entry head = m;
+		head.start = e->start - e->pgoff;
+		head.end = e->start;
+		head.offset = 0;
+		head.prot = PROT_READ;
+		procmaps_mapped(p, e->mm, &head);
+	}
+	procmaps_mapped(p, e->mm, &m);   /* out of memory: /proc stays the only source */
+}
+
 static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
 {
 	struct proc *parent = proc_find(&r->procs, e->ppid, e->parent_start_ns);
@@ -163,6 +211,8 @@ static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
 		p->fp_mode = parent->fp_mode;
 		p->fp_reached_own = parent->fp_reached_own;
 	}
+	if (parent && !p->fp_shape)
+		p->fp_shape = parent->fp_shape;
 	if (parent && (!*p->exe || !*p->build_id)) {
 		p->exe = parent->exe;
 		p->build_id = parent->build_id;
@@ -193,11 +243,12 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 		p->comm = strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe;
 	access_forget(r, p->pid);
 	hmap_free(&p->stacks);   /* stack keys were per image */
-	procmaps_free(p);
+	procmaps_exec(p, e->mm);
 	unwinder_free(p->uw);     /* the new image maps other objects */
 	p->uw = NULL;
 	p->fp_checked = false;   /* decided again at the new image's first stack */
 	p->fp_reached_own = false;
+	p->fp_shape = 0;
 	p->maps_reloads = 0;
 	ustack_decide_exec(r, p);
 }
@@ -224,6 +275,10 @@ static bool handle_common(struct recorder *r, const void *data, size_t len, even
 	case EV_USTACK:
 		if (len >= offsetof(struct ev_ustack, data))
 			ustack_handle(r, data, len);
+		return true;
+	case EV_MMAP:
+		if (len >= sizeof(struct ev_mmap) && (p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			on_mmap(p, data);
 		return true;
 	case EV_FORK:
 		if (len >= sizeof(struct ev_fork) && (p = proc_get(&r->procs, h->tgid, h->start_ns)))
@@ -322,15 +377,18 @@ int events_link_push(struct bpf_link ***v, size_t *n, size_t *cap, struct bpf_li
 }
 
 int events_attach_lifecycle(struct bpf_program *on_fork, struct bpf_program *on_exec,
-			    struct bpf_program *on_exit, struct bpf_link ***v, size_t *n,
-			    size_t *cap)
+			    struct bpf_program *on_exit, struct bpf_program *on_mmap,
+			    struct bpf_link ***v, size_t *n, size_t *cap)
 {
-	struct bpf_program *tps[] = { on_fork, on_exec, on_exit };
+	struct bpf_program *tps[] = { on_fork, on_exec, on_exit, on_mmap };
 
 	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
-		struct bpf_link *l = bpf_program__attach(tps[i]);
+		struct bpf_link *l;
 		int err;
 
+		if (!tps[i])
+			continue;
+		l = bpf_program__attach(tps[i]);
 		if (!l)
 			return log_error_errno(-errno, "record: attaching %s: %s",
 					       bpf_program__name(tps[i]), strerror(errno));

@@ -1,8 +1,10 @@
 /* Mappings of processes that may be gone (see procmaps.h). Invariant: a snapshot holds
  * only file-backed mappings (what frames resolve against and libdwfl reports modules
  * from), copied, never shared; it lives only until the process's own maps are read (they
- * are kept then, a failed re-read leaves them) and is dropped at exec. Cost: one copy of
- * a few dozen entries per exec and fork. */
+ * are kept then, a failed re-read leaves them) and is dropped at exec; the mappings BPF
+ * told (EV_MMAP) belong to one address space and are joined in only when /proc fails.
+ * Cost: one copy of a few dozen entries per exec, fork and executable mmap. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "daemon/alloc/procmaps.h"
@@ -40,9 +42,55 @@ void procmaps_keep(struct proc *p, const struct maps *m)
 	p->maps_kept = k;
 }
 
+static bool overlaps(const struct map_entry *a, const struct map_entry *b)
+{
+	return a->start < b->end && b->start < a->end;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct map_entry *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* dst = the entries of base that no mapping told by BPF covers, and those: sorted. */
+static void join_events(struct maps *dst, const struct maps *base, const struct maps *ev)
+{
+	struct maps b;
+	size_t n = 0;
+
+	copy_files(&b, base);
+	dst->n = 0;
+	dst->v = calloc(b.n + ev->n + 1, sizeof(*dst->v));
+	if (!dst->v) {
+		*dst = b;
+		return;
+	}
+	for (size_t i = 0; i < b.n; i++) {
+		bool covered = false;
+		for (size_t j = 0; j < ev->n && !covered; j++)
+			covered = overlaps(&b.v[i], &ev->v[j]);
+		if (covered) {
+			free(b.v[i].path);
+			continue;
+		}
+		dst->v[n++] = b.v[i];
+	}
+	free(b.v);
+	for (size_t j = 0; j < ev->n; j++) {
+		dst->v[n] = ev->v[j];
+		if (!(dst->v[n].path = strdup(ev->v[j].path)))
+			break;
+		n++;
+	}
+	dst->n = n;
+	qsort(dst->v, n, sizeof(*dst->v), by_start);
+}
+
 /* Own maps (a zombie's are empty), else what is known already: the maps read before,
- * else the snapshot. Once the process's own maps were read they are the fallback and
- * the snapshot is dropped. */
+ * else the snapshot, with what BPF told of files mapped since. Once the process's own
+ * maps were read they are the fallback and the snapshot is dropped. */
 static void read_or_kept(struct proc *p)
 {
 	struct maps m;
@@ -52,10 +100,56 @@ static void read_or_kept(struct proc *p)
 		maps_free(&p->maps);
 		p->maps = m;
 		maps_free(&p->maps_kept);
-	} else {
-		maps_free(&m);
+		return;
+	}
+	maps_free(&m);
+	if (!p->maps_ev.n) {
 		if (!p->maps.n && p->maps_kept.n)
 			copy_files(&p->maps, &p->maps_kept);
+		return;
+	}
+	join_events(&m, p->maps.n ? &p->maps : &p->maps_kept, &p->maps_ev);
+	maps_free(&p->maps);
+	p->maps = m;
+}
+
+int procmaps_mapped(struct proc *p, uint64_t mm, const struct map_entry *e)
+{
+	struct maps *ev = &p->maps_ev;
+	size_t n = 0;
+
+	if (mm != p->mm_ev) {   /* another address space: the old image's are stale */
+		maps_free(ev);
+		p->mm_ev = mm;
+	}
+	for (size_t i = 0; i < ev->n; i++) {   /* a newer mapping replaces what it covers */
+		if (overlaps(&ev->v[i], e))
+			free(ev->v[i].path);
+		else
+			ev->v[n++] = ev->v[i];
+	}
+	ev->n = n;
+	struct map_entry *v = realloc(ev->v, (n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	ev->v = v;
+	v[n] = *e;
+	if (!(v[n].path = strdup(e->path)))
+		return -ENOMEM;
+	ev->n = n + 1;
+	qsort(ev->v, ev->n, sizeof(*ev->v), by_start);
+	p->maps_loaded = false;   /* joined at the next load if /proc is gone by then */
+	return 0;
+}
+
+void procmaps_exec(struct proc *p, uint64_t mm)
+{
+	maps_free(&p->maps);
+	maps_free(&p->maps_kept);
+	p->maps_loaded = false;
+	if (mm != p->mm_ev) {
+		maps_free(&p->maps_ev);
+		p->mm_ev = mm;
 	}
 }
 
@@ -83,11 +177,13 @@ void procmaps_inherit(struct proc *child, struct proc *parent)
 void procmaps_exited(struct proc *p)
 {
 	maps_free(&p->maps_kept);
+	maps_free(&p->maps_ev);
 }
 
 void procmaps_free(struct proc *p)
 {
 	maps_free(&p->maps);
 	maps_free(&p->maps_kept);
+	maps_free(&p->maps_ev);
 	p->maps_loaded = false;
 }
