@@ -215,9 +215,9 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 	st->stack_hi = w.hi;
 	if (!s || n <= 0)
 		return 0;
-	/* Until user space has checked the process's objects, each allocation has its own
-	 * key, its frame-pointer stack and a copy, which replaces that stack if an object
-	 * lacks frame pointers. */
+	/* Until user space has checked the process's objects, or a key's walk against its
+	 * first copy, each allocation has its own key, its frame-pointer stack and a copy, which
+	 * replaces that stack unless cut shorter. */
 	if (mode == UNWIND_UNDECIDED) {
 		key = ustack_key();
 	} else {
@@ -228,6 +228,8 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 			q.stack_hi = sp >= w.lo && sp < w.hi ? w.hi : 0;
 			return send_ustack(ctx, &q);
 		}
+		if (use == KEY_PENDING)
+			key = ustack_key();
 	}
 
 	/* First sight: the same frames as (build id, offset), resolved by the kernel's own

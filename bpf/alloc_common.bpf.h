@@ -65,18 +65,21 @@ static __always_inline u64 rb_flags(void)
 #define STACK_SENT ALLOC_STACK_SENT
 #define STACK_RETRIES ALLOC_STACK_RETRIES
 
-enum key_use { KEY_SEND, KEY_USE, KEY_COPY };
+enum key_use { KEY_SEND, KEY_USE, KEY_PENDING, KEY_COPY };
 
 /* What a frame-pointer key asks for: its frames sent (first sight, or bare IPs again),
- * the key itself (checked), or a copy under the allocation's own key (not checked yet,
- * or its walk is not the allocation's stack). */
+ * the key itself (checked), its frames and a copy under the allocation's own key (not
+ * checked yet: the walk stands where the copy is cut short, as for an undecided
+ * process), or only a copy under its own key (the walk is not the allocation's stack). */
 static __always_inline enum key_use key_use(u64 key)
 {
 	u8 *v = bpf_map_lookup_elem(&sent_stacks, &key);
 
 	if (!v)
 		return KEY_SEND;
-	if (*v == ALLOC_STACK_PENDING || *v == ALLOC_STACK_CUT)
+	if (*v == ALLOC_STACK_PENDING)
+		return KEY_PENDING;
+	if (*v == ALLOC_STACK_CUT)
 		return KEY_COPY;
 	return *v >= STACK_RETRIES ? KEY_USE : KEY_SEND;
 }
@@ -115,6 +118,8 @@ __noinline int send_stack(struct ev_stack *st, u32 tgid, u64 start_ns, u64 key, 
 		count(CNT_DROP_RINGBUF);
 		return 0;     /* user space counts the allocation under an unknown stack */
 	}
+	if (key & ALLOC_USTACK_KEY)
+		return 0;     /* an allocation's own key: never looked up */
 	if (bare) {
 		tries = bpf_map_lookup_elem(&sent_stacks, &key);
 		mark = tries ? *tries + 1 : 1;

@@ -86,9 +86,9 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 		h = hash_ip(h, s->ips[i]);
 	}
 	u64 key = (h | 1) & ~ALLOC_USTACK_KEY;
-	/* Until user space has checked the process's objects, each sample has its own key,
-	 * its frame-pointer stack and a copy, which replaces that stack if an object lacks
-	 * frame pointers. */
+	/* Until user space has checked the process's objects, or a key's walk against its
+	 * first copy, each sample has its own key, its frame-pointer stack and a copy, which
+	 * replaces that stack unless cut shorter. */
 	if (mode == UNWIND_UNDECIDED) {
 		key = ustack_key();
 	} else {
@@ -101,6 +101,8 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 				q.stack_hi = r.hi;
 			return send_ustack(ctx, &q);
 		}
+		if (use == KEY_PENDING)
+			key = ustack_key();
 	}
 
 	got = bpf_get_stack(ctx, s->st.frames, sizeof(s->st.frames),
