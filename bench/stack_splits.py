@@ -52,7 +52,7 @@ def workloads(tmp, ctor):
                 " for (int i = 0; i < 1000; i++) m[std::to_string(i)] = i; return m.size() != 1000; }\n")
     w = [("python3", ["/usr/bin/python3", "-c", PY]),
          ("sqlite3", ["/usr/bin/sqlite3", ":memory:", SQL]),
-         ("xz", ["/usr/bin/xz", "-6", "-T1", "-k", "-f", "-c", data]),
+         ("xz", ["/usr/bin/xz", "-6", "-T1", "-k", "-f", data]),
          ("git", ["/bin/sh", git, None]),
          ("g++ (cc1plus, C++)", ["/usr/bin/g++", "-fsyntax-only", cxx])]
     if ctor:
@@ -77,11 +77,10 @@ def splits(ctxs):
     for group in by_main.values():
         if len(group) > 1:
             bad.update(group)
-    keys = sorted(stacks, key=len)
-    for i, a in enumerate(keys):
-        for b in keys[i + 1:]:
-            if len(b) > len(a) and b[:len(a)] == a:
-                bad.add(a)
+    for b in stacks:
+        for n in range(1, len(b)):
+            if b[:n] in stacks:
+                bad.add(b[:n])
                 bad.add(b)
     return bad
 
