@@ -179,6 +179,8 @@ struct ev_mmap {
 	unsigned long long ino;
 	unsigned int dev;              /* the kernel's s_dev: major << 20 | minor */
 	unsigned int nnames;           /* names in names[], 0: the path was not complete */
+	unsigned int exe;              /* the executable's text, sent at exec */
+	unsigned int pad;
 	char names[ALLOC_MMAP_DEPTH][ALLOC_MMAP_NAME];
 };
 /* A process that is not a target exec'd (only with watch_all_exec). The kernel has

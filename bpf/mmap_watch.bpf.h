@@ -65,7 +65,7 @@ static long vma_file(struct task_struct *task, struct vm_area_struct *vma, void 
 
 /* The file mapping of task that holds addr, if executable, as an EV_MMAP record. */
 static __always_inline void send_mapping(struct task_struct *task, u32 tgid, u64 start_ns,
-					 u64 addr)
+					 u64 addr, u32 exe)
 {
 	struct vma_file v = {};
 	struct ev_mmap *e;
@@ -93,6 +93,8 @@ static __always_inline void send_mapping(struct task_struct *task, u32 tgid, u64
 			       .e = e };
 	bpf_loop(2 * ALLOC_MMAP_DEPTH, path_step, &w, 0);
 	e->nnames = w.done ? w.n : 0;
+	e->exe = exe;
+	e->pad = 0;
 	bpf_ringbuf_submit(e, rb_flags());
 }
 
@@ -112,7 +114,7 @@ int BPF_PROG(on_mmap, struct pt_regs *regs, long ret)
 	if (!is_target(tgid))
 		return 0;
 	struct task_struct *task = bpf_get_current_task_btf();
-	send_mapping(task, tgid, BPF_CORE_READ(task, group_leader, start_time), ret);
+	send_mapping(task, tgid, BPF_CORE_READ(task, group_leader, start_time), ret, 0);
 	return 0;
 }
 
@@ -122,7 +124,7 @@ static __always_inline void exec_mappings(struct task_struct *p, u32 tgid, u64 s
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(p);
 
-	send_mapping(p, tgid, start_ns, BPF_CORE_READ(p, mm, start_code));
+	send_mapping(p, tgid, start_ns, BPF_CORE_READ(p, mm, start_code), 1);
 	if (regs)
-		send_mapping(p, tgid, start_ns, BPF_CORE_READ(regs, ip));
+		send_mapping(p, tgid, start_ns, BPF_CORE_READ(regs, ip), 0);
 }

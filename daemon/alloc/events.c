@@ -183,6 +183,12 @@ static void on_mmap(struct proc *p, const struct ev_mmap *e)
 			       .prot = PROT_READ | PROT_EXEC, .dev_major = e->dev >> 20,
 			       .dev_minor = e->dev & 0xfffff, .inode = e->ino, .path = path };
 
+	if (e->exe) {
+		p->exe_ino = e->ino;
+		p->exe_dev_major = m.dev_major;
+		p->exe_dev_minor = m.dev_minor;
+		p->exe_known = true;
+	}
 	if (e->end <= e->start || e->pgoff > e->start || !mmap_path(e, path, sizeof(path)))
 		return;   /* not a file the reader can name: /proc stays the only source */
 	if (e->pgoff) {
@@ -213,6 +219,12 @@ static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
 	}
 	if (parent && !p->fp_shape)
 		p->fp_shape = parent->fp_shape;
+	if (parent && !p->exe_known) {   /* the parent's image until the child's exec */
+		p->exe_ino = parent->exe_ino;
+		p->exe_dev_major = parent->exe_dev_major;
+		p->exe_dev_minor = parent->exe_dev_minor;
+		p->exe_known = parent->exe_known;
+	}
 	if (parent && (!*p->exe || !*p->build_id)) {
 		p->exe = parent->exe;
 		p->build_id = parent->build_id;
@@ -249,6 +261,7 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 	p->fp_checked = false;   /* decided again at the new image's first stack */
 	p->fp_reached_own = false;
 	p->fp_shape = 0;
+	p->exe_known = false;   /* told by the EV_MMAP right behind this record */
 	p->maps_reloads = 0;
 	ustack_decide_exec(r, p);
 }

@@ -5,7 +5,10 @@
  * told (EV_MMAP) belong to one address space and are joined in only when /proc fails.
  * Cost: one copy of a few dozen entries per exec, fork and executable mmap. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <string.h>
 #include "daemon/alloc/procmaps.h"
 
@@ -91,11 +94,31 @@ static void join_events(struct maps *dst, const struct maps *base, const struct 
 /* Own maps (a zombie's are empty), else what is known already: the maps read before,
  * else the snapshot, with what BPF told of files mapped since. Once the process's own
  * maps were read they are the fallback and the snapshot is dropped. */
+/* Whether /proc shows the image the records being read come from: a process that
+ * exec'd since (a shell's child between fork and exec, read after its exec) shows
+ * another executable. */
+static bool same_image(const struct proc *p)
+{
+	char path[64];
+	struct stat st;
+
+	if (!p->exe_known)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%u/exe", p->pid);
+	if (stat(path, &st))
+		return true;   /* its maps were read: a kernel thread, or gone just now */
+	return st.st_ino == p->exe_ino && major(st.st_dev) == p->exe_dev_major &&
+	       minor(st.st_dev) == p->exe_dev_minor;
+}
+
 static void read_or_kept(struct proc *p)
 {
 	struct maps m;
 
 	maps_read_pid(&m, p->pid);
+	if (m.n && !same_image(p))
+		maps_free(&m);   /* another image's: what is kept stands for this one */
+	p->maps_proc = m.n > 0;
 	if (m.n) {
 		maps_free(&p->maps);
 		p->maps = m;

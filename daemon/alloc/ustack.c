@@ -390,7 +390,7 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 	if (e->len < have)
 		have = e->len;
 	procmaps_load(p);   /* libdwfl's modules once the process is gone */
-	unwind_stack(&p->uw, p->pid, &p->maps, e, have, pcs, e->caller ? ALLOC_MAX_UFRAMES + SAMPLED_CALLER_SEARCH
+	unwind_stack(&p->uw, p->pid, &p->maps, p->maps_proc, e, have, pcs, e->caller ? ALLOC_MAX_UFRAMES + SAMPLED_CALLER_SEARCH
 							      : ALLOC_MAX_UFRAMES, &got, &truncated);
 	const struct map_entry *m = NULL;
 	struct binary *b = NULL;

@@ -6,7 +6,10 @@ recorder walks them unless a stack is cut, and a process's first allocations may
 taken before its unwinding mode is decided. Whichever way each stack was taken, every
 run must show each site under exactly one stack (function names, innermost first), the
 same in every run, whole (reaching main's caller or the dynamic loader's entry code),
-and the recorder's own sites in full: ctor_site under before_main, main_site under main."""
+and the recorder's own sites in full: ctor_site under before_main, main_site under main.
+Then short-lived processes gone before the reader reads their /proc/PID/maps: a shell
+(dash) running expr six times, searched in PATH by the shell's child between its fork
+and exec; every context whole or marked truncated, and the same stacks in every run."""
 import argparse
 import os
 import sys
@@ -43,6 +46,34 @@ def shapes(memprofd, db, mode, errs):
     return out
 
 
+SHELL_SCRIPT = "for i in 1 2 3 4 5 6; do expr $i + 1 >/dev/null; done\n"
+
+
+def short_lived(a, tmp, errs):
+    script = os.path.join(tmp, "expr.sh")
+    with open(script, "w") as f:
+        f.write(SHELL_SCRIPT)
+    runs = []
+    for i in range(3):
+        db = os.path.join(tmp, "sh%d.db" % i)
+        p = t.record(a.memprofd, db, ["/bin/sh", script], extra=["--access", "off"])
+        if p.returncode != 0:
+            errs.append("sh run %d: %s" % (i, t.describe(p)))
+            continue
+        ctxs = t.query_contexts(a.memprofd, db)
+        short = [c for c in ctxs if not stackroots.whole(c) and not c.get("truncated")]
+        if short:
+            errs.append("sh run %d: %d of %d contexts stop short of a root unmarked, e.g. %s"
+                        % (i, len(short), len(ctxs),
+                           [f.get("function") or f.get("address") for f in short[0]["frames"]]))
+        runs.append({tuple((f.get("module"), f.get("address")) for f in c["frames"])
+                     for c in ctxs})
+    t.log("sh running expr x6: %s contexts per run" % [len(r) for r in runs])
+    if len(runs) > 1 and any(r != runs[0] for r in runs[1:]):
+        errs.append("sh running expr x6: the stacks differ between runs (%s contexts)"
+                    % [len(r) for r in runs])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
@@ -76,7 +107,9 @@ def main():
         missing = [k for k in ("size 4321", "size 1234", "size 3001", "size 5001") if k not in seen]
         if missing:
             errs.append("%s: sites never recorded: %s" % (mode, missing))
-    t.finish(errs, "one stack per site, constructors and main, over %d runs" % a.runs, tmp)
+    short_lived(a, tmp, errs)
+    t.finish(errs, "one stack per site, constructors and main, short-lived processes, "
+             "over %d runs" % a.runs, tmp)
 
 
 if __name__ == "__main__":
