@@ -12,8 +12,6 @@
 #include <stdarg.h>
 #include <time.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <pthread.h>
 #include "base/log.h"
 #include "daemon/alloc/events.h"
@@ -151,60 +149,6 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 	hmap_insert(&p->stacks, stack_slot(e->key), s);
 }
 
-/* The path of an EV_MMAP record (names innermost first) into buf, if it names the very
- * file mapped: the names come from the kernel's dentries, but a file may have been
- * renamed or replaced since, and this one is opened as root. */
-static bool mmap_path(const struct ev_mmap *e, char *buf, size_t size)
-{
-	size_t len = 0;
-	struct stat st;
-
-	if (!e->nnames || e->nnames > ALLOC_MMAP_DEPTH)
-		return false;
-	for (unsigned i = e->nnames; i-- > 0;) {
-		const char *name = e->names[i];
-		size_t n = strnlen(name, ALLOC_MMAP_NAME);
-		if (!n || n == ALLOC_MMAP_NAME || memchr(name, '/', n) || !strcmp(name, ".") ||
-		    !strcmp(name, "..") || len + 1 + n + 1 > size)
-			return false;
-		buf[len++] = '/';
-		memcpy(buf + len, name, n);
-		len += n;
-	}
-	buf[len] = '\0';
-	return !stat(buf, &st) && S_ISREG(st.st_mode) && st.st_ino == e->ino &&
-	       major(st.st_dev) == e->dev >> 20 && minor(st.st_dev) == (e->dev & 0xfffff);
-}
-
-static void on_mmap(struct proc *p, const struct ev_mmap *e)
-{
-	char path[ALLOC_MMAP_DEPTH * ALLOC_MMAP_NAME + 1];
-	struct map_entry m = { .start = e->start, .end = e->end, .offset = e->pgoff,
-			       .prot = PROT_READ | PROT_EXEC, .dev_major = e->dev >> 20,
-			       .dev_minor = e->dev & 0xfffff, .inode = e->ino, .path = path };
-
-	if (e->exe) {
-		p->exe_ino = e->ino;
-		p->exe_dev_major = m.dev_major;
-		p->exe_dev_minor = m.dev_minor;
-		p->exe_known = true;
-	}
-	if (e->end <= e->start || e->pgoff > e->start || !mmap_path(e, path, sizeof(path)))
-		return;   /* not a file the reader can name: /proc stays the only source */
-	if (e->pgoff) {
-		/* The file's first bytes, mapped read-only below its text by the loader (each
-		 * segment at its own offset from one base): libdwfl takes a module's bias from
-		 * its lowest mapping. */
-		struct map_entry head = m;
-		head.start = e->start - e->pgoff;
-		head.end = e->start;
-		head.offset = 0;
-		head.prot = PROT_READ;
-		procmaps_mapped(p, e->mm, &head);
-	}
-	procmaps_mapped(p, e->mm, &m);   /* out of memory: /proc stays the only source */
-}
-
 static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
 {
 	struct proc *parent = proc_find(&r->procs, e->ppid, e->parent_start_ns);
@@ -291,7 +235,7 @@ static bool handle_common(struct recorder *r, const void *data, size_t len, even
 		return true;
 	case EV_MMAP:
 		if (len >= sizeof(struct ev_mmap) && (p = proc_get(&r->procs, h->tgid, h->start_ns)))
-			on_mmap(p, data);
+			procmaps_on_mmap(p, data);
 		return true;
 	case EV_FORK:
 		if (len >= sizeof(struct ev_fork) && (p = proc_get(&r->procs, h->tgid, h->start_ns)))

@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <string.h>
+#include "bpf/alloc.h"
 #include "daemon/alloc/procmaps.h"
 
 static void copy_files(struct maps *dst, const struct maps *src)
@@ -209,4 +211,58 @@ void procmaps_free(struct proc *p)
 	maps_free(&p->maps_kept);
 	maps_free(&p->maps_ev);
 	p->maps_loaded = false;
+}
+
+/* The path of an EV_MMAP record (names innermost first) into buf, if it names the very
+ * file mapped: the names come from the kernel's dentries, but a file may have been
+ * renamed or replaced since, and this one is opened as root. */
+static bool mmap_path(const struct ev_mmap *e, char *buf, size_t size)
+{
+	size_t len = 0;
+	struct stat st;
+
+	if (!e->nnames || e->nnames > ALLOC_MMAP_DEPTH)
+		return false;
+	for (unsigned i = e->nnames; i-- > 0;) {
+		const char *name = e->names[i];
+		size_t n = strnlen(name, ALLOC_MMAP_NAME);
+		if (!n || n == ALLOC_MMAP_NAME || memchr(name, '/', n) || !strcmp(name, ".") ||
+		    !strcmp(name, "..") || len + 1 + n + 1 > size)
+			return false;
+		buf[len++] = '/';
+		memcpy(buf + len, name, n);
+		len += n;
+	}
+	buf[len] = '\0';
+	return !stat(buf, &st) && S_ISREG(st.st_mode) && st.st_ino == e->ino &&
+	       major(st.st_dev) == e->dev >> 20 && minor(st.st_dev) == (e->dev & 0xfffff);
+}
+
+void procmaps_on_mmap(struct proc *p, const struct ev_mmap *e)
+{
+	char path[ALLOC_MMAP_DEPTH * ALLOC_MMAP_NAME + 1];
+	struct map_entry m = { .start = e->start, .end = e->end, .offset = e->pgoff,
+			       .prot = PROT_READ | PROT_EXEC, .dev_major = e->dev >> 20,
+			       .dev_minor = e->dev & 0xfffff, .inode = e->ino, .path = path };
+
+	if (e->exe) {
+		p->exe_ino = e->ino;
+		p->exe_dev_major = m.dev_major;
+		p->exe_dev_minor = m.dev_minor;
+		p->exe_known = true;
+	}
+	if (e->end <= e->start || e->pgoff > e->start || !mmap_path(e, path, sizeof(path)))
+		return;   /* not a file the reader can name: /proc stays the only source */
+	if (e->pgoff) {
+		/* The file's first bytes, mapped read-only below its text by the loader (each
+		 * segment at its own offset from one base): libdwfl takes a module's bias from
+		 * its lowest mapping. */
+		struct map_entry head = m;
+		head.start = e->start - e->pgoff;
+		head.end = e->start;
+		head.offset = 0;
+		head.prot = PROT_READ;
+		procmaps_mapped(p, e->mm, &head);
+	}
+	procmaps_mapped(p, e->mm, &m);   /* out of memory: /proc stays the only source */
 }
