@@ -62,7 +62,7 @@ def workloads(tmp, ctor):
                               "ec_paramgen_curve:P-256", "-out", key]),
          ("cmake --version (C++)", ["/usr/bin/cmake", "--version"])]
     if ctor:
-        w.append(("ctor_allocs (frame pointers)", [ctor]))
+        w.append(("ctor_allocs (frame pointers)", [os.path.abspath(ctor)]))
     return w
 
 
@@ -81,11 +81,13 @@ def norm_name(n):
 
 def norm(names):
     """Allocator frames off the top; cut before the first of the runtime's root frames
-    (main's caller, a thread's start, the loader's entry)."""
+    (main's caller, a thread's start), or after the loader's _dl_init."""
     i = 0
     while i < len(names) and names[i] in ALLOCATORS:
         i += 1
     names = names[i:]
+    if "dl_init" in names:   # a constructor's: the loader's entry below is unnamed
+        names = names[:len(names) - names[::-1].index("dl_init")]
     for j, n in enumerate(names):
         if n in ROOTS:
             return tuple(names[:j])
