@@ -14,6 +14,9 @@
 #include "bpf/alloc.h"
 #include "daemon/alloc/procmaps.h"
 
+#define KDEV_MINORBITS 20   /* the kernel's dev_t (s_dev): major << 20 | minor */
+#define KDEV_MINOR(d) ((d) & ((1u << KDEV_MINORBITS) - 1))
+
 static void copy_files(struct maps *dst, const struct maps *src)
 {
 	size_t n = 0;
@@ -235,15 +238,15 @@ static bool mmap_path(const struct ev_mmap *e, char *buf, size_t size)
 	}
 	buf[len] = '\0';
 	return !stat(buf, &st) && S_ISREG(st.st_mode) && st.st_ino == e->ino &&
-	       major(st.st_dev) == e->dev >> 20 && minor(st.st_dev) == (e->dev & 0xfffff);
+	       major(st.st_dev) == e->dev >> KDEV_MINORBITS && minor(st.st_dev) == KDEV_MINOR(e->dev);
 }
 
 void procmaps_on_mmap(struct proc *p, const struct ev_mmap *e)
 {
 	char path[ALLOC_MMAP_DEPTH * ALLOC_MMAP_NAME + 1];
 	struct map_entry m = { .start = e->start, .end = e->end, .offset = e->pgoff,
-			       .prot = PROT_READ | PROT_EXEC, .dev_major = e->dev >> 20,
-			       .dev_minor = e->dev & 0xfffff, .inode = e->ino, .path = path };
+			       .prot = PROT_READ | PROT_EXEC, .dev_major = e->dev >> KDEV_MINORBITS,
+			       .dev_minor = KDEV_MINOR(e->dev), .inode = e->ino, .path = path };
 
 	if (e->exe) {
 		p->exe_ino = e->ino;
