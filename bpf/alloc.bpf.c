@@ -248,7 +248,7 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 	 * object that uses %rbp as a plain register is caught (daemon/alloc/ustack.c). */
 	q.stack_hi = sp >= w.lo && sp < w.hi ? w.hi : 0;
 	q.key = key;
-	q.wake = mode == UNWIND_UNDECIDED;
+	q.wake = 1;   /* the reader checks the key at once: its allocations are copied until then */
 	send_ustack(ctx, &q);
 	return key;
 }

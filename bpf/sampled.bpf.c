@@ -119,7 +119,7 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 	if (bpf_find_vma(bpf_get_current_task_btf(), PT_REGS_SP(ctx), vma_bounds, &r, 0) == 0)
 		q.stack_hi = r.hi;
 	q.key = key;
-	q.wake = mode == UNWIND_UNDECIDED;
+	q.wake = 1;   /* the reader checks the key at once: its allocations are copied until then */
 	send_ustack(ctx, &q);
 	return key;
 }
