@@ -422,8 +422,20 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 	note_deep(r, p, e, stop);
 	if (fps && !(e->key & ALLOC_USTACK_KEY))
 		check_key(r, e->key, fps, f, n, truncated);
-	if (fps && (!n || (truncated && !fps->truncated)))
+	if (fps && p->fp_mode && (!n || (truncated && !fps->truncated)))
 		return;   /* cut short: the frame-pointer walk's whole stack is better */
+	if (fps && !n) {
+		/* Nothing unwound: the walk's frames stand, but a process without frame
+		 * pointers was walked through code that does not keep them: cut. */
+		if (fps->truncated)
+			return;
+		memcpy(f, fps->frames, fps->nframes * sizeof(f[0]));
+		n = fps->nframes;
+		truncated = true;
+		unresolved = 0;
+		for (i = 0; i < n; i++)
+			unresolved += !*f[i].build_id;
+	}
 	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
 	struct istack *old = hmap_find(&p->stacks, stack_slot(e->key), NULL, NULL);
 	if (!s)
