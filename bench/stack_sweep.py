@@ -49,6 +49,15 @@ CXX_SRC = ("#include <map>\n#include <string>\n#include <vector>\n#include <iost
            " std::cout << m.size(); }\n")
 
 
+BASH = ("a=(); for i in $(seq 1 300); do a+=(\"x$i\"); s=\"${s}y\"; done; "
+        "for i in 1 2 3; do expr $i + 1 >/dev/null; done; echo ${#a[@]} ${#s}")
+JQ = "[range(0; 30000) | {k: (. | tostring), v: [., . * 2]}] | map(.v[1]) | add"
+NODE = ("const a = []; for (let i = 0; i < 200000; i++) a.push({k: 'x' + i, v: [i, i * 2]});"
+        "const b = []; for (let i = 0; i < 2000; i++) b.push(Buffer.alloc(5000 + i));"
+        "console.log(a.length, b.length);")
+GIT = ("mkdir -p %s && cd $_ && git init -q . && for i in $(seq 1 40); do echo $i >> f$((i %% 7));"
+       " done && git add . && git -c user.name=a -c user.email=a@b commit -qm one"
+       " && git log --oneline >/dev/null")
 PY_FORK = ("import os\n"
            "for i in range(200):\n"
            "    pid = os.fork()\n"
@@ -103,6 +112,15 @@ def workloads(tmp):
         ("ldconfig", ["/usr/sbin/ldconfig", "-X", "-C", ld_cache], "static-PIE, stripped"),
         ("static-PIE", [static_pie], "gcc -static-pie, with symbols"),
         ("python3 fork", ["/usr/bin/python3", "-c", PY_FORK], "200 children exit at once"),
+        ("zstd -19", ["/usr/bin/zstd", "-19", "-q", "-f", data, "-o", data + ".zst"], ""),
+        ("bash loop", ["/bin/bash", "-c", BASH], "forks seq, expr (short-lived)"),
+        ("jq", ["/usr/bin/jq", "-n", JQ], ""),
+        ("openssl genpkey", ["/usr/bin/openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt",
+                             "rsa_keygen_bits:1024", "-out", os.path.join(tmp, "k.pem")],
+         "libcrypto"),
+        ("node", ["/usr/bin/node", "-e", NODE], "V8: JIT frames without CFI"),
+        ("sh + git", ["/bin/sh", "-c", GIT % os.path.join(tmp, "repo")],
+         "dash forks git x4 (short-lived, PATH search before exec)"),
     ]
 
 

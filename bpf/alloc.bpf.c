@@ -215,13 +215,22 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 	st->stack_hi = w.hi;
 	if (!s || n <= 0)
 		return 0;
-	/* Until user space has checked the process's objects, each allocation has its own
-	 * key, its frame-pointer stack and a copy, which replaces that stack if an object
-	 * lacks frame pointers. */
-	if (mode == UNWIND_UNDECIDED)
+	/* Until user space has checked the process's objects, or a key's walk against its
+	 * first copy, each allocation has its own key, its frame-pointer stack and a copy, which
+	 * replaces that stack unless cut shorter. */
+	if (mode == UNWIND_UNDECIDED) {
 		key = ustack_key();
-	else if (stack_sent(key))
-		return key;
+	} else {
+		enum key_use use = key_use(key);
+		if (use == KEY_USE)
+			return key;
+		if (use == KEY_COPY) {   /* copied under the allocation's own key */
+			q.stack_hi = sp >= w.lo && sp < w.hi ? w.hi : 0;
+			return send_ustack(ctx, &q);
+		}
+		if (use == KEY_PENDING)
+			key = ustack_key();
+	}
 
 	/* First sight: the same frames as (build id, offset), resolved by the kernel's own
 	 * walk, cut where ours ended so the frames are exactly what the key hashed. */
@@ -234,12 +243,13 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 	if (n < ALLOC_MAX_FRAMES && got > (long)(n * sizeof(struct ev_frame)))
 		got = n * sizeof(struct ev_frame);
 	send_stack(&s->st, tgid, start_ns, key, got);
-	if (mode == UNWIND_UNDECIDED) {
-		q.stack_hi = sp >= w.lo && sp < w.hi ? w.hi : 0;
-		q.key = key;
-		q.wake = 1;
-		send_ustack(ctx, &q);
-	}
+	/* The first sight of a frame-pointer key sends a copy too: the context is the copy's
+	 * DWARF stack (the same whichever way the process is walked), and a walk cut by an
+	 * object that uses %rbp as a plain register is caught (daemon/alloc/ustack.c). */
+	q.stack_hi = sp >= w.lo && sp < w.hi ? w.hi : 0;
+	q.key = key;
+	q.wake = 1;   /* the reader checks the key at once: its allocations are copied until then */
+	send_ustack(ctx, &q);
 	return key;
 }
 

@@ -51,6 +51,7 @@ enum ev_type {
 	EV_EXIT,            /* the last thread of a traced process exited */
 	EV_NEWEXEC,         /* any other process exec'd (only with watch_all_exec) */
 	EV_USTACK,          /* a stack to unwind in user space: registers and stack copy */
+	EV_MMAP,            /* a traced process mapped a file executable */
 };
 
 /* Drop and diagnostic counters, a per-CPU array indexed by this enum. */
@@ -93,6 +94,18 @@ struct ev_stack {
 	unsigned int pad;
 	struct ev_frame frames[ALLOC_MAX_FRAMES];
 };
+
+/* sent_stacks values (a frame-pointer key's state): 1..ALLOC_STACK_RETRIES-1 its frames
+ * came back as bare IPs that many times (sent again); the rest are written by user space
+ * (daemon/alloc/ustack.c) once it has unwound the copy sent with the key's first sight,
+ * or by BPF at that first sight: */
+#define ALLOC_STACK_RETRIES 4      /* sends of a stack whose frames all came back as bare IPs */
+#define ALLOC_STACK_SENT 0xff      /* the walk is the copy's DWARF stack: the key stands */
+#define ALLOC_STACK_PENDING 0xfe   /* sent, not checked yet: each allocation from the key
+                                    * is copied under its own key meanwhile */
+#define ALLOC_STACK_CUT 0xfd       /* the walk differs from the copy's (cut, or a frame
+                                    * skipped by code without frame pointers): copied so,
+                                    * always */
 
 /* How a process's stacks are taken (map unwind_modes, written by daemon/alloc/ustack.c
  * once it has checked the objects the process maps; no entry: undecided). */
@@ -154,8 +167,29 @@ struct ev_exec {
 	unsigned int cpu;
 	unsigned int ppid;             /* the kernel's real parent (tgid) */
 	char filename[ALLOC_EXEC_NAME];/* the file run: a script's interpreter, as given */
+	unsigned long long mm;         /* the new image's mm: the EV_MMAPs of the exec itself
+	                                * (executable, loader) came before this record */
 };
 
+/* A file mapped executable by a traced process (at exec, and at mmap(2)'s return under
+ * `memprofd record`; bpf/mmap_watch.bpf.h): the mappings a
+ * copied stack is unwound against once the process is gone, which a short-lived one is
+ * before the reader gets to /proc (its libraries mapped and its constructors run within
+ * a millisecond). The path is given as its names, innermost first, up to the global
+ * root (mounts crossed); user space checks it names the same device and inode. */
+#define ALLOC_MMAP_DEPTH 16            /* path names sent: deeper files are not sent */
+#define ALLOC_MMAP_NAME 64             /* bytes per name, with its NUL: longer ones cut */
+struct ev_mmap {
+	struct ev_hdr h;
+	unsigned long long mm;         /* the address space mapped into */
+	unsigned long long start, end, pgoff;  /* pgoff in bytes */
+	unsigned long long ino;
+	unsigned int dev;              /* the kernel's s_dev: major << 20 | minor */
+	unsigned int nnames;           /* names in names[], 0: the path was not complete */
+	unsigned int exe;              /* the executable's text, sent at exec */
+	unsigned int pad;
+	char names[ALLOC_MMAP_DEPTH][ALLOC_MMAP_NAME];
+};
 /* A process that is not a target exec'd (only with watch_all_exec). The kernel has
  * already put it in `targets`, so nothing it does is lost while the daemon decides from
  * this record alone (the process may be gone before /proc could be read): a rejected

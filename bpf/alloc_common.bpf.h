@@ -62,19 +62,30 @@ static __always_inline u64 rb_flags(void)
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-#define STACK_SENT 0xff       /* sent_stacks value: sent whole */
-#define STACK_RETRIES 4       /* sends of a stack whose frames all came back as bare IPs */
+#define STACK_SENT ALLOC_STACK_SENT
+#define STACK_RETRIES ALLOC_STACK_RETRIES
 
-/* Whether the stack with this key needs no (more) sending. */
-static __always_inline bool stack_sent(u64 key)
+enum key_use { KEY_SEND, KEY_USE, KEY_PENDING, KEY_COPY };
+
+/* What a frame-pointer key asks for: its frames sent (first sight, or bare IPs again),
+ * the key itself (checked), its frames and a copy under the allocation's own key (not
+ * checked yet: the walk stands where the copy is cut short, as for an undecided
+ * process), or only a copy under its own key (the walk is not the allocation's stack). */
+static __always_inline enum key_use key_use(u64 key)
 {
 	u8 *v = bpf_map_lookup_elem(&sent_stacks, &key);
 
-	return v && (*v == STACK_SENT || *v >= STACK_RETRIES);
+	if (!v)
+		return KEY_SEND;
+	if (*v == ALLOC_STACK_PENDING)
+		return KEY_PENDING;
+	if (*v == ALLOC_STACK_CUT)
+		return KEY_COPY;
+	return *v >= STACK_RETRIES ? KEY_USE : KEY_SEND;
 }
 
 /* Sends the stack record whose first `got` bytes of frames bpf_get_stack filled in, and
- * marks its key as sent. When the kernel cannot take the process's mmap lock at once
+ * marks its key as sent, pending user space's check against its copy. When the kernel cannot take the process's mmap lock at once
  * (threads being created hold it, say) it gives every frame as a bare IP instead of
  * (build id, offset); then the record wakes the reader now, so that it can resolve the
  * IPs from /proc/PID/maps while the process still runs, and the key is sent again by the
@@ -85,7 +96,7 @@ __noinline int send_stack(struct ev_stack *st, u32 tgid, u64 start_ns, u64 key, 
 	u64 sz = offsetof(struct ev_stack, frames) + (u64)got;
 	u32 n = got / sizeof(struct ev_frame);
 	bool bare = n > 0;
-	u8 mark = STACK_SENT, *tries;
+	u8 mark = ALLOC_STACK_PENDING, *tries;
 
 	if (!st)
 		return 0;
@@ -107,6 +118,8 @@ __noinline int send_stack(struct ev_stack *st, u32 tgid, u64 start_ns, u64 key, 
 		count(CNT_DROP_RINGBUF);
 		return 0;     /* user space counts the allocation under an unknown stack */
 	}
+	if (key & ALLOC_USTACK_KEY)
+		return 0;     /* an allocation's own key: never looked up */
 	if (bare) {
 		tries = bpf_map_lookup_elem(&sent_stacks, &key);
 		mark = tries ? *tries + 1 : 1;
@@ -355,6 +368,7 @@ static __always_inline u64 hash_ip(u64 h, u64 ip)
 }
 
 #include "exec_watch.bpf.h"
+#include "mmap_watch.bpf.h"
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
@@ -410,8 +424,11 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	e->cpu = bpf_get_smp_processor_id();
 	e->ppid = BPF_CORE_READ(p, real_parent, tgid);
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
+	e->mm = (u64)BPF_CORE_READ(p, mm);
 	/* Wake the reader: it decides from the new image how its stacks are taken. */
+	u64 start_ns = e->h.start_ns;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	exec_mappings(p, tgid, start_ns);
 	return 0;
 }
 

@@ -56,12 +56,11 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 	u32 mode = unwind_mode(tgid, start_ns);
 	struct ustack_req q = { .start_ns = start_ns, .tgid = tgid, .caller = caller };
 
-	if (mode != UNWIND_FP) {
+	if (mode == UNWIND_DWARF) {
 		struct vma_range r = {};
 		if (bpf_find_vma(bpf_get_current_task_btf(), PT_REGS_SP(ctx), vma_bounds, &r, 0) == 0)
 			q.stack_hi = r.hi;
-		if (mode == UNWIND_DWARF)
-			return send_ustack(ctx, &q);
+		return send_ustack(ctx, &q);
 	}
 	got = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
 	if (got <= 0) {
@@ -87,13 +86,24 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 		h = hash_ip(h, s->ips[i]);
 	}
 	u64 key = (h | 1) & ~ALLOC_USTACK_KEY;
-	/* Until user space has checked the process's objects, each sample has its own key,
-	 * its frame-pointer stack and a copy, which replaces that stack if an object lacks
-	 * frame pointers. */
-	if (mode == UNWIND_UNDECIDED)
+	/* Until user space has checked the process's objects, or a key's walk against its
+	 * first copy, each sample has its own key, its frame-pointer stack and a copy, which
+	 * replaces that stack unless cut shorter. */
+	if (mode == UNWIND_UNDECIDED) {
 		key = ustack_key();
-	else if (stack_sent(key))
-		return key;
+	} else {
+		enum key_use use = key_use(key);
+		if (use == KEY_USE)
+			return key;
+		if (use == KEY_COPY) {   /* copied under the sample's own key */
+			struct vma_range r = {};
+			if (bpf_find_vma(bpf_get_current_task_btf(), PT_REGS_SP(ctx), vma_bounds, &r, 0) == 0)
+				q.stack_hi = r.hi;
+			return send_ustack(ctx, &q);
+		}
+		if (use == KEY_PENDING)
+			key = ustack_key();
+	}
 
 	got = bpf_get_stack(ctx, s->st.frames, sizeof(s->st.frames),
 			    BPF_F_USER_STACK | BPF_F_USER_BUILD_ID | (skip & BPF_F_SKIP_FIELD_MASK));
@@ -102,11 +112,15 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 		return 0;
 	}
 	send_stack(&s->st, tgid, start_ns, key, got);
-	if (mode == UNWIND_UNDECIDED) {
-		q.key = key;
-		q.wake = 1;
-		send_ustack(ctx, &q);
-	}
+	/* The first sight of a frame-pointer key sends a copy too: the context is the copy's
+	 * DWARF stack (the same whichever way the process is walked), and a walk cut by an
+	 * object that uses %rbp as a plain register is caught (daemon/alloc/ustack.c). */
+	struct vma_range r = {};
+	if (bpf_find_vma(bpf_get_current_task_btf(), PT_REGS_SP(ctx), vma_bounds, &r, 0) == 0)
+		q.stack_hi = r.hi;
+	q.key = key;
+	q.wake = 1;   /* the reader checks the key at once: its allocations are copied until then */
+	send_ustack(ctx, &q);
 	return key;
 }
 

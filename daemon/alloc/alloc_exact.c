@@ -125,8 +125,11 @@ int exact_open(struct recorder *r)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
 	r->unwind_modes_fd = bpf_map__fd(r->skel->maps.unwind_modes);
+	r->sent_stacks_fd = bpf_map__fd(r->skel->maps.sent_stacks);
 	err = events_attach_lifecycle(r->skel->progs.on_fork, r->skel->progs.on_exec,
-				      r->skel->progs.on_exit, &r->links, &r->nlinks, &r->links_cap);
+				      r->skel->progs.on_exit,
+				      r->watch_all_exec ? NULL : r->skel->progs.on_mmap, &r->links,
+				      &r->nlinks, &r->links_cap);
 	if (err)
 		return err;
 	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), on_event, r, NULL);

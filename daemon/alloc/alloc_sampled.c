@@ -185,11 +185,14 @@ int sampled_open(struct sampled **out, struct recorder *r)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
 	r->unwind_modes_fd = bpf_map__fd(s->skel->maps.unwind_modes);
+	r->sent_stacks_fd = bpf_map__fd(s->skel->maps.sent_stacks);
 	if (s->multi && (err = usdt_specs_init(&s->specs, bpf_map__fd(s->skel->maps.__bpf_usdt_specs),
 					       bpf_map__value_size(s->skel->maps.__bpf_usdt_specs))))
 		return log_error_errno(err, "%s: USDT spec map: unexpected layout", recorder_cmd(r));
 	err = events_attach_lifecycle(s->skel->progs.on_fork, s->skel->progs.on_exec,
-				      s->skel->progs.on_exit, &s->links, &s->nlinks, &s->links_cap);
+				      s->skel->progs.on_exit,
+				      r->watch_all_exec ? NULL : s->skel->progs.on_mmap, &s->links,
+				      &s->nlinks, &s->links_cap);
 	if (err)
 		return err;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);

@@ -125,12 +125,10 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 	p->fp_reached_own |= own && n;
 	if (n && !own && p->fp_mode && outer && !ustack_is_loader(outer)) {
 		/* The walk never reached the program nor the loader's constructor calls: cut
-		 * by a runtime object's use of %rbp. An undecided process's stack has its copy
-		 * right behind it in the ring: that one stands for the key. Before any walk
-		 * reached the program it may be a constructor's (libstdc++'s emergency pool,
-		 * once, from _dl_init): marked, no switch. */
-		if (e->key & ALLOC_USTACK_KEY)
-			return;
+		 * by a runtime object's use of %rbp. Marked: the copy right behind it in the
+		 * ring replaces it (ustack_handle). Before any walk reached the program it may
+		 * be a constructor's (libstdc++'s emergency pool, once, from _dl_init): no
+		 * switch. */
 		truncated = true;
 		if (p->fp_reached_own)
 			ustack_fp_cut(r, p, outer);
@@ -163,6 +161,14 @@ static void on_fork(struct recorder *r, struct proc *p, const struct ev_fork *e)
 		p->fp_mode = parent->fp_mode;
 		p->fp_reached_own = parent->fp_reached_own;
 	}
+	if (parent && !p->fp_shape)
+		p->fp_shape = parent->fp_shape;
+	if (parent && !p->exe_known) {   /* the parent's image until the child's exec */
+		p->exe_ino = parent->exe_ino;
+		p->exe_dev_major = parent->exe_dev_major;
+		p->exe_dev_minor = parent->exe_dev_minor;
+		p->exe_known = parent->exe_known;
+	}
 	if (parent && (!*p->exe || !*p->build_id)) {
 		p->exe = parent->exe;
 		p->build_id = parent->build_id;
@@ -193,11 +199,13 @@ static void on_exec(struct recorder *r, struct proc *p, const struct ev_exec *e)
 		p->comm = strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe;
 	access_forget(r, p->pid);
 	hmap_free(&p->stacks);   /* stack keys were per image */
-	procmaps_free(p);
+	procmaps_exec(p, e->mm);
 	unwinder_free(p->uw);     /* the new image maps other objects */
 	p->uw = NULL;
 	p->fp_checked = false;   /* decided again at the new image's first stack */
 	p->fp_reached_own = false;
+	p->fp_shape = 0;
+	p->exe_known = false;   /* told by the EV_MMAP right behind this record */
 	p->maps_reloads = 0;
 	ustack_decide_exec(r, p);
 }
@@ -224,6 +232,10 @@ static bool handle_common(struct recorder *r, const void *data, size_t len, even
 	case EV_USTACK:
 		if (len >= offsetof(struct ev_ustack, data))
 			ustack_handle(r, data, len);
+		return true;
+	case EV_MMAP:
+		if (len >= sizeof(struct ev_mmap) && (p = proc_get(&r->procs, h->tgid, h->start_ns)))
+			procmaps_on_mmap(p, data);
 		return true;
 	case EV_FORK:
 		if (len >= sizeof(struct ev_fork) && (p = proc_get(&r->procs, h->tgid, h->start_ns)))
@@ -322,15 +334,18 @@ int events_link_push(struct bpf_link ***v, size_t *n, size_t *cap, struct bpf_li
 }
 
 int events_attach_lifecycle(struct bpf_program *on_fork, struct bpf_program *on_exec,
-			    struct bpf_program *on_exit, struct bpf_link ***v, size_t *n,
-			    size_t *cap)
+			    struct bpf_program *on_exit, struct bpf_program *on_mmap,
+			    struct bpf_link ***v, size_t *n, size_t *cap)
 {
-	struct bpf_program *tps[] = { on_fork, on_exec, on_exit };
+	struct bpf_program *tps[] = { on_fork, on_exec, on_exit, on_mmap };
 
 	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
-		struct bpf_link *l = bpf_program__attach(tps[i]);
+		struct bpf_link *l;
 		int err;
 
+		if (!tps[i])
+			continue;
+		l = bpf_program__attach(tps[i]);
 		if (!l)
 			return log_error_errno(-errno, "record: attaching %s: %s",
 					       bpf_program__name(tps[i]), strerror(errno));

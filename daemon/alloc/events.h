@@ -51,10 +51,11 @@ struct bpf_program;
 int events_recorder_init(struct recorder *r);
 /* Appends l to a growing link array; on -ENOMEM l is destroyed. */
 int events_link_push(struct bpf_link ***v, size_t *n, size_t *cap, struct bpf_link *l);
-/* Attaches the three sched tracepoint programs every BPF object has (fork, exec, exit). */
+/* Attaches the lifecycle programs every BPF object has: the sched tracepoints (fork,
+ * exec, exit) and, unless NULL, mmap(2)'s exit (EV_MMAP, bpf/mmap_watch.bpf.h). */
 int events_attach_lifecycle(struct bpf_program *on_fork, struct bpf_program *on_exec,
-			    struct bpf_program *on_exit, struct bpf_link ***v, size_t *n,
-			    size_t *cap);
+			    struct bpf_program *on_exit, struct bpf_program *on_mmap,
+			    struct bpf_link ***v, size_t *n, size_t *cap);
 
 #define EVENTS_DETACH_THREADS 16   /* links detached at once at the end of a recording */
 /* Destroys every link and closes every link fd, in parallel (each classic uprobe waits

@@ -27,10 +27,20 @@ struct proc {
 	struct maps maps_kept;     /* its image's file mappings, for once it is gone
 	                            * (procmaps.c: exec, last read, the parent's at fork) */
 	bool maps_loaded;
+	bool maps_proc;            /* maps were read from /proc, of this image */
+	struct maps maps_ev;       /* files mapped executable as EV_MMAP told (procmaps.c) */
+	uint64_t mm_ev;            /* the address space maps_ev belongs to */
+	uint64_t exe_ino;          /* the image's executable (EV_MMAP at exec, or the parent's
+	                            * at fork): /proc shows another image once it differs */
+	unsigned exe_dev_major, exe_dev_minor;
+	bool exe_known;
 	struct unwinder *uw;       /* DWARF unwinder of this image (daemon/alloc/unwind.c), lazily */
 	bool fp_checked;           /* its objects were checked for frame pointers (fpcheck.c) */
 	bool fp_mode;              /* and all keep them: BPF walks them (unwind_modes) */
 	bool fp_reached_own;       /* a walked stack reached the program's own frames */
+	signed char fp_shape;      /* 1: its executable keeps frame pointers, so every stack
+	                            * ends as their walks do (ustack.c fp_shape), whichever
+	                            * mode takes it; -1: no; 0: not known yet */
 	uint64_t stack_top;        /* main stack copied up to here (ustack.c), 0: whole */
 	bool deep_copy;            /* a walk ran past an ALLOC_USTACK_MAX copy: BPF copies more */
 	unsigned maps_reloads;     /* re-reads of maps for frames outside them (ustack.c) */

@@ -32,6 +32,7 @@ struct unwinder {
 	struct unwind_rules *rules;  /* the fast path's per-address rules */
 	uint64_t top;                /* the last walk's highest word read (0: unknown) */
 	enum unwind_stop stop;       /* why the last walk ended */
+	bool known_only;             /* /proc shows another image: modules from known */
 };
 
 struct walk {
@@ -153,7 +154,7 @@ static int report(struct unwinder *uw, const struct maps *known)
 	rules_clear(uw->rules);   /* they hold no pointer into the Dwfl, but a new module
 	                           * may cover an address that had none */
 	uw->reports++;
-	uw->dwfl = report_from(uw, NULL);
+	uw->dwfl = uw->known_only ? NULL : report_from(uw, NULL);
 	if (!uw->dwfl && known && known->n)
 		uw->dwfl = report_from(uw, known);
 	return uw->dwfl ? 0 : -ESRCH;
@@ -233,7 +234,7 @@ static bool rules_on(void)
 	return on;
 }
 
-int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct maps *known,
+int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct maps *known, bool proc_ok,
 		 const struct ev_ustack *u, size_t len,
 		 uint64_t *pcs, unsigned max, unsigned *n, bool *truncated)
 {
@@ -250,6 +251,7 @@ int unwind_stack(struct unwinder **uwp, uint32_t pid, const struct maps *known,
 		uw->pid = pid;
 	}
 	uw->stop = UNWIND_STOP_CFI;
+	uw->known_only = !proc_ok;
 	if (!uw->dwfl) {
 		if (uw->reports >= UNWIND_REPORTS_MAX)
 			return -ESRCH;

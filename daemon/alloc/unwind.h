@@ -11,12 +11,13 @@
 struct unwinder;
 
 /* Unwinds u (len bytes of it arrived) of process pid (its modules from /proc, or from
- * known, its mappings as last known, once it is gone) into at most max return addresses,
+ * known, its mappings as last known, once it is gone or when proc_ok is false: /proc
+ * shows another image than u's) into at most max return addresses,
  * innermost first; *n is how many. *truncated is set when the walk stopped before the
  * stack's outermost frame (a read outside the copy, no CFI, max reached). Every address
  * is a code address of a module the process maps (not checked against permissions
  * here). *uw is created on first use. 0 or -errno (no frame at all). */
-int unwind_stack(struct unwinder **uw, uint32_t pid, const struct maps *known,
+int unwind_stack(struct unwinder **uw, uint32_t pid, const struct maps *known, bool proc_ok,
 		 const struct ev_ustack *u, size_t len,
 		 uint64_t *pcs, unsigned max, unsigned *n, bool *truncated);
 /* The end of the highest stack word the last unwind_stack read (0: unknown). */

@@ -2,9 +2,13 @@
  * executable file mappings of the process, innermost first, and a walk that ended
  * anywhere but the outermost frame marks the context truncated; a process is walked by
  * frame pointers in BPF only once every object it maps (but libc and the dynamic loader,
- * whose frames sit below main) was found to keep them. Cost: one libdwfl walk per record;
- * one ELF open per (file, inode) mapped and per object checked. */
+ * whose frames sit below main) was found to keep them, and a frame-pointer key stands
+ * for its allocations only once its walk gave its first copy's frames (check_key): a
+ * site's context is its DWARF stack, ended as fp_shape says for the whole image, however
+ * and whenever it was walked. Cost: one libdwfl walk per record; one ELF open per
+ * (file, inode) mapped and per object checked. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -152,6 +156,24 @@ static void set_mode(struct recorder *r, struct proc *p, unsigned mode)
 	}
 }
 
+/* The shape of p's stacks, from its executable alone: decided once per image (at exec,
+ * or at the first stack of a process that was not seen exec'ing), so that a later switch
+ * of mode keeps it. */
+static void decide_shape(struct recorder *r, struct proc *p)
+{
+	signed char fp = 0;
+
+	for (size_t i = 0; i < p->maps.n && !fp; i++) {
+		const struct map_entry *e = &p->maps.v[i];
+		if (!(e->prot & PROT_EXEC) || !*p->exe || strcmp(e->path, p->exe))
+			continue;
+		struct binary *b = ustack_map_binary(r, p, e);
+		fp = b ? binary_fp(b, p, e) : 0;
+	}
+	if (fp)
+		p->fp_shape = fp;
+}
+
 void ustack_decide(struct recorder *r, struct proc *p)
 {
 	bool all;
@@ -162,6 +184,8 @@ void ustack_decide(struct recorder *r, struct proc *p)
 	if (!p->maps.n)
 		return;   /* gone (or unreadable): undecided, its frame-pointer stacks stand */
 	p->fp_checked = true;
+	if (!p->fp_shape)
+		decide_shape(r, p);
 	all = true;
 	for (size_t i = 0; i < p->maps.n && all; i++) {
 		const struct map_entry *e = &p->maps.v[i];
@@ -171,6 +195,8 @@ void ustack_decide(struct recorder *r, struct proc *p)
 		all = b && binary_fp(b, p, e) > 0;
 	}
 	p->fp_mode = forced_mode(all ? UNWIND_FP : UNWIND_DWARF) == UNWIND_FP;
+	if (!p->fp_shape)   /* the executable is not among the maps (deleted, renamed) */
+		p->fp_shape = all ? 1 : -1;
 	set_mode(r, p, forced_mode(all ? UNWIND_FP : UNWIND_DWARF));
 }
 
@@ -197,6 +223,7 @@ void ustack_decide_exec(struct recorder *r, struct proc *p)
 	/* Libraries are not mapped yet: an executable with frame pointers is checked
 	 * again, whole, at its first stack. */
 	p->fp_checked = !all;
+	p->fp_shape = all ? 1 : -1;   /* only the executable is checked yet (and the loader) */
 	p->fp_mode = forced_mode(all ? UNWIND_FP : UNWIND_DWARF) == UNWIND_FP;
 	set_mode(r, p, forced_mode(all ? UNWIND_FP : UNWIND_DWARF));
 	maps_free(&p->maps);
@@ -323,6 +350,25 @@ static unsigned fp_shape(struct binary *const *fb, unsigned n)
 	return j + 2 < n ? j + 2 : n;
 }
 
+/* A frame-pointer key's first copy was unwound into f: BPF uses the key from now on if
+ * its walk gave the copy's frames (and perhaps more, past where fp_shape ends the copy's
+ * stack), or a whole stack where the copy was cut short; else it copies each allocation
+ * from that key under the allocation's own key. */
+static void check_key(struct recorder *r, uint64_t key, const struct istack *fps,
+		      const struct iframe *f, unsigned n, bool truncated)
+{
+	bool same = !fps->truncated && (truncated || fps->nframes >= n);
+	uint8_t v;
+
+	for (unsigned i = 0; same && !truncated && i < n; i++)
+		same = fps->frames[i].build_id == f[i].build_id &&
+		       fps->frames[i].offset == f[i].offset;
+	v = same ? ALLOC_STACK_SENT : ALLOC_STACK_CUT;
+	if (r->sent_stacks_fd > 0)
+		bpf_map_update_elem(r->sent_stacks_fd, &key, &v, BPF_ANY);
+	r->fp_keys_checked[same]++;
+}
+
 void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 {
 	uint64_t pcs[ALLOC_MAX_UFRAMES + SAMPLED_CALLER_SEARCH];
@@ -337,13 +383,14 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 		return;
 	if (!p->fp_checked)
 		ustack_decide(r, p);
-	bool replaces = hmap_find(&p->stacks, stack_slot(e->key), NULL, NULL) != NULL;
-	if (replaces && (p->fp_mode || !p->fp_checked))
-		return;   /* an undecided process's copy; its frame-pointer stack stands */
+	/* A copy sent with a frame-pointer stack (an undecided process's, or a key's first
+	 * sight): its DWARF stack replaces that stack, so that a context is the same
+	 * whichever way, and whenever, the process was walked. */
+	struct istack *fps = hmap_find(&p->stacks, stack_slot(e->key), NULL, NULL);
 	if (e->len < have)
 		have = e->len;
 	procmaps_load(p);   /* libdwfl's modules once the process is gone */
-	unwind_stack(&p->uw, p->pid, &p->maps, e, have, pcs, e->caller ? ALLOC_MAX_UFRAMES + SAMPLED_CALLER_SEARCH
+	unwind_stack(&p->uw, p->pid, &p->maps, p->maps_proc, e, have, pcs, e->caller ? ALLOC_MAX_UFRAMES + SAMPLED_CALLER_SEARCH
 							      : ALLOC_MAX_UFRAMES, &got, &truncated);
 	const struct map_entry *m = NULL;
 	struct binary *b = NULL;
@@ -363,7 +410,7 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 		unresolved += !b;
 		n++;
 	}
-	if (p->fp_mode && !truncated)
+	if (p->fp_shape > 0 && !truncated)
 		n = fp_shape(fb, n);
 	enum unwind_stop stop = unwind_stop(p->uw);
 	if (i < got) {
@@ -373,8 +420,22 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 	}
 	note_top(r, p, truncated);
 	note_deep(r, p, e, stop);
-	if (replaces && !n)
-		return;   /* nothing unwound: the frame-pointer walk's frames are better */
+	if (fps && !(e->key & ALLOC_USTACK_KEY))
+		check_key(r, e->key, fps, f, n, truncated);
+	if (fps && p->fp_mode && (!n || (truncated && !fps->truncated)))
+		return;   /* cut short: the frame-pointer walk's whole stack is better */
+	if (fps && !n) {
+		/* Nothing unwound: the walk's frames stand, but a process without frame
+		 * pointers was walked through code that does not keep them: cut. */
+		if (fps->truncated)
+			return;
+		memcpy(f, fps->frames, fps->nframes * sizeof(f[0]));
+		n = fps->nframes;
+		truncated = true;
+		unresolved = 0;
+		for (i = 0; i < n; i++)
+			unresolved += !*f[i].build_id;
+	}
 	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
 	struct istack *old = hmap_find(&p->stacks, stack_slot(e->key), NULL, NULL);
 	if (!s)

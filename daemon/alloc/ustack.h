@@ -9,7 +9,9 @@
 
 /* Unwinds the record, interns its context (truncated when the walk stopped early or met
  * an address outside the process's executable mappings) under the record's key, and
- * decides once per process image whether BPF may walk its frame pointers instead. */
+ * decides once per process image whether BPF may walk its frame pointers instead. A
+ * copy sent with a frame-pointer stack replaces it, and tells BPF whether the key's walk
+ * may stand for its later allocations (sent_stacks). */
 void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len);
 /* Once per process image (its first stack): BPF walks its frame pointers from now on if
  * every object it maps keeps them, else copies its stacks (unwind_modes). */

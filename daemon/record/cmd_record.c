@@ -962,6 +962,11 @@ static void print_summary(struct record *rec)
 			(unsigned long long)r->ustack_stops[UNWIND_STOP_COPY],
 			(unsigned long long)r->ustack_stops[UNWIND_STOP_FRAMES],
 			(unsigned long long)r->ustack_stops[UNWIND_STOP_CFI]);
+	if (r->fp_keys_checked[0] + r->fp_keys_checked[1])
+		fprintf(stderr, "memprofd: %llu frame-pointer stacks checked against their DWARF "
+			"copies: %llu kept, %llu cut or skipping a frame (copied per allocation)\n",
+			(unsigned long long)(r->fp_keys_checked[0] + r->fp_keys_checked[1]),
+			(unsigned long long)r->fp_keys_checked[1], (unsigned long long)r->fp_keys_checked[0]);
 }
 
 /* Exact mode: the command's allocation stacks nearly all pass through libc, so its DWARF

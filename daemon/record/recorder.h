@@ -48,9 +48,11 @@ struct recorder {
 	bool slice_spent;                /* the slice ran out with records left */
 	uint64_t unresolved_frames;
 	uint64_t ustacks, ustacks_truncated;  /* stacks unwound from DWARF CFI, of them cut short */
+	uint64_t fp_keys_checked[2];     /* frame-pointer keys against their copy: [1] same */
 	uint64_t ustack_stops[4];             /* of those, by enum unwind_stop */
 	struct stash stash;              /* the ring read during a running flush (stash.h) */
 	int unwind_modes_fd;             /* BPF unwind_modes map (daemon/alloc/ustack.c), 0: none */
+	int sent_stacks_fd;              /* BPF sent_stacks map: a key's check (ustack.c), 0: none */
 	bool unwind_mode_logged;
 	uint64_t unknown_stack_objs;     /* objects attributed to unknown_stack */
 	uint64_t unknown_stack_why[3];   /* of those: enum unknown_stack_why */

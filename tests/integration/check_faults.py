@@ -30,17 +30,12 @@ def env_for(a, workdir, nth=None, errno=None, count=None):
 
 
 def contents(a, db):
-    """What a reader sees: contexts (without ids that may differ) as sorted JSON. The
-    frames' names count for the stacks that reach main; a constructor's allocation before
-    main (libstdc++'s emergency pool, from _dl_init) takes its frame-pointer walk or its
-    DWARF copy depending on when the process's unwinding mode is decided, in clean runs
-    too, so only its count and size are compared."""
+    """What a reader sees: contexts (without ids that may differ) as sorted JSON, frame
+    names included for every stack (a constructor's before main too: its context is its
+    DWARF stack however, and whenever, the process was walked)."""
     ctxs = t.query_contexts(a.memprofd, db)
-    keep = []
-    for c in ctxs:
-        names = [f.get("function") for f in c["frames"]]
-        keep.append((c["binary"], names if "main" in names else None, c["alloc_count"],
-                     c["total_size"]))
+    keep = [(c["binary"], [f.get("function") for f in c["frames"]], c["alloc_count"],
+             c["total_size"]) for c in ctxs]
     return json.dumps(sorted(keep, key=str))
 
 

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""check_ctor_stacks: one stack per allocation site, run after run (issue 16's follow-up).
+tests/workloads/ctor_allocs allocates before main (its own constructor, a global
+std::string, libstdc++'s emergency pool) and in main; it keeps frame pointers, so the
+recorder walks them unless a stack is cut, and a process's first allocations may be
+taken before its unwinding mode is decided. Whichever way each stack was taken, every
+run must show each site under exactly one stack (function names, innermost first), the
+same in every run, whole (reaching main's caller or the dynamic loader's entry code),
+and the recorder's own sites in full: ctor_site under before_main, main_site under main.
+Then short-lived processes gone before the reader reads their /proc/PID/maps: a shell
+(dash) running expr six times, searched in PATH by the shell's child between its fork
+and exec; every context whole or marked truncated, and the same stacks in every run."""
+import argparse
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpdtest as t  # noqa: E402
+import stackroots  # noqa: E402
+
+RUNS = 6
+# (innermost own function, size) -> what its stack must contain
+SITES = {4321: ("ctor_site", "before_main"), 1234: ("main_site", "main")}
+POOL_MIN = 32768   # libstdc++'s emergency pool: tens of KiB from its initialisation
+
+
+def shapes(memprofd, db, mode, errs):
+    """{key of a site: tuple of frame names} for one run."""
+    out = {}
+    for c in t.query_contexts(memprofd, db):
+        names = tuple(f.get("function") or "?" for f in c["frames"])
+        size = c["total_size"] // max(c["alloc_count"], 1)
+        if size in SITES:
+            key = "size %d" % size
+            want = SITES[size]
+            if not all(any(n.split("(")[0] == w for n in names) for w in want):
+                errs.append("%s: %s lacks %s: %s" % (mode, key, want, list(names)))
+        elif size in (3001, 5001) or size >= POOL_MIN:
+            key = "size %d" % size
+        else:
+            continue
+        if not stackroots.whole(c):
+            errs.append("%s: %s does not reach a root: %s" % (mode, key, list(names)))
+        out.setdefault(key, set()).add(names)
+    return out
+
+
+SHELL_SCRIPT = "for i in 1 2 3 4 5 6; do expr $i + 1 >/dev/null; done\n"
+
+
+def short_lived(a, tmp, errs):
+    script = os.path.join(tmp, "expr.sh")
+    with open(script, "w") as f:
+        f.write(SHELL_SCRIPT)
+    runs = []
+    for i in range(3):
+        db = os.path.join(tmp, "sh%d.db" % i)
+        p = t.record(a.memprofd, db, ["/bin/sh", script], extra=["--access", "off"])
+        if p.returncode != 0:
+            errs.append("sh run %d: %s" % (i, t.describe(p)))
+            continue
+        ctxs = t.query_contexts(a.memprofd, db)
+        short = [c for c in ctxs if not stackroots.whole(c) and not c.get("truncated")]
+        if short:
+            errs.append("sh run %d: %d of %d contexts stop short of a root unmarked, e.g. %s"
+                        % (i, len(short), len(ctxs),
+                           [f.get("function") or f.get("address") for f in short[0]["frames"]]))
+        runs.append({tuple((f.get("module"), f.get("address")) for f in c["frames"])
+                     for c in ctxs})
+    t.log("sh running expr x6: %s contexts per run" % [len(r) for r in runs])
+    if len(runs) > 1 and any(r != runs[0] for r in runs[1:]):
+        errs.append("sh running expr x6: the stacks differ between runs (%s contexts)"
+                    % [len(r) for r in runs])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--memprofd", required=True)
+    ap.add_argument("--workload", required=True)
+    ap.add_argument("--runs", type=int, default=RUNS)
+    a = ap.parse_args()
+    t.require_bpf()
+    errs = []
+    tmp = tempfile.mkdtemp(prefix="mpd-ctor-")
+    for mode in ("exact", "sampled"):
+        seen = {}
+        for i in range(a.runs):
+            db = os.path.join(tmp, "%s%d.db" % (mode, i))
+            env = {"MEMPROFD_SAMPLE_BYTES": "1"} if mode == "sampled" else None
+            p = t.record(a.memprofd, db, [a.workload], extra=["--access", "off"], alloc=mode,
+                         env=env)
+            if p.returncode != 0:
+                errs.append("%s run %d: %s" % (mode, i, t.describe(p)))
+                continue
+            for key, st in shapes(a.memprofd, db, mode, errs).items():
+                if len(st) > 1:
+                    errs.append("%s run %d: %s has %d stacks: %s" % (mode, i, key, len(st),
+                                                                    sorted(st)))
+                seen.setdefault(key, set()).update(st)
+        for key, st in sorted(seen.items()):
+            t.log("%s: %s: %d stack(s) over %d runs%s" % (mode, key, len(st), a.runs,
+                  "" if len(st) == 1 else ": " + " | ".join(" < ".join(s) for s in sorted(st))))
+            if len(st) > 1:
+                errs.append("%s: %s shows %d different stacks over %d runs" % (mode, key,
+                                                                             len(st), a.runs))
+        missing = [k for k in ("size 4321", "size 1234", "size 3001", "size 5001") if k not in seen]
+        if missing:
+            errs.append("%s: sites never recorded: %s" % (mode, missing))
+    short_lived(a, tmp, errs)
+    t.finish(errs, "one stack per site, constructors and main, short-lived processes, "
+             "over %d runs" % a.runs, tmp)
+
+
+if __name__ == "__main__":
+    main()
