@@ -182,9 +182,11 @@ int exact_attach_binary_pid(struct recorder *r, const char *path, int pid)
 	}
 	int (*attach)(struct recorder *, struct bpf_program *, const char *, const uint64_t *,
 		      const uint64_t *, size_t, bool, int) = r->uprobe_multi ? multi_attach : classic_attach;
-	err = attach(r, r->skel->progs.alloc_entry, path, aoff, acookie, na, false, pid);
+	/* Returns first: an entry seen before its return probe exists would leave the
+	 * thread's call open (every later call from lower on the stack counted nested). */
+	err = attach(r, r->skel->progs.alloc_ret, path, aoff, acookie, na, true, pid);
 	if (!err)
-		err = attach(r, r->skel->progs.alloc_ret, path, aoff, acookie, na, true, pid);
+		err = attach(r, r->skel->progs.alloc_entry, path, aoff, acookie, na, false, pid);
 	if (!err)
 		err = attach(r, r->skel->progs.free_entry, path, foff, fcookie, nf, false, pid);
 	if (err)
