@@ -25,6 +25,7 @@ struct tstate {
 	unsigned long long freed;     /* last pointer freed by operator delete (skip its inner free) */
 	unsigned long long stack_lo;  /* the mapping that holds the thread's stack: bounds the */
 	unsigned long long stack_hi;  /* frame-pointer walk (0, 0: not looked up yet) */
+	unsigned long long exec_id;   /* the image it was written under (task's self_exec_id) */
 };
 
 struct {
@@ -55,14 +56,21 @@ struct {
 } scratch_map SEC(".maps");
 
 /* The calling thread's state; created when `create`. NULL (counted) when the kernel
- * could not allocate it or its storage was busy (a program nested on this CPU). */
+ * could not allocate it or its storage was busy (a program nested on this CPU). A state
+ * written before the thread's exec is reset: the storage outlives exec, and a call left
+ * open in the old image (entered before its return probe was attached) made every call
+ * of the new one, on a stack placed lower, count as nested (none recorded). */
 static __always_inline struct tstate *thread_state(bool create)
 {
-	struct tstate *st = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct tstate *st = bpf_task_storage_get(&threads, t, NULL,
 						 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	u64 exec_id = t->self_exec_id;
 
 	if (!st && create)
 		count(CNT_DROP_STATE_FULL);
+	if (st && st->exec_id != exec_id)
+		*st = (struct tstate){ .exec_id = exec_id };
 	return st;
 }
 

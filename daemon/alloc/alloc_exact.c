@@ -191,10 +191,12 @@ int exact_attach_sites(struct recorder *r, const char *path, const struct exact_
 		      const uint64_t *, size_t, bool, int) = r->uprobe_multi ? multi_attach : classic_attach;
 	if (r->alloc_off)
 		return 0;   /* its programs were not loaded */
-	int err = attach(r, r->skel->progs.alloc_entry, path, s->aoff, s->acookie, s->na, false, pid);
+	/* Returns first: an entry seen before its return probe exists would leave the
+	 * thread's call open (every later call from lower on the stack counted nested). */
+	int err = attach(r, r->skel->progs.alloc_ret, path, s->aoff, s->acookie, s->na, true, pid);
 
 	if (!err)
-		err = attach(r, r->skel->progs.alloc_ret, path, s->aoff, s->acookie, s->na, true, pid);
+		err = attach(r, r->skel->progs.alloc_entry, path, s->aoff, s->acookie, s->na, false, pid);
 	if (!err)
 		err = attach(r, r->skel->progs.free_entry, path, s->foff, s->fcookie, s->nf, false, pid);
 	return err;
@@ -222,8 +224,10 @@ int exact_attach_binary_pid(struct recorder *r, const char *path, int pid)
 int exact_attach_pid_links(const struct recorder *r, const char *path, const struct exact_sites *s,
 			   int pid, int fds[EXACT_PID_LINKS])
 {
+	/* The return probe first, as exact_attach_sites does: an entry without it would
+	 * leave the thread's call open. */
 	struct bpf_program *progs[EXACT_PID_LINKS] = {
-		r->skel->progs.alloc_entry, r->skel->progs.alloc_ret, r->skel->progs.free_entry,
+		r->skel->progs.alloc_ret, r->skel->progs.alloc_entry, r->skel->progs.free_entry,
 	};
 	const uint64_t *offs[EXACT_PID_LINKS] = { s->aoff, s->aoff, s->foff };
 	const uint64_t *cookies[EXACT_PID_LINKS] = { s->acookie, s->acookie, s->fcookie };
@@ -234,7 +238,7 @@ int exact_attach_pid_links(const struct recorder *r, const char *path, const str
 	/* Straight to the kernel, not through r's lists: called from the hold thread too. */
 	for (int k = 0; k < EXACT_PID_LINKS; k++) {
 		fds[k] = n[k] ? uprobe_multi_link_pid(bpf_program__fd(progs[k]), path, offs[k], NULL,
-						       cookies[k], n[k], k == 1, pid) : -1;
+						       cookies[k], n[k], k == 0, pid) : -1;
 		if (n[k] && fds[k] < 0) {
 			int err = fds[k];
 			while (k-- > 0)

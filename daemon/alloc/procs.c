@@ -235,12 +235,25 @@ struct binary *bin_by_raw(struct proctab *t, const unsigned char raw[20])
 	return hmap_find(&t->bins, hash_bytes(raw, 20, 0), bin_eq_raw, raw);
 }
 
+/* Whether path names a file through a process (/proc/PID/...): gone when it exits. */
+static bool dies_with_process(const char *path)
+{
+	return !strncmp(path, "/proc/", 6) && strncmp(path, "/proc/self/", 11);
+}
+
 struct binary *bin_register(struct proctab *t, const char *path, const char *open_path)
 {
-	char hex[2 * 64 + 1];
+	char hex[2 * 64 + 1], fd_path[32];
+	_cleanup_close_ int fd = -1;
 	unsigned char raw[20];
 	struct binary *b;
 
+	/* Opened first, the build-id read through it: the kept descriptor is that file. */
+	if (dies_with_process(path) && t->kept_fds < BIN_KEPT_FDS_MAX &&
+	    (fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) >= 0) {
+		snprintf(fd_path, sizeof(fd_path), "/proc/self/fd/%d", fd);
+		open_path = fd_path;
+	}
 	if (elf_build_id_of(open_path, hex, sizeof(hex)) < 0 || hex2raw(hex, raw) < 0)
 		return NULL;
 	b = bin_by_raw(t, raw);
@@ -253,9 +266,17 @@ struct binary *bin_register(struct proctab *t, const char *path, const char *ope
 	memcpy(b->raw, raw, sizeof(b->raw));
 	/* Keep a path that stays valid after the process exits, when the file is the same. */
 	b->path = intern_str(t->in, path);
+	b->fd = -1;
+	if (fd >= 0 && !(b->fd_path = intern_str(t->in, fd_path)))
+		b->build_id = NULL;   /* out of memory: fails below */
 	if (!b->build_id || !b->path || hmap_insert(&t->bins, hash_bytes(raw, 20, 0), b)) {
 		free(b);
 		return NULL;
+	}
+	if (fd >= 0) {
+		b->fd = fd;
+		fd = -1;
+		t->kept_fds++;
 	}
 	return b;
 }
@@ -334,6 +355,13 @@ const char *bin_path(struct proctab *t, const char *build_id)
 	return b ? b->path : NULL;
 }
 
+const char *bin_open_path(struct proctab *t, const char *build_id)
+{
+	struct binary *b = bin_by_hex(t, build_id);
+
+	return !b ? NULL : b->fd_path ? b->fd_path : b->path;
+}
+
 int bin_function(struct proctab *t, const char *build_id, uint64_t offset,
 		 const char **demangled, const char **mangled)
 {
@@ -348,7 +376,7 @@ int bin_function(struct proctab *t, const char *build_id, uint64_t offset,
 		return -ENOENT;
 	if (!b->sym && !b->sym_failed) {
 		/* Never symbolize against a file whose build-id changed since we saw it. */
-		if (elfsym_open(&b->sym, b->path) < 0 ||
+		if (elfsym_open(&b->sym, b->fd_path ? b->fd_path : b->path) < 0 ||
 		    elfsym_build_id(b->sym, hex, sizeof(hex)) < 0 || strcmp(hex, b->build_id)) {
 			if (b->sym)
 				elfsym_close(b->sym);
@@ -396,6 +424,8 @@ void proctab_free(struct proctab *t)
 			elfsym_close(b->sym);
 		if (b->ds)
 			datasym_close(b->ds);
+		if (b->fd >= 0)
+			close(b->fd);
 		free(b);
 	}
 	hmap_foreach(&t->files, i)

@@ -56,13 +56,21 @@ struct binary {
 	struct datasym *ds;        /* data symbols, opened lazily by access attribution */
 	bool ds_failed;
 	signed char fp;            /* keeps frame pointers: 1 yes, -1 no, 0 not checked */
+	int fd;                    /* kept open when path dies with a process, else -1 */
+	const char *fd_path;       /* "/proc/self/fd/N" of fd, interned; NULL without one */
 };
+
+/* Descriptors kept for binaries named through a process (/proc/PID/root/..., /proc/PID/
+ * exe): those paths die with it, before its frames are named. Beyond this many, such
+ * binaries keep only their path. */
+#define BIN_KEPT_FDS_MAX 256
 
 struct proctab {
 	struct hmap procs;         /* hash(tgid, start) -> struct proc * */
 	struct hmap bins;          /* hash(20-byte padded build-id) -> struct binary * */
 	struct hmap files;         /* hash(dev, inode, path) -> struct filebin * (ustack.c) */
 	struct interner *in;
+	unsigned kept_fds;         /* binaries holding a descriptor (<= BIN_KEPT_FDS_MAX) */
 };
 
 struct proc *proc_find(struct proctab *t, uint32_t tgid, uint64_t start_ns);
@@ -91,6 +99,9 @@ struct binary *bin_register_map(struct proctab *t, const struct proc *p, const s
 void bin_scan_process(struct proctab *t, struct proc *p);
 /* Path to open for the binary with this build-id (hex), or NULL if none is known. */
 const char *bin_path(struct proctab *t, const char *build_id);
+/* The same, but its kept descriptor's /proc/self/fd/N when it has one: that opens the
+ * very file after the process that named it is gone. For reading, never for storing. */
+const char *bin_open_path(struct proctab *t, const char *build_id);
 /* Function symbol (demangled and mangled, interned) at a return address in a binary. */
 int bin_function(struct proctab *t, const char *build_id, uint64_t offset,
 		 const char **demangled, const char **mangled);

@@ -161,7 +161,7 @@ int addrspace_datasym(struct addrspace *as, const struct attrib_region *reg, uin
 
 	if (!b)
 		return -ENOENT;       /* not an ELF file: counted as a file mapping */
-	if (!b->ds && !b->ds_failed && datasym_open(&b->ds, b->path) < 0) {
+	if (!b->ds && !b->ds_failed && datasym_open(&b->ds, b->fd_path ? b->fd_path : b->path) < 0) {
 		b->ds = NULL;
 		b->ds_failed = true;
 	}

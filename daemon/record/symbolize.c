@@ -20,7 +20,7 @@
 /* DWARF inline chain of one return address, copied into the arena (interned strings). */
 static void frame_lines(struct recorder *r, struct istack *s, unsigned i)
 {
-	const char *path = bin_path(&r->procs, s->frames[i].build_id);
+	const char *path = bin_open_path(&r->procs, s->frames[i].build_id);
 	struct dwsym_frames df = { 0 };
 	uint64_t off = s->frames[i].offset;
 
