@@ -535,17 +535,24 @@ static char *pid_cmdline(unsigned long long pid)
 	return asprintf(&s, "pid %llu", pid) < 0 ? NULL : s;
 }
 
+static int join_store(struct record *rec);
+
 static int access_open(struct record *rec)
 {
 	const struct record_opts *o = rec->o;
+	/* The store first: a store that cannot open is the one line a failed start prints,
+	 * not after the access source's choice (the BPF load hid its open already). */
+	int err = join_store(rec);
 
+	if (err)
+		return err;
 	const char *inproc = getenv(RECORD_WATCH_INPROCESS_ENV);
 
 	rec->r.no_watch = o->no_watch;
 	/* On with the watch unless MEMPROFD_WATCH_INPROCESS=0 (the sampler guards the
 	 * targets' SIGTRAP: sampler/sampler_trap.c). */
 	rec->r.watch_inprocess = !o->no_watch && !(inproc && !strcmp(inproc, "0"));
-	int err = access_setup(&rec->r, o->access_mode, o->access_given, o->freq, o->period);
+	err = access_setup(&rec->r, o->access_mode, o->access_given, o->freq, o->period);
 
 	if (err >= 0 && rec->smp)
 		sampled_attach_watch(rec->smp);   /* the samplers queued before the watch opened */
