@@ -72,18 +72,6 @@ void mib_mark_live_at_exit(struct mib *m)
 
 /* sqrt(a^2 + b^2) without libm (the store links none): Newton on sqrt(1 + r^2), r <= 1,
  * from 1.2, which six steps take to a double's precision. */
-static uint64_t quad_sum(uint64_t a, uint64_t b)
-{
-	double m = (double)(a > b ? a : b), n = (double)(a > b ? b : a), x, s = 1.2;
-
-	if (m == 0)
-		return 0;
-	x = 1 + (n / m) * (n / m);
-	for (int i = 0; i < 6; i++)
-		s = (s + x / s) / 2;
-	return (uint64_t)(m * s + 0.5);
-}
-
 static void combine_counts(struct mib *a, const struct mib *b)
 {
 	a->alloc_count += b->alloc_count;
@@ -103,8 +91,10 @@ static void combine_counts(struct mib *a, const struct mib *b)
 	a->live_at_exit_lifetime_ns += b->live_at_exit_lifetime_ns;
 	a->watch_hits += b->watch_hits;
 	a->watch_ns += b->watch_ns;
-	/* Independent errors (different objects' blocks) in quadrature. */
-	a->access_est_err = quad_sum(a->access_est_err, b->access_est_err);
+	/* Errors add: an upper bound (objects of one block share its factor, so their
+	 * errors are not independent), and a sum every reader (SQL SUM, the fleet's
+	 * ClickHouse sum) reproduces exactly, in any order. */
+	a->access_est_err += b->access_est_err;
 	/* Extremes over both sides, or none when either side's objects are not all known. */
 	a->has_density = a->has_density && b->has_density;
 	a->min_access_density = MIN(a->min_access_density, b->min_access_density);

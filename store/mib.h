@@ -41,8 +41,8 @@ struct mib {
 	 * what a hot context would have shown is decided from them (reporter/classify.c). */
 	uint64_t watch_hits, watch_ns;
 	/* The stall factor's share of total_access_count's uncertainty (issue 17; schema >=
-	 * 16; 0 in older rows): a standard error in accesses, combined in quadrature
-	 * (mib_combine; the store's compaction adds rows, an upper bound). reporter/estimate.c
+	 * 16; 0 in older rows): a standard error in accesses; rows add (mib_combine, the
+	 * store's SQL and the fleet's sums alike: an upper bound). reporter/estimate.c
 	 * widens the Poisson interval with it. */
 	uint64_t access_est_err;
 };

@@ -330,8 +330,8 @@ const char *store__migration_sql(int from);
 	X(min_lifetime_access_density, MIN) X(max_lifetime_access_density, MAX)
 /* The struct mib watch evidence of schema >= 13 (issue 15), SUM, 0 in older rows. */
 #define STORE__MIB_V13_FIELDS(X) X(watch_hits, SUM) X(watch_ns, SUM)
-/* The struct mib estimate error of schema >= 16 (issue 17), 0 in older rows; combined in
- * quadrature by mib_combine, summed (an upper bound) where SQL aggregates it. */
+/* The struct mib estimate error of schema >= 16 (issue 17), 0 in older rows; summed (an
+ * upper bound) by mib_combine and SQL alike. */
 #define STORE__MIB_V16_FIELDS(X) X(access_est_err, SUM)
 
 /* ---- data-access sampling (schema >= 4) ----

@@ -149,7 +149,10 @@ def compare_readers(memprofd, merged, url, bid, tmp, label):
         same = local[k] == fleet[k]
         check(same, '%s: %s from the fleet equals merge (%d bytes)' % (label, k, len(local[k])))
         if not same:
-            mpdtest.log('  merge: %r\n  fleet: %r' % (local[k][:300], fleet[k][:300]))
+            at = next((i for i, (x, y) in enumerate(zip(local[k], fleet[k])) if x != y),
+                      min(len(local[k]), len(fleet[k])))
+            mpdtest.log('  first difference at byte %d:\n  merge: %r\n  fleet: %r' % (
+                at, local[k][max(0, at - 150):at + 150], fleet[k][max(0, at - 150):at + 150]))
     return local
 
 
