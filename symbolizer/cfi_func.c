@@ -110,24 +110,16 @@ int cfi_func_open(struct cfi_func **out, const char *path)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_elf_ Elf *elf = NULL;
-	struct stat st;
+	uint64_t size = 0;
 	int r;
 
 	*out = NULL;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_size <= 0)
-		return -EINVAL;
-	if (!(elf = elf_begin(fd, ELF_C_READ, NULL)))
-		return -EINVAL;
+	if ((r = elf_open_regular(path, &fd, &elf, &size)) < 0)
+		return r;
 	struct cfi_func *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	if ((r = read_tables(c, elf, fd, NULL, (uint64_t)st.st_size)) < 0) {
+	if ((r = read_tables(c, elf, fd, NULL, size)) < 0) {
 		cfi_func_close(c);
 		return r;
 	}

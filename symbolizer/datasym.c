@@ -223,23 +223,15 @@ int datasym_open(struct datasym **out, const char *path)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_elf_ Elf *elf = NULL;
-	struct stat st;
+	uint64_t size = 0;
+	int r;
 
 	if (!out || !path)
 		return -EINVAL;
 	*out = NULL;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_size <= 0)
-		return -EINVAL;
-	if (!(elf = elf_begin(fd, ELF_C_READ, NULL)))
-		return -EINVAL;
-	return datasym_load(out, elf, (uint64_t)st.st_size);
+	if ((r = elf_open_regular(path, &fd, &elf, &size)) < 0)
+		return r;
+	return datasym_load(out, elf, size);
 }
 
 int datasym_open_mem(struct datasym **out, const void *buf, size_t len)
