@@ -6,8 +6,8 @@ __libc_start_call_main, main's caller: python3's and sqlite3's main has no symbo
 every frame must name a module (an address outside the process's file mappings is never
 stored), and two exact runs of each must give the same top-10 stacks; sqlite3's stacks unwound
 through the per-address rule cache must equal libdwfl's own walk. git (init, add,
-commit: short-lived processes) in default mode, twice: the same criteria, and the same
-big stacks. Frames name
+commit: short-lived processes) in default mode, twice: the same criteria, and each
+run's big stacks among the other's. Frames name
 their object: libc's frames say libc.so.6 (module, build-id of that file) and, with
 libc6-dbg's separate debug file by build-id, file:line; `export folded` names a frame
 without a symbol by its own object (python3.11+0x...), not by the executable."""
@@ -109,11 +109,17 @@ def git_runs(memprofd, tmp, errs):
         runs.append(check_run(memprofd, tmp, name, ["/bin/sh", script, repo], "sampled", errs))
     if None in runs:
         return
+    # A big stack of one run must be a stack of the other: which of zlib's five deflate
+    # contexts cross the 10% line varies with sampling (0.06-0.12 for the fifth), the
+    # stacks themselves must not.
     big = lambda cs: {stack_id(c) for c in cs
                       if c["total_size"] >= BIG_SHARE * sum(x["total_size"] for x in cs)}
-    if not big(runs[0]) or big(runs[0]) != big(runs[1]):
-        errs.append("two default runs of git give different big stacks: %d vs %d" %
-                    (len(big(runs[0])), len(big(runs[1]))))
+    stacks = [{stack_id(c) for c in r} for r in runs]
+    missing = (big(runs[0]) - stacks[1]) | (big(runs[1]) - stacks[0])
+    if not big(runs[0]) or not big(runs[1]) or missing:
+        errs.append("two default runs of git give different big stacks: %d and %d big, %d "
+                    "of them absent from the other run" %
+                    (len(big(runs[0])), len(big(runs[1])), len(missing)))
 
 
 def same_top(a, b, name, errs):
