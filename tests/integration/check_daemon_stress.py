@@ -475,7 +475,11 @@ def main():
                     help="short-lived processes wait this long after exec before allocating")
     ap.add_argument("--phases", default="kills,short-lived,disk-full")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--watchdog-s", type=float, default=0,
+                    help="diagnose and fail a hang after this long (below meson's timeout)")
     a = ap.parse_args()
+    if a.watchdog_s:
+        t.watchdog(a.watchdog_s, "daemon under stress")
     globals()["SLACK_S"] = a.slack_s
     a.short_lived = os.path.abspath(a.short_lived)
     t.require_bpf()

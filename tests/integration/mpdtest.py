@@ -109,6 +109,63 @@ def run(cmd, timeout=120, **kw):
         return subprocess.CompletedProcess(cmd, 124, out, err + "\n[timed out after %ss]" % timeout)
 
 
+def _descendants(root):
+    """pids under root (not root itself), from /proc's ppid fields."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    out, todo = [], [root]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def _dump_hang(what):
+    import faulthandler
+    log("HANG: %s still running at its watchdog deadline; the test's threads:" % what)
+    faulthandler.dump_traceback(all_threads=True)
+    for pid in _descendants(os.getpid()):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                cmd = f.read(200).replace(b"\0", b" ").decode(errors="replace")
+            with open("/proc/%d/stat" % pid) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open("/proc/%d/wchan" % pid) as f:
+                wchan = f.read(64)
+            with open("/proc/%d/stack" % pid) as f:
+                stack = " < ".join(l.split()[-1] for l in f.read(2000).splitlines()[:6])
+        except OSError:
+            continue
+        log("  pid %d state %s wchan %s: %s [%s]" % (pid, state, wchan, cmd, stack))
+    # Children left running would hold meson's output pipe open until its timeout.
+    for pid in _descendants(os.getpid()):
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    sys.stdout.flush()
+    os._exit(1)
+
+
+def watchdog(seconds, what):
+    """After seconds, prints every thread's Python stack and each child process's state,
+    wait channel and kernel stack, kills them all, then exits 1: a hang reads as a diagnosed failure, not
+    as meson's bare timeout. Set it below the test's meson timeout."""
+    import threading
+    tm = threading.Timer(seconds, _dump_hang, args=(what,))
+    tm.daemon = True
+    tm.start()
+    return tm
+
+
 def mount_tmpfs(mnt, size):
     """Mounts a tmpfs of size ("2m") at mnt, made here: None, or why it cannot be mounted
     (a check skips what needs it, saying so). umount_lazy(mnt) takes it away."""
