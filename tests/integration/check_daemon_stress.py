@@ -56,6 +56,9 @@ def config(db, rule, extra=""):
             % (db, FLUSH_MS, extra, rule))
 
 
+LIVE = []   # every Daemon started: killed at the end whatever happened
+
+
 class Daemon:
     def __init__(self, memprofd, conf, sockdir):
         self.sockp = os.path.join(sockdir, "notify.%d.sock" % random.randrange(1 << 30))
@@ -63,8 +66,10 @@ class Daemon:
         self.sock.bind(self.sockp)
         self.errf = tempfile.TemporaryFile(mode="w+")
         env = dict(os.environ, NOTIFY_SOCKET=self.sockp)
+        # Not meson's pipe: a daemon left running would hold it open until the timeout.
         self.p = subprocess.Popen([memprofd, "daemon", "--config", conf], env=env,
-                                  stderr=self.errf, text=True)
+                                  stdout=self.errf, stderr=self.errf, text=True)
+        LIVE.append(self.p)
 
     def wait_ready(self, timeout=20):
         end = time.monotonic() + timeout
@@ -498,6 +503,14 @@ def main():
             fn()
         except AssertionError as e:
             fails.append("%s: %s" % (name, e))
+        except subprocess.TimeoutExpired as e:
+            fails.append("%s: %s" % (name, e))
+        finally:
+            for p in LIVE:
+                if p.poll() is None:
+                    fails.append("%s: a daemon (pid %d) still ran at the phase's end" % (name, p.pid))
+                    p.kill()
+                    p.wait()
         t.log("phase %s: %.1f s" % (name, time.monotonic() - t0))
     t.finish(fails, "daemon under stress", tmp)
 
