@@ -92,12 +92,30 @@ def dhat_class(density, life_s):
     return "notcold"
 
 
-def dhat_contexts(cmd, small, depth, tmp, cache=None):
-    """cache: DHAT's JSON of an earlier run of the same command (written when absent)."""
+def realloc_shim(tmp):
+    """bench/realloc_split.c built into tmp: realloc as malloc + copy + free."""
+    so = os.path.join(tmp, "librealloc_split.so")
+    subprocess.run(["cc", "-O2", "-g", "-fPIC", "-shared", "-o", so,
+                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "realloc_split.c")],
+                   check=True)
+    return so
+
+
+def dhat_contexts(cmd, small, depth, tmp, cache=None, split=True):
+    """cache: DHAT's JSON of an earlier run of the same command (written when absent).
+    split: every realloc's result under the realloc's own stack (MemProf's and memprofd's
+    rule) through bench/realloc_split.c; DHAT itself keeps a grown or shrunk block under
+    its first allocation's stack (dh_main.c renew_block keeps the Block and its ec)."""
     out = cache or os.path.join(tmp, "dhat.json")
     if not (cache and os.path.exists(cache)):
-        subprocess.run(["valgrind", "--tool=dhat", "--dhat-out-file=" + os.path.abspath(out),
-                        *cmd, small], check=True, capture_output=True, cwd=tmp)
+        env, opts = dict(os.environ), []
+        if split:
+            # valgrind replaces every realloc it finds by default, the shim's included.
+            env["LD_PRELOAD"] = realloc_shim(tmp)
+            opts = ["--soname-synonyms=somalloc=no-such-library"]
+        subprocess.run(["valgrind", "--tool=dhat", *opts, "--dhat-out-file=" +
+                        os.path.abspath(out), *cmd, small], check=True, capture_output=True,
+                       cwd=tmp, env=env)
     d = json.load(open(out))
     got = {}
     for p in d["pps"]:
@@ -150,7 +168,12 @@ def main():
     ap.add_argument("--arg-template", default="{}")
     ap.add_argument("--build-leveldb", metavar="WORKDIR")
     ap.add_argument("--reuse-db", metavar="DB", help="read an earlier recording, record nothing")
-    ap.add_argument("--dhat-cache", metavar="JSON", help="reuse (or keep) DHAT's output")
+    ap.add_argument("--dhat-cache", metavar="JSON", help="reuse (or keep) DHAT's output "
+                    "(JSON.split and JSON.split.2x with --dhat-realloc split)")
+    ap.add_argument("--dhat-realloc", choices=("split", "native"), default="split",
+                    help="split: DHAT files each realloc's result under the realloc's stack, "
+                    "as memprofd and MemProf do (bench/realloc_split.c); native: under the "
+                    "block's first allocation, DHAT's own rule")
     ap.add_argument("cmd", nargs="*")
     a = ap.parse_args()
     if a.build_leveldb:
@@ -158,12 +181,14 @@ def main():
         print(watch_real.build_leveldb(a.build_leveldb))
         return
     tmp = tempfile.mkdtemp(prefix="access_dhat_cmd.")
-    dh = dhat_contexts(a.cmd, a.arg_template.format(a.small), a.depth, tmp, a.dhat_cache)
+    split = a.dhat_realloc == "split"
+    cache = a.dhat_cache and a.dhat_cache + (".split" if split else "")
+    dh = dhat_contexts(a.cmd, a.arg_template.format(a.small), a.depth, tmp, cache, split)
     # A second DHAT run at twice the size: each context's accesses are fitted as fixed +
     # per-unit work (a lexer's buffers are filled once, whatever the size), then
     # extrapolated to --big; linear scaling would put start-up work among the hot.
     dh2 = dhat_contexts(a.cmd, a.arg_template.format(2 * a.small), a.depth, tmp,
-                        a.dhat_cache and a.dhat_cache + ".2x")
+                        cache and cache + ".2x", split)
     # Bytes, blocks and lifetimes too: a cache sized once holds the same bytes at every
     # size while its accesses grow, so its density at --big is not the small run's.
     for k, d in dh.items():
