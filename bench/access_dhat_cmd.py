@@ -5,10 +5,13 @@ valgrind DHAT. The program's work must grow linearly with one argument: memprofd
 and `CMD... 2*SMALL`, and each context's DHAT count is extrapolated to BIG from the two
 (fixed + per-unit work; --dhat-cache keeps both outputs for the next run). Contexts are matched by the names of their
 first --depth functions (allocator frames left out on both sides; contexts of one key
-merged). Over the DHAT contexts holding --share of DHAT's accesses (bytes read + written
-/ 8), it prints: Spearman rank correlation of est_accesses with DHAT's, and of access
-density (accesses / bytes / mean lifetime; DHAT's lifetime is in instructions, a unit
-proportional to time for one program), the geometric mean and range of est/DHAT, and the
+merged). The unit (--unit): bytes read + written, which DHAT counts and memprofd estimates
+as est_access_bytes (each sampled access weighted by its operand's width), or accesses:
+memprofd's est_accesses (memory operands, MemProf's unit) against DHAT's bytes / 8.
+Over the DHAT contexts holding --share of DHAT's total, it prints: Spearman rank
+correlation of memprofd's estimate with DHAT's, and of access density (the unit / bytes
+allocated / mean lifetime; DHAT's lifetime is in instructions, a unit proportional to
+time for one program), the geometric mean and range of est/DHAT, and the
 share of those contexts' bytes that memprofd's samples reached at all, and class
 agreement: the share of those bytes whose memprofd class (hot/notcold/cold/unknown) is the
 one DHAT's accesses per byte give with memprofd's measured mean lifetime (DHAT's is in
@@ -101,7 +104,7 @@ def realloc_shim(tmp):
     return so
 
 
-def dhat_contexts(cmd, small, depth, tmp, cache=None, split=True):
+def dhat_contexts(cmd, small, depth, tmp, cache=None, split=True, unit="bytes"):
     """cache: DHAT's JSON of an earlier run of the same command (written when absent).
     split: every realloc's result under the realloc's own stack (MemProf's and memprofd's
     rule) through bench/realloc_split.c; DHAT itself keeps a grown or shrunk block under
@@ -121,14 +124,14 @@ def dhat_contexts(cmd, small, depth, tmp, cache=None, split=True):
     for p in d["pps"]:
         key = key_of([fn_of(d["ftbl"][i]) for i in p["fs"]], depth)
         g = got.setdefault(key, {"acc": 0.0, "bytes": 0, "blocks": 0, "life": 0})
-        g["acc"] += (p["rb"] + p["wb"]) / 8.0
+        g["acc"] += (p["rb"] + p["wb"]) / (1.0 if unit == "bytes" else 8.0)
         g["bytes"] += p["tb"]
         g["blocks"] += p["tbk"]
         g["life"] += p["tl"]
     return got
 
 
-def memprofd_contexts(memprofd, cmd, big, freq, depth, tmp):
+def memprofd_contexts(memprofd, cmd, big, freq, depth, tmp, unit):
     db = os.path.join(tmp, "m.db")
     p = subprocess.run([memprofd, "record", "--db", db, "--alloc", "exact", "--access", "soft",
                         "--freq", str(freq), "--", *cmd, big], capture_output=True,
@@ -136,10 +139,11 @@ def memprofd_contexts(memprofd, cmd, big, freq, depth, tmp):
     if p.returncode != 0:
         raise RuntimeError("record: " + p.stderr)
     print("db: " + db)
-    return memprofd_read(memprofd, db, depth), p.stderr.strip().splitlines()
+    return memprofd_read(memprofd, db, depth, unit), p.stderr.strip().splitlines()
 
 
-def memprofd_read(memprofd, db, depth):
+def memprofd_read(memprofd, db, depth, unit):
+    field = "est_access_bytes" if unit == "bytes" else "est_accesses"
     ctxs = json.loads(subprocess.run([memprofd, "query", "contexts", "--db", db, "--format",
                                       "json", "--limit", "0"], check=True, capture_output=True,
                                      text=True).stdout)
@@ -149,7 +153,10 @@ def memprofd_read(memprofd, db, depth):
         g = got.setdefault(key, {"est": 0, "samples": 0, "bytes": 0, "count": 0, "life_ms": 0,
                                  "cls": {}})
         g["cls"][c.get("class")] = g["cls"].get(c.get("class"), 0) + c["total_size"]
-        g["est"] += c["est_accesses"]
+        if field not in c:
+            raise SystemExit("access_dhat_cmd: %s: no %s (a memprofd before store schema 17?)"
+                             % (db, field))
+        g["est"] += c[field]
         g["samples"] += c["access_samples"]
         g["bytes"] += c["total_size"]
         g["count"] += c["alloc_count"]
@@ -166,6 +173,9 @@ def main():
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--share", type=float, default=0.9)
     ap.add_argument("--arg-template", default="{}")
+    ap.add_argument("--unit", choices=("bytes", "accesses"), default="bytes",
+                    help="bytes: est_access_bytes vs DHAT's bytes read+written; accesses: "
+                    "est_accesses (MemProf's unit) vs DHAT's bytes / 8")
     ap.add_argument("--build-leveldb", metavar="WORKDIR")
     ap.add_argument("--reuse-db", metavar="DB", help="read an earlier recording, record nothing")
     ap.add_argument("--dhat-cache", metavar="JSON", help="reuse (or keep) DHAT's output "
@@ -183,12 +193,13 @@ def main():
     tmp = tempfile.mkdtemp(prefix="access_dhat_cmd.")
     split = a.dhat_realloc == "split"
     cache = a.dhat_cache and a.dhat_cache + (".split" if split else "")
-    dh = dhat_contexts(a.cmd, a.arg_template.format(a.small), a.depth, tmp, cache, split)
+    dh = dhat_contexts(a.cmd, a.arg_template.format(a.small), a.depth, tmp, cache, split,
+                       a.unit)
     # A second DHAT run at twice the size: each context's accesses are fitted as fixed +
     # per-unit work (a lexer's buffers are filled once, whatever the size), then
     # extrapolated to --big; linear scaling would put start-up work among the hot.
     dh2 = dhat_contexts(a.cmd, a.arg_template.format(2 * a.small), a.depth, tmp,
-                        cache and cache + ".2x", split)
+                        cache and cache + ".2x", split, a.unit)
     # Bytes, blocks and lifetimes too: a cache sized once holds the same bytes at every
     # size while its accesses grow, so its density at --big is not the small run's.
     for k, d in dh.items():
@@ -197,10 +208,10 @@ def main():
             max(d[f] + (d2[f] - d[f]) / a.small * (a.big - a.small), 0.0)
             for f in ("acc", "bytes", "blocks", "life"))
     if a.reuse_db:
-        mp, log = memprofd_read(os.path.abspath(a.memprofd), a.reuse_db, a.depth), []
+        mp, log = memprofd_read(os.path.abspath(a.memprofd), a.reuse_db, a.depth, a.unit), []
     else:
         mp, log = memprofd_contexts(os.path.abspath(a.memprofd), a.cmd,
-                                    a.arg_template.format(a.big), a.freq, a.depth, tmp)
+                                    a.arg_template.format(a.big), a.freq, a.depth, tmp, a.unit)
     total = sum(g["big"] for g in dh.values()) or 1
     keys = sorted(dh, key=lambda k: -dh[k]["big"])
     sel, acc = [], 0.0
@@ -210,8 +221,12 @@ def main():
         sel.append(k)
         acc += dh[k]["big"]
     est, tru, dm, dt, ratios, reached, sel_bytes, agree = [], [], [], [], [], 0, 0, 0
-    print("| context (first %d functions) | DHAT accesses (fitted) | est_accesses | samples | "
-          "density DHAT | density memprofd |" % a.depth)
+    unit = "bytes read+written" if a.unit == "bytes" else "accesses (DHAT: bytes / 8)"
+    print("unit: %s; DHAT groups reallocs %s" % (unit, "as memprofd does (realloc_split.c)"
+                                                 if split else "under the block's first stack"))
+    print("| context (first %d functions) | DHAT (fitted) | memprofd %s | samples | "
+          "density DHAT | density memprofd |" % (a.depth, "est_access_bytes" if a.unit == "bytes"
+                                                 else "est_accesses"))
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for k in sel:
         d, m = dh[k], mp.get(k, {"est": 0, "samples": 0, "bytes": 0, "count": 0, "life_ms": 0,
@@ -228,15 +243,17 @@ def main():
         dt.append(t / max(d["bytes"], 1) / max(life_d, 1))
         life_m = m["life_ms"] / max(m["count"], 1) / 1000.0
         dm.append(m["est"] / max(m["bytes"], 1) / max(life_m, 0.001) if m["count"] else 0)
-        truth = dhat_class(t / max(d["bytes"], 1) / max(life_m, 0.001), life_m)
+        # MemProf's thresholds are in accesses: DHAT's bytes / 8 (a word per access).
+        t_acc = t / 8.0 if a.unit == "bytes" else t
+        truth = dhat_class(t_acc / max(d["bytes"], 1) / max(life_m, 0.001), life_m)
         if m["bytes"]:
             agree += d["bytes"] * m["cls"].get(truth, 0) / m["bytes"]
         print("| %s | %.3g | %.3g | %d | %.3g | %.3g |" % (" <- ".join(k), t, m["est"], m["samples"],
                                                        dt[-1], dm[-1]))
     gm = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
-    print("\n%d DHAT contexts hold %.0f%% of its accesses; matched with samples: %d" %
+    print("\n%d DHAT contexts hold %.0f%% of its total; matched with samples: %d" %
           (len(sel), 100 * acc / total, len(ratios)))
-    print("Spearman est vs DHAT accesses: %.2f; density: %.2f" %
+    print("Spearman est vs DHAT: %.2f; density: %.2f" %
           (spearman(est, tru), spearman(dm, dt)))
     print("est/DHAT geomean %.2f [%.2f, %.2f]; bytes of those contexts with any sample: %.0f%%"
           % (gm, min(ratios or [float("nan")]), max(ratios or [float("nan")]),
