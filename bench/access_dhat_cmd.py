@@ -225,9 +225,9 @@ def main():
     print("unit: %s; DHAT groups reallocs %s" % (unit, "as memprofd does (realloc_split.c)"
                                                  if split else "under the block's first stack"))
     print("| context (first %d functions) | DHAT (fitted) | memprofd %s | samples | "
-          "density DHAT | density memprofd |" % (a.depth, "est_access_bytes" if a.unit == "bytes"
+          "density DHAT | density memprofd | class DHAT | class memprofd |" % (a.depth, "est_access_bytes" if a.unit == "bytes"
                                                  else "est_accesses"))
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
     for k in sel:
         d, m = dh[k], mp.get(k, {"est": 0, "samples": 0, "bytes": 0, "count": 0, "life_ms": 0,
                                  "cls": {}})
@@ -248,8 +248,9 @@ def main():
         truth = dhat_class(t_acc / max(d["bytes"], 1) / max(life_m, 0.001), life_m)
         if m["bytes"]:
             agree += d["bytes"] * m["cls"].get(truth, 0) / m["bytes"]
-        print("| %s | %.3g | %.3g | %d | %.3g | %.3g |" % (" <- ".join(k), t, m["est"], m["samples"],
-                                                       dt[-1], dm[-1]))
+        mcls = max(m["cls"], key=m["cls"].get) if m["cls"] else "-"
+        print("| %s | %.3g | %.3g | %d | %.3g | %.3g | %s | %s |" % (
+            " <- ".join(k), t, m["est"], m["samples"], dt[-1], dm[-1], truth, mcls))
     gm = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
     print("\n%d DHAT contexts hold %.0f%% of its total; matched with samples: %d" %
           (len(sel), 100 * acc / total, len(ratios)))
