@@ -16,10 +16,17 @@ share of those contexts' bytes that memprofd's samples reached at all, and class
 agreement: the share of those bytes whose memprofd class (hot/notcold/cold/unknown) is the
 one DHAT's accesses per byte give with memprofd's measured mean lifetime (DHAT's is in
 instructions) under MemProf's thresholds (reporter/classify.h).
---arg-template formats the size argument ('--num={}' for leveldb's db_bench).
+--arg-template formats the size argument ('--num={}' for leveldb's db_bench). The fit
+holds only if SMALL and 2*SMALL do the work BIG does: db_bench's 4 MB write buffer fills
+at ~35,000 keys, so below that no log is rotated, no table written or read, and a fit
+from 15,000 keys puts the writes on the first log's buffer (idle at 300,000) and leaves
+out the table and compaction contexts (6 DHAT contexts hold 90% at --small 15000, 23 at
+--small 60000). Diagnostics beside the criterion: the Spearman of accesses per byte
+allocated (no lifetime) and of density with memprofd's lifetimes on both sides, which
+tell an estimate's error from a lifetime's (exact mode's probes lengthen short lives).
 Usage: bench/access_dhat_cmd.py --memprofd build/cli/memprofd --big 100 --small 4
        -- /path/lua bench.lua
-       bench/access_dhat_cmd.py --memprofd build/cli/memprofd --big 400000 --small 20000
+       bench/access_dhat_cmd.py --memprofd build/cli/memprofd --big 300000 --small 60000
        --arg-template=--num={} -- /path/db_bench --benchmarks=fillrandom,readrandom
        (db_bench built by bench/watch_real.py's build_leveldb, or bench/access_dhat_cmd.py
        --build-leveldb WORKDIR, which prints its path)"""
@@ -221,6 +228,7 @@ def main():
         sel.append(k)
         acc += dh[k]["big"]
     est, tru, dm, dt, ratios, reached, sel_bytes, agree = [], [], [], [], [], 0, 0, 0
+    pbm, pbt, dt_ml = [], [], []   # per byte (no lifetime); DHAT's density on memprofd's lifetimes
     unit = "bytes read+written" if a.unit == "bytes" else "accesses (DHAT: bytes / 8)"
     print("unit: %s; DHAT groups reallocs %s" % (unit, "as memprofd does (realloc_split.c)"
                                                  if split else "under the block's first stack"))
@@ -243,6 +251,9 @@ def main():
         dt.append(t / max(d["bytes"], 1) / max(life_d, 1))
         life_m = m["life_ms"] / max(m["count"], 1) / 1000.0
         dm.append(m["est"] / max(m["bytes"], 1) / max(life_m, 0.001) if m["count"] else 0)
+        pbm.append(m["est"] / max(m["bytes"], 1))
+        pbt.append(t / max(d["bytes"], 1))
+        dt_ml.append(pbt[-1] / max(life_m, 0.001))
         # MemProf's thresholds are in accesses: DHAT's bytes / 8 (a word per access).
         t_acc = t / 8.0 if a.unit == "bytes" else t
         truth = dhat_class(t_acc / max(d["bytes"], 1) / max(life_m, 0.001), life_m)
@@ -256,6 +267,10 @@ def main():
           (len(sel), 100 * acc / total, len(ratios)))
     print("Spearman est vs DHAT: %.2f; density: %.2f" %
           (spearman(est, tru), spearman(dm, dt)))
+    # Where the two densities part: the estimate per byte, or the lifetimes (DHAT's in
+    # instructions under valgrind; memprofd's in ns, which exact mode's probes lengthen).
+    print("  diagnostics: Spearman per byte allocated (no lifetime): %.2f; density with "
+          "memprofd's lifetimes on both sides: %.2f" % (spearman(pbm, pbt), spearman(dm, dt_ml)))
     print("est/DHAT geomean %.2f [%.2f, %.2f]; bytes of those contexts with any sample: %.0f%%"
           % (gm, min(ratios or [float("nan")]), max(ratios or [float("nan")]),
              100 * reached / max(sel_bytes, 1)))
