@@ -36,6 +36,7 @@ import math
 import os
 import subprocess
 import tempfile
+import time
 
 HOT_DENSITY, COLD_DENSITY, COLD_MIN_LIFE_S = 1000.0, 0.05, 200.0   # reporter/classify.h
 ALLOCATORS = {"malloc", "calloc", "realloc", "free", "operator new", "operator new[]",
@@ -111,7 +112,7 @@ def realloc_shim(tmp):
     return so
 
 
-def dhat_contexts(cmd, small, depth, tmp, cache=None, split=True, unit="bytes"):
+def dhat_contexts(cmd, small, depth, tmp, cache=None, split=True, unit="bytes", info=None):
     """cache: DHAT's JSON of an earlier run of the same command (written when absent).
     split: every realloc's result under the realloc's own stack (MemProf's and memprofd's
     rule) through bench/realloc_split.c; DHAT itself keeps a grown or shrunk block under
@@ -127,6 +128,8 @@ def dhat_contexts(cmd, small, depth, tmp, cache=None, split=True, unit="bytes"):
                         os.path.abspath(out), *cmd, small], check=True, capture_output=True,
                        cwd=tmp, env=env)
     d = json.load(open(out))
+    if info is not None:
+        info["te"] = d["te"]   # instructions the whole run executed
     got = {}
     for p in d["pps"]:
         key = key_of([fn_of(d["ftbl"][i]) for i in p["fs"]], depth)
@@ -136,6 +139,14 @@ def dhat_contexts(cmd, small, depth, tmp, cache=None, split=True, unit="bytes"):
         g["blocks"] += p["tbk"]
         g["life"] += p["tl"]
     return got
+
+
+def native_seconds(cmd, big, tmp):
+    """Wall seconds of one run of the command alone: with DHAT's instruction count at the
+    same size, the rate that turns DHAT's lifetimes (instructions) into time."""
+    t0 = time.monotonic()
+    subprocess.run([*cmd, big], check=True, capture_output=True, cwd=tmp)
+    return time.monotonic() - t0
 
 
 def memprofd_contexts(memprofd, cmd, big, freq, depth, tmp, unit):
@@ -185,6 +196,8 @@ def main():
                     "est_accesses (MemProf's unit) vs DHAT's bytes / 8")
     ap.add_argument("--build-leveldb", metavar="WORKDIR")
     ap.add_argument("--reuse-db", metavar="DB", help="read an earlier recording, record nothing")
+    ap.add_argument("--native-seconds", type=float, help="the command's wall time at --big "
+                    "(measured by one run without instrumentation when not given)")
     ap.add_argument("--dhat-cache", metavar="JSON", help="reuse (or keep) DHAT's output "
                     "(JSON.split and JSON.split.2x with --dhat-realloc split)")
     ap.add_argument("--dhat-realloc", choices=("split", "native"), default="split",
@@ -200,13 +213,14 @@ def main():
     tmp = tempfile.mkdtemp(prefix="access_dhat_cmd.")
     split = a.dhat_realloc == "split"
     cache = a.dhat_cache and a.dhat_cache + (".split" if split else "")
+    info, info2 = {}, {}
     dh = dhat_contexts(a.cmd, a.arg_template.format(a.small), a.depth, tmp, cache, split,
-                       a.unit)
+                       a.unit, info)
     # A second DHAT run at twice the size: each context's accesses are fitted as fixed +
     # per-unit work (a lexer's buffers are filled once, whatever the size), then
     # extrapolated to --big; linear scaling would put start-up work among the hot.
     dh2 = dhat_contexts(a.cmd, a.arg_template.format(2 * a.small), a.depth, tmp,
-                        cache and cache + ".2x", split, a.unit)
+                        cache and cache + ".2x", split, a.unit, info2)
     # Bytes, blocks and lifetimes too: a cache sized once holds the same bytes at every
     # size while its accesses grow, so its density at --big is not the small run's.
     for k, d in dh.items():
@@ -214,6 +228,14 @@ def main():
         d["big"], d["bytes"], d["blocks"], d["life"] = (
             max(d[f] + (d2[f] - d[f]) / a.small * (a.big - a.small), 0.0)
             for f in ("acc", "bytes", "blocks", "life"))
+    # DHAT's lifetimes are in instructions: in seconds at the program's own rate (its
+    # instructions at --big, fitted as above, over its native wall time), so that both
+    # densities take MemProf's 1 ms lifetime floor alike (memprofd's lifetimes are ns).
+    te_big = info["te"] + (info2["te"] - info["te"]) / a.small * (a.big - a.small)
+    native_s = a.native_seconds or native_seconds(a.cmd, a.arg_template.format(a.big), tmp)
+    s_per_instr = native_s / max(te_big, 1)
+    print("DHAT lifetimes: %.3g instructions at --big over %.2f s native: %.2f instructions "
+          "per ns" % (te_big, native_s, te_big / native_s / 1e9))
     if a.reuse_db:
         mp, log = memprofd_read(os.path.abspath(a.memprofd), a.reuse_db, a.depth, a.unit), []
     else:
@@ -228,7 +250,8 @@ def main():
         sel.append(k)
         acc += dh[k]["big"]
     est, tru, dm, dt, ratios, reached, sel_bytes, agree = [], [], [], [], [], 0, 0, 0
-    pbm, pbt, dt_ml = [], [], []   # per byte (no lifetime); DHAT's density on memprofd's lifetimes
+    pbm, pbt, dt_ml, dt_in = [], [], [], []   # per byte; DHAT's density on memprofd's
+    # lifetimes; DHAT's density on its lifetimes in instructions (no floor)
     unit = "bytes read+written" if a.unit == "bytes" else "accesses (DHAT: bytes / 8)"
     print("unit: %s; DHAT groups reallocs %s" % (unit, "as memprofd does (realloc_split.c)"
                                                  if split else "under the block's first stack"))
@@ -248,7 +271,8 @@ def main():
         if m["est"] and t:
             ratios.append(m["est"] / t)
         life_d = d["life"] / max(d["blocks"], 1)
-        dt.append(t / max(d["bytes"], 1) / max(life_d, 1))
+        dt.append(t / max(d["bytes"], 1) / max(life_d * s_per_instr, 0.001))
+        dt_in.append(t / max(d["bytes"], 1) / max(life_d, 1))
         life_m = m["life_ms"] / max(m["count"], 1) / 1000.0
         dm.append(m["est"] / max(m["bytes"], 1) / max(life_m, 0.001) if m["count"] else 0)
         pbm.append(m["est"] / max(m["bytes"], 1))
@@ -270,7 +294,8 @@ def main():
     # Where the two densities part: the estimate per byte, or the lifetimes (DHAT's in
     # instructions under valgrind; memprofd's in ns, which exact mode's probes lengthen).
     print("  diagnostics: Spearman per byte allocated (no lifetime): %.2f; density with "
-          "memprofd's lifetimes on both sides: %.2f" % (spearman(pbm, pbt), spearman(dm, dt_ml)))
+          "memprofd's lifetimes on both sides: %.2f; with DHAT's in instructions, unfloored: "
+          "%.2f" % (spearman(pbm, pbt), spearman(dm, dt_ml), spearman(dm, dt_in)))
     print("est/DHAT geomean %.2f [%.2f, %.2f]; bytes of those contexts with any sample: %.0f%%"
           % (gm, min(ratios or [float("nan")]), max(ratios or [float("nan")]),
              100 * reached / max(sel_bytes, 1)))
