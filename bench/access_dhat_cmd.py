@@ -171,9 +171,9 @@ def memprofd_read(memprofd, db, depth, unit):
         g = got.setdefault(key, {"est": 0, "samples": 0, "bytes": 0, "count": 0, "life_ms": 0,
                                  "cls": {}})
         g["cls"][c.get("class")] = g["cls"].get(c.get("class"), 0) + c["total_size"]
-        if field not in c:
-            raise SystemExit("access_dhat_cmd: %s: no %s (a memprofd before store schema 17?)"
-                             % (db, field))
+        if c.get(field) is None:
+            raise SystemExit("access_dhat_cmd: %s: no %s (a store before schema 17, or "
+                             "--alloc sampled)" % (db, field))
         g["est"] += c[field]
         g["samples"] += c["access_samples"]
         g["bytes"] += c["total_size"]
