@@ -169,7 +169,11 @@ def memprofd_read(memprofd, db, depth, unit):
     for c in ctxs:
         key = key_of([f.get("function") or "?" for f in c["frames"]], depth)
         g = got.setdefault(key, {"est": 0, "samples": 0, "bytes": 0, "count": 0, "life_ms": 0,
-                                 "cls": {}})
+                                 "cls": {}, "acc": 0, "acc_lo": 0, "acc_hi": 0})
+        # est_accesses' 95% interval, for the interval-aware rank (main())
+        g["acc"] += c["est_accesses"]
+        g["acc_lo"] += c.get("est_accesses_lo") or 0
+        g["acc_hi"] += c.get("est_accesses_hi") or c["est_accesses"]
         g["cls"][c.get("class")] = g["cls"].get(c.get("class"), 0) + c["total_size"]
         if c.get(field) is None:
             raise SystemExit("access_dhat_cmd: %s: no %s (a store before schema 17, or "
@@ -287,6 +291,20 @@ def main():
         print("| %s | %.3g | %.3g | %d | %.3g | %.3g | %s | %s |" % (
             " <- ".join(k), t, m["est"], m["samples"], dt[-1], dm[-1], truth, mcls))
     gm = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
+    # Interval-aware: pairs the two tools order differently, and how many of them lie
+    # within memprofd's 95% intervals (est_accesses_lo/hi scaled to the density).
+    lo_hi = []
+    for k, d_m in zip(sel, dm):
+        m = mp.get(k, {})
+        f = d_m / m["acc"] if m.get("acc") else 0.0
+        lo_hi.append((m.get("acc_lo", 0) * f, m.get("acc_hi", 0) * f))
+    disc = within = 0
+    for i in range(len(sel)):
+        for j in range(i + 1, len(sel)):
+            if (dm[i] - dm[j]) * (dt[i] - dt[j]) < 0:
+                disc += 1
+                if lo_hi[i][0] <= lo_hi[j][1] and lo_hi[j][0] <= lo_hi[i][1]:
+                    within += 1
     print("\n%d DHAT contexts hold %.0f%% of its total; matched with samples: %d" %
           (len(sel), 100 * acc / total, len(ratios)))
     print("Spearman est vs DHAT: %.2f; density: %.2f" %
@@ -296,6 +314,8 @@ def main():
     print("  diagnostics: Spearman per byte allocated (no lifetime): %.2f; density with "
           "memprofd's lifetimes on both sides: %.2f; with DHAT's in instructions, unfloored: "
           "%.2f" % (spearman(pbm, pbt), spearman(dm, dt_ml), spearman(dm, dt_in)))
+    print("  pairs ordered differently: %d of %d, %d of them within memprofd's intervals"
+          % (disc, len(sel) * (len(sel) - 1) // 2, within))
     print("est/DHAT geomean %.2f [%.2f, %.2f]; bytes of those contexts with any sample: %.0f%%"
           % (gm, min(ratios or [float("nan")]), max(ratios or [float("nan")]),
              100 * reached / max(sel_bytes, 1)))
