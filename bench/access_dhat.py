@@ -9,7 +9,8 @@ counts bytes read and written per allocation context; its access count is given 
 8-byte words (bytes / 8), the unit of a scalar load, so a 16- or 32-byte vector access
 counts 2 or 4 and a rep movsb byte 1/8. Printed per hot context: memprofd's samples,
 est_accesses and its interval, DHAT's words, and est / DHAT; then the geometric mean of
-that ratio and the Spearman rank correlation of est with DHAT over the hot contexts.
+that ratio and the Spearman rank correlation of est with DHAT over the hot contexts; and
+est_access_bytes over DHAT's bytes (issue 17: both in bytes, a vector access its width).
 Usage: bench/access_dhat.py --build build [--passes 60] [--freq 1000]"""
 import argparse
 import json
@@ -73,8 +74,9 @@ def one(memprofd, exe, passes, dpasses, freq, tmp):
         e = sum(c["est_accesses"] for c in cs)
         lo = sum(c.get("est_accesses_lo", 0) for c in cs)
         hi = sum(c.get("est_accesses_hi", 0) for c in cs)
+        eb = sum(c.get("est_access_bytes") or 0 for c in cs)   # issue 17: DHAT's unit
         truth = dh.get(fn, 0) * scale
-        rows.append((pat, s, e, lo, hi, truth))
+        rows.append((pat, s, e, lo, hi, truth, eb))
     return rows
 
 
@@ -87,19 +89,23 @@ def main():
     a = ap.parse_args()
     memprofd = os.path.join(a.build, "cli", "memprofd")
     tmp = tempfile.mkdtemp(prefix="access_dhat.")
-    print("| binary | pattern | samples | est_accesses [lo, hi] | DHAT words | est/DHAT |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    print("| binary | pattern | samples | est_accesses [lo, hi] | DHAT words | est/DHAT | "
+          "est_access_bytes / DHAT bytes |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for opt in ("O1", "O2"):
         exe = os.path.join(a.build, "tests", "workloads", "access_patterns_" + opt)
         rows = one(memprofd, exe, a.passes, a.dhat_passes, a.freq, tmp)
-        for pat, s, e, lo, hi, t in rows:
-            print("| %s | %s | %d | %.3g [%.3g, %.3g] | %.3g | %.2f |" %
-                  (opt, pat, s, e, lo, hi, t, e / t if t else float("nan")))
-        ok = [(e, t) for _, _, e, _, _, t in rows if e and t]
+        for pat, s, e, lo, hi, t, eb in rows:
+            print("| %s | %s | %d | %.3g [%.3g, %.3g] | %.3g | %.2f | %.2f |" %
+                  (opt, pat, s, e, lo, hi, t, e / t if t else float("nan"),
+                   eb / (8 * t) if t else float("nan")))
+        ok = [(e, t) for _, _, e, _, _, t, _ in rows if e and t]
+        okb = [(eb, 8 * t) for _, _, _, _, _, t, eb in rows if eb and t]
+        gmb = math.exp(sum(math.log(e / t) for e, t in okb) / len(okb)) if okb else float("nan")
         gm = math.exp(sum(math.log(e / t) for e, t in ok) / len(ok)) if ok else float("nan")
         rho = spearman([e for e, _ in ok], [t for _, t in ok]) if len(ok) > 2 else float("nan")
-        print("| %s | geomean est/DHAT %.2f, Spearman %.2f over %d hot contexts | | | | |" %
-              (opt, gm, rho, len(ok)))
+        print("| %s | geomean est/DHAT %.2f, Spearman %.2f over %d hot contexts; in bytes: "
+              "geomean %.2f | | | | | |" % (opt, gm, rho, len(ok), gmb))
     print("\n%s: --passes %d (DHAT: --passes %d, scaled), --freq %d" %
           (os.path.basename(sys.argv[0]), a.passes, a.dhat_passes, a.freq))
 

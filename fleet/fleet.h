@@ -6,10 +6,11 @@
 #include <stdint.h>
 #include "fleet/ch.h"
 
-#define FLEET_SCHEMA_VERSION 6   /* 2: runs.alloc_mode, access_classes; 3: contexts.truncated;
+#define FLEET_SCHEMA_VERSION 7   /* 2: runs.alloc_mode, access_classes; 3: contexts.truncated;
                                     4: mib.has_density and the density extremes;
                                     5: mib.watch_hits, watch_ns (issue 15);
-                                    6: mib.access_est_err (issue 17) */
+                                    6: mib.access_est_err (issue 17);
+                                    7: mib.total_access_bytes (issue 17) */
 #define FLEET_DB "memprofd"            /* the database schema.sql creates */
 #define FLEET_BATCH_ROWS 50000         /* rows per INSERT request */
 #define FLEET_BATCH_BYTES (16u << 20)  /* or this much TSV, whichever comes first */

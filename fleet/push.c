@@ -572,22 +572,28 @@ static int push_access_classes(struct pusher *p)
 	" FROM mib m JOIN contexts c ON c.id = m.context_id JOIN stacks s ON s.id = c.stack_id"
 /* Schema >= 9 has the evidence and live-at-exit columns; before, they are 0. Schema >= 12
  * has the per-object density extremes (NULL: unknown); before, they are unknown. Schema
- * >= 13 the watch evidence, >= 16 the estimate's stall-factor error; before, 0. */
+ * >= 13 the watch evidence, >= 16 the estimate's stall-factor error, >= 17 the bytes
+ * accessed; before, 0. */
+static const char mib_sql_v17[] = PUSH_MIB_SQL(STORE__MIB_V9_FIELDS(PUSH_MIB_COL),
+					       STORE__MIB_V12_FIELDS(PUSH_MIB_COL),
+					       STORE__MIB_V13_FIELDS(PUSH_MIB_COL),
+					       STORE__MIB_V16_FIELDS(PUSH_MIB_COL)
+					       STORE__MIB_V17_FIELDS(PUSH_MIB_COL));
 static const char mib_sql_v16[] = PUSH_MIB_SQL(STORE__MIB_V9_FIELDS(PUSH_MIB_COL),
 					       STORE__MIB_V12_FIELDS(PUSH_MIB_COL),
 					       STORE__MIB_V13_FIELDS(PUSH_MIB_COL),
-					       STORE__MIB_V16_FIELDS(PUSH_MIB_COL));
+					       STORE__MIB_V16_FIELDS(PUSH_MIB_COL) ", 0");
 static const char mib_sql_v13[] = PUSH_MIB_SQL(STORE__MIB_V9_FIELDS(PUSH_MIB_COL),
 					       STORE__MIB_V12_FIELDS(PUSH_MIB_COL),
-					       STORE__MIB_V13_FIELDS(PUSH_MIB_COL), ", 0");
+					       STORE__MIB_V13_FIELDS(PUSH_MIB_COL), ", 0, 0");
 static const char mib_sql_v12[] = PUSH_MIB_SQL(STORE__MIB_V9_FIELDS(PUSH_MIB_COL),
-					       STORE__MIB_V12_FIELDS(PUSH_MIB_COL), ", 0, 0", ", 0");
+					       STORE__MIB_V12_FIELDS(PUSH_MIB_COL), ", 0, 0", ", 0, 0");
 static const char mib_sql_v9[] = PUSH_MIB_SQL(STORE__MIB_V9_FIELDS(PUSH_MIB_COL),
-					      ", NULL, NULL, NULL, NULL", ", 0, 0", ", 0");
+					      ", NULL, NULL, NULL, NULL", ", 0, 0", ", 0, 0");
 static const char mib_sql_v6[] = PUSH_MIB_SQL(", 0, 0, 0, 0", ", NULL, NULL, NULL, NULL", ", 0, 0",
-					      ", 0");
+					      ", 0, 0");
 #define PUSH_MIB_NWATCH 2          /* STORE__MIB_V13_FIELDS, after the density extremes */
-#define PUSH_MIB_NERR 1            /* STORE__MIB_V16_FIELDS, after the watch evidence */
+#define PUSH_MIB_NERR 2            /* STORE__MIB_V16_FIELDS and _V17_, after the watch evidence */
 #define PUSH_MIB_NDENSITY 4        /* STORE__MIB_V12_FIELDS, after the histogram */
 #define PUSH_MIB_FIRST 5           /* the column of alloc_count */
 #define PUSH_MIB_NFIELDS 23        /* STORE__MIB_FIELDS, then STORE__MIB_V9_FIELDS */
@@ -631,7 +637,7 @@ static void col_density(struct pusher *p, sqlite3_stmt *st, int i)
 static int push_mib(struct pusher *p)
 {
 	_cleanup_(stmt_freep) sqlite3_stmt *st = NULL;
-	int rc, r = prepare(p, p->version >= 16 ? mib_sql_v16 : p->version >= 13 ? mib_sql_v13 :
+	int rc, r = prepare(p, p->version >= 17 ? mib_sql_v17 : p->version >= 16 ? mib_sql_v16 : p->version >= 13 ? mib_sql_v13 :
 			    p->version >= 12 ? mib_sql_v12 : p->version >= 9 ? mib_sql_v9 : mib_sql_v6,
 			    &st);
 

@@ -336,6 +336,7 @@ static int parse_ctx(struct tsv_cur *cur, struct pctx *p)
 		p->mib.watch_hits = tsv_get_u64(cur);
 		p->mib.watch_ns = tsv_get_u64(cur);
 		p->mib.access_est_err = tsv_get_u64(cur);
+		p->mib.total_access_bytes = tsv_get_u64(cur);
 		r = parse_frames(cur, p);
 	}
 	if (!r)
@@ -447,7 +448,7 @@ static int ctx_query(struct fleet_src *x, const struct store_ctx_filter *f, stru
 	tsv_printf(q, "SELECT bin_key, stack_hash, id, s_ac, s_ts, s_mins, s_maxs, s_tl, s_minl, s_maxl,"
 		   " tupleElement(s_last, 1), tupleElement(s_last, 2), tupleElement(s_last, 3),"
 		   " tupleElement(s_last, 4), s_mig, s_ovl, s_sac, s_sdc, s_as, s_tac, s_minac, s_maxac,"
-		   " s_asm, s_lc, s_lb, s_ll, s_hist, s_hd, s_mind, s_maxd, s_minld, s_maxld, s_wh, s_wn, s_ee,"
+		   " s_asm, s_lc, s_lb, s_ll, s_hist, s_hd, s_mind, s_maxd, s_minld, s_maxld, s_wh, s_wn, s_ee, s_ab,"
 		   " fb, fo,"
 		   " tr FROM (SELECT * FROM (SELECT bin_key, stack_hash, sum(alloc_count) AS s_ac,"
 		   " sum(total_size) AS s_ts, min(min_size) AS s_mins, max(max_size) AS s_maxs,"
@@ -465,7 +466,8 @@ static int ctx_query(struct fleet_src *x, const struct store_ctx_filter *f, stru
 		   " max(max_access_density_bits) AS s_maxd,"
 		   " min(min_lifetime_access_density_bits) AS s_minld,"
 		   " max(max_lifetime_access_density_bits) AS s_maxld,"
-		   " sum(watch_hits) AS s_wh, sum(watch_ns) AS s_wn, sum(access_est_err) AS s_ee"
+		   " sum(watch_hits) AS s_wh, sum(watch_ns) AS s_wn, sum(access_est_err) AS s_ee,"
+		   " sum(total_access_bytes) AS s_ab"
 		   " FROM " FLEET_DB ".mib WHERE", f->hist ? "sumForEach(hist)" : "emptyArrayUInt64()");
 	fleet_rows_where(x, f, q);
 	tsv_printf(q, "%s GROUP BY bin_key, stack_hash) ANY LEFT JOIN ", keys.p ? keys.p : "");

@@ -120,6 +120,7 @@ struct src_schema {
 	bool run_missed;        /* v11: runs.missed_exec/_late/_unknown, flushed_ns (issue 18) */
 	bool mib_watch;         /* issue 15: mib.watch_hits, watch_ns */
 	bool mib_est_err;       /* issue 17: mib.access_est_err */
+	bool mib_bytes;         /* issue 17: mib.total_access_bytes (v17) */
 	bool mem_drops;         /* issue 22: mem_drops */
 	bool stop_drops;        /* issue 22: mem_drops.peak_bytes and the stop_* columns (v15) */
 };
@@ -171,6 +172,8 @@ static int src_schema_read(struct merger *m, struct src_schema *sch)
 		r = src_has(m, "mib", "watch_hits", &sch->mib_watch);
 	if (!r)
 		r = src_has(m, "mib", "access_est_err", &sch->mib_est_err);
+	if (!r)
+		r = src_has(m, "mib", "total_access_bytes", &sch->mib_bytes);
 	if (!r)
 		r = src_has(m, "mem_drops", NULL, &sch->mem_drops);
 	if (!r)
@@ -224,9 +227,9 @@ static int copy_runs(struct merger *m, const struct src_schema *sch, const char 
 static const char copy_mib_sql[] =
 	"INSERT INTO main.mib(context_id, process_id, run_id, bucket_start" STORE__MIB_FIELDS(COL)
 	STORE__MIB_V9_FIELDS(COL) STORE__MIB_V12_FIELDS(COL) STORE__MIB_V13_FIELDS(COL)
-	STORE__MIB_V16_FIELDS(COL) ", access_hist) SELECT mc.dst, mp.dst,"
+	STORE__MIB_V16_FIELDS(COL) STORE__MIB_V17_FIELDS(COL) ", access_hist) SELECT mc.dst, mp.dst,"
 	" coalesce((SELECT mr.dst FROM temp.map_run mr WHERE mr.src = %s), 0),"
-	" m.bucket_start" STORE__MIB_FIELDS(SRC_COL) "%s%s%s%s, %s"
+	" m.bucket_start" STORE__MIB_FIELDS(SRC_COL) "%s%s%s%s%s, %s"
 	" FROM src.mib m JOIN temp.map_ctx mc ON mc.src = m.context_id"
 	" JOIN temp.map_proc mp ON mp.src = m.process_id";
 
@@ -240,6 +243,7 @@ static int copy_mibs(struct merger *m, const struct src_schema *sch, const char 
 		 sch->mib_density ? STORE__MIB_V12_FIELDS(SRC_COL) : ", NULL, NULL, NULL, NULL",
 		 sch->mib_watch ? STORE__MIB_V13_FIELDS(SRC_COL) : ", 0, 0",
 		 sch->mib_est_err ? STORE__MIB_V16_FIELDS(SRC_COL) : ", 0",
+		 sch->mib_bytes ? STORE__MIB_V17_FIELDS(SRC_COL) : ", 0",
 		 sch->mib_hist ? "m.access_hist" : "NULL");
 	return exec(m, sql, in);
 }

@@ -178,6 +178,12 @@ static void print_ctx_json(FILE *out, const struct store_ctx_row *r,
 		m->total_lifetime_ns / NS_PER_MS, m->min_lifetime_ns / NS_PER_MS,
 		m->max_lifetime_ns / NS_PER_MS, m->access_samples, m->total_access_count,
 		classify_density(m), classify_name(classify_mib(m, ev)));
+	/* Bytes accessed: null where accesses were estimated without widths (a store before
+	 * schema 17, or --alloc sampled's watch estimates). */
+	if (m->total_access_bytes || !m->total_access_count)
+		fprintf(out, ", \"est_access_bytes\": %" PRIu64, m->total_access_bytes);
+	else
+		fputs(", \"est_access_bytes\": null", out);
 	print_ctx_density_interval_json(out, m, ev);
 	print_ctx_evidence_json(out, m);
 	fputc('}', out);

@@ -95,6 +95,7 @@ static void combine_counts(struct mib *a, const struct mib *b)
 	 * errors are not independent), and a sum every reader (SQL SUM, the fleet's
 	 * ClickHouse sum) reproduces exactly, in any order. */
 	a->access_est_err += b->access_est_err;
+	a->total_access_bytes += b->total_access_bytes;
 	/* Extremes over both sides, or none when either side's objects are not all known. */
 	a->has_density = a->has_density && b->has_density;
 	a->min_access_density = MIN(a->min_access_density, b->min_access_density);

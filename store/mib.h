@@ -45,6 +45,10 @@ struct mib {
 	 * store's SQL and the fleet's sums alike: an upper bound). reporter/estimate.c
 	 * widens the Poisson interval with it. */
 	uint64_t access_est_err;
+	/* Bytes read or written by total_access_count's accesses (issue 17; schema >= 17; 0
+	 * in older rows: unknown): each sampled access weighted by its operand's width, the
+	 * unit valgrind DHAT counts. The exports keep accesses, MemProf's unit. */
+	uint64_t total_access_bytes;
 };
 #define MIB_MIN_LIFETIME_NS 1000000ull    /* MemProf's 1 ms floor for lifetime densities */
 

@@ -375,6 +375,11 @@ static const char ctx_rows_v13_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(M
 static const char ctx_rows_v16_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
 	STORE__MIB_V9_FIELDS(MIB_COL) STORE__MIB_V12_FIELDS(MIB_COL) STORE__MIB_V13_FIELDS(MIB_COL)
 	STORE__MIB_V16_FIELDS(MIB_COL) " FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
+/* The same with the schema >= 17 fields. */
+static const char ctx_rows_v17_sql[] = "SELECT m.context_id" STORE__MIB_FIELDS(MIB_COL)
+	STORE__MIB_V9_FIELDS(MIB_COL) STORE__MIB_V12_FIELDS(MIB_COL) STORE__MIB_V13_FIELDS(MIB_COL)
+	STORE__MIB_V16_FIELDS(MIB_COL) STORE__MIB_V17_FIELDS(MIB_COL)
+	" FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
 /* The context's AccessHistogram over the same rows (schema >= 6). */
 static const char ctx_hist_sql[] =
 	"SELECT mib_hist_merge(m.access_hist) FROM mib m WHERE m.context_id = ?6 AND " ROWS_WHERE;
@@ -414,7 +419,8 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 	struct store_ctx_row row = { .context_id = ctx };
 	bool v9 = store_schema_version(s) >= 9, v12 = store_schema_version(s) >= 12;
 	bool v13 = store_schema_version(s) >= 13, v16 = store_schema_version(s) >= 16;
-	sqlite3_stmt *st = store__stmt(s, v16 ? ctx_rows_v16_sql : v13 ? ctx_rows_v13_sql :
+	bool v17 = store_schema_version(s) >= 17;
+	sqlite3_stmt *st = store__stmt(s, v17 ? ctx_rows_v17_sql : v16 ? ctx_rows_v16_sql : v13 ? ctx_rows_v13_sql :
 					  v12 ? ctx_rows_v12_sql :
 					  v9 ? ctx_rows_v9_sql : ctx_rows_sql);
 	int rc;
@@ -453,6 +459,9 @@ static int emit_ctx(struct store *s, const struct store_ctx_filter *f, struct ct
 			}
 			if (v16) {
 				STORE__MIB_V16_FIELDS(READ_COL)
+			}
+			if (v17) {
+				STORE__MIB_V17_FIELDS(READ_COL)
 			}
 #undef READ_COL
 			mib_combine(&row.mib, &m);

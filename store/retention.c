@@ -241,7 +241,7 @@ static const char compact_sql[] =
 	"   alloc_cpu DESC, dealloc_cpu DESC) AS rn FROM src)"
 	" SELECT m.context_id, m.process_id, m.nb AS bucket_start"
 	STORE__MIB_FIELDS(C_COL) STORE__MIB_V9_FIELDS(C_COL) STORE__MIB_V12_FIELDS(C_D)
-	STORE__MIB_V13_FIELDS(C_COL) STORE__MIB_V16_FIELDS(C_COL)
+	STORE__MIB_V13_FIELDS(C_COL) STORE__MIB_V16_FIELDS(C_COL) STORE__MIB_V17_FIELDS(C_COL)
 	", mib_hist_merge(CASE WHEN " NONEMPTY " THEN m.access_hist END) AS access_hist"
 	", count(*) AS nrows FROM m GROUP BY m.context_id, m.process_id, m.nb"
 	" HAVING count(*) > 1 OR max(m.bucket_start <> m.nb)";
@@ -254,10 +254,10 @@ static const char compact_delete_sql[] =
 static const char compact_insert_sql[] =
 	"INSERT INTO main.mib(context_id, process_id, bucket_start" STORE__MIB_FIELDS(COLS)
 	STORE__MIB_V9_FIELDS(COLS) STORE__MIB_V12_FIELDS(COLS) STORE__MIB_V13_FIELDS(COLS)
-	STORE__MIB_V16_FIELDS(COLS)
+	STORE__MIB_V16_FIELDS(COLS) STORE__MIB_V17_FIELDS(COLS)
 	", access_hist) SELECT context_id, process_id, bucket_start"
 	STORE__MIB_FIELDS(COLS) STORE__MIB_V9_FIELDS(COLS) STORE__MIB_V12_FIELDS(COLS)
-	STORE__MIB_V13_FIELDS(COLS) STORE__MIB_V16_FIELDS(COLS)
+	STORE__MIB_V13_FIELDS(COLS) STORE__MIB_V16_FIELDS(COLS) STORE__MIB_V17_FIELDS(COLS)
 	", access_hist FROM temp.compacted WHERE alloc_count > 0";
 
 static int compact_locked(struct store *s, int64_t cutoff, int64_t width,

@@ -296,6 +296,9 @@ static const char *const migrations[] = {
 	/* issue 17: 15 -> 16: the stall factor's share of a MIB row's access estimate error
 	 * (store/mib.h access_est_err), 0 in older rows: none known. */
 	"ALTER TABLE mib ADD COLUMN access_est_err INTEGER NOT NULL DEFAULT 0;",
+	/* issue 17: 16 -> 17: bytes read or written by a MIB row's estimated accesses
+	 * (store/mib.h total_access_bytes), 0 in older rows: unknown. */
+	"ALTER TABLE mib ADD COLUMN total_access_bytes INTEGER NOT NULL DEFAULT 0;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

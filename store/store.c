@@ -176,15 +176,16 @@ static const char *const write_sql[ST__COUNT] = {
 	[ST_MIB_PUT] = "INSERT INTO mib(context_id, process_id, run_id, bucket_start"
 		STORE__MIB_FIELDS(MIB_COL) STORE__MIB_V9_FIELDS(MIB_COL)
 		STORE__MIB_V12_FIELDS(MIB_COL) STORE__MIB_V13_FIELDS(MIB_COL)
-		STORE__MIB_V16_FIELDS(MIB_COL)
+		STORE__MIB_V16_FIELDS(MIB_COL) STORE__MIB_V17_FIELDS(MIB_COL)
 		", access_hist) VALUES (?, ?, ?, ?"
 		STORE__MIB_FIELDS(MIB_QMARK) STORE__MIB_V9_FIELDS(MIB_QMARK)
 		STORE__MIB_V12_FIELDS(MIB_QMARK) STORE__MIB_V13_FIELDS(MIB_QMARK)
-		STORE__MIB_V16_FIELDS(MIB_QMARK) ", ?) "
+		STORE__MIB_V16_FIELDS(MIB_QMARK) STORE__MIB_V17_FIELDS(MIB_QMARK) ", ?) "
 		"ON CONFLICT(context_id, process_id, run_id, bucket_start) DO UPDATE SET "
 		"alloc_count = excluded.alloc_count" STORE__MIB_FIELDS(MIB_SET)
 		STORE__MIB_V9_FIELDS(MIB_SET) STORE__MIB_V12_FIELDS(MIB_SET)
 		STORE__MIB_V13_FIELDS(MIB_SET) STORE__MIB_V16_FIELDS(MIB_SET)
+		STORE__MIB_V17_FIELDS(MIB_SET)
 		", access_hist = excluded.access_hist",
 	[ST_RUN_INS] = "INSERT INTO runs(command, alloc_mode, access_mode, settings, started_ns,"
 		" writer_pid, writer_start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -933,6 +934,7 @@ int store_put_mib_hist(struct store *s, const struct store_proc *p, uint64_t sta
 #define MIB_BIND(f, agg) sqlite3_bind_int64(st, col++, (int64_t)m->f);
 	STORE__MIB_V13_FIELDS(MIB_BIND)
 	STORE__MIB_V16_FIELDS(MIB_BIND)
+	STORE__MIB_V17_FIELDS(MIB_BIND)
 #undef MIB_BIND
 	if (!h || !h->len) {
 		sqlite3_bind_null(st, col);   /* hot statements keep their last bindings */

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "store/mib.h"
 
-#define STORE_SCHEMA_VERSION 16
+#define STORE_SCHEMA_VERSION 17
 
 enum store_flags {
 	STORE_RDONLY = 0,
@@ -333,6 +333,8 @@ const char *store__migration_sql(int from);
 /* The struct mib estimate error of schema >= 16 (issue 17), 0 in older rows; summed (an
  * upper bound) by mib_combine and SQL alike. */
 #define STORE__MIB_V16_FIELDS(X) X(access_est_err, SUM)
+/* The struct mib bytes accessed of schema >= 17 (issue 17), 0 in older rows: unknown. */
+#define STORE__MIB_V17_FIELDS(X) X(total_access_bytes, SUM)
 
 /* ---- data-access sampling (schema >= 4) ----
  * Per run, absolute values: the recorder keeps running totals and rewrites them at every

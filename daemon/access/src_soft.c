@@ -312,13 +312,15 @@ static bool window_access(struct src_soft *s, struct sproc *p, const struct map_
 	return res->ninsns > 0;
 }
 
+/* bytes: what the accesses read or write, 0 for weight x size (access_sample_bytes). */
 static void deliver_err(struct src_soft *s, const struct soft_event *e, uint64_t addr,
-			uint32_t size, uint8_t rw, uint8_t flags, uint64_t weight, uint64_t err)
+			uint32_t size, uint8_t rw, uint8_t flags, uint64_t weight, uint64_t err,
+			uint64_t bytes)
 {
 	struct access_sample a = {
 		.tgid = e->tgid, .tid = e->tid, .cpu = e->cpu, .start_ns = e->start_ns,
 		.time_ns = e->time_ns, .addr = addr, .size = size, .rw = rw, .flags = flags,
-		.weight = weight, .weight_err = err, .sp = e->regs[offsetof(struct insn_regs, rsp) / 8],
+		.weight = weight, .weight_err = err, .bytes = bytes, .sp = e->regs[offsetof(struct insn_regs, rsp) / 8],
 		.fs_base = (e->flags & SOFT_F_FSBASE) ? e->fs_base : 0,
 	};
 	s->st.accesses++;
@@ -328,7 +330,7 @@ static void deliver_err(struct src_soft *s, const struct soft_event *e, uint64_t
 static void deliver(struct src_soft *s, const struct soft_event *e, uint64_t addr, uint32_t size,
 		    uint8_t rw, uint8_t flags, uint64_t weight)
 {
-	deliver_err(s, e, addr, size, rw, flags, weight, 0);
+	deliver_err(s, e, addr, size, rw, flags, weight, 0, 0);
 }
 
 /* A PMU source: the hardware gave the address (loads: the events sample loads). The
@@ -355,18 +357,22 @@ static int handle_pmu(struct src_soft *s, const struct soft_event *e, const stru
 }
 
 /* A sample inside a rep string instruction stands for its iterations: period x this
- * CPU's rep rate in 8-byte words, for each of its accesses (source and destination). */
+ * CPU's rep rate in 8-byte words, for each of its accesses (source and destination);
+ * in bytes, period x the rate, whatever the operand's width. */
 static int deliver_rep(struct src_soft *s, const struct soft_event *e,
 		       const struct insn_win_result *wres, uint64_t w)
 {
+	uint64_t bytes = 0;
 	int n = 0;
 
-	if (s->rep_bpns > 0)
-		w = (uint64_t)((double)e->period * s->rep_bpns / 8 + 0.5);
+	if (s->rep_bpns > 0) {
+		bytes = (uint64_t)((double)e->period * s->rep_bpns + 0.5);
+		w = (uint64_t)((double)e->period * s->rep_bpns / SOFT_REP_WORD + 0.5);
+	}
 	for (unsigned i = 0; i < wres->n; i++)
 		if (wres->acc[i].flags & INSN_F_REP) {
-			deliver(s, e, wres->acc[i].addr, wres->acc[i].size, wres->acc[i].rw,
-				wres->acc[i].flags, w ? w : 1);
+			deliver_err(s, e, wres->acc[i].addr, wres->acc[i].size, wres->acc[i].rw,
+				    wres->acc[i].flags, w ? w : 1, 0, bytes);
 			n++;
 		}
 	if (!n)
@@ -395,7 +401,7 @@ static int deliver_window(struct src_soft *s, const struct soft_event *e,
 	s->st.from_window++;
 	for (unsigned i = 0; i < wres->n; i++)
 		deliver_err(s, e, wres->acc[i].addr, wres->acc[i].size, wres->acc[i].rw,
-			    wres->acc[i].flags, wa ? wa : 1, err);
+			    wres->acc[i].flags, wa ? wa : 1, err, 0);
 	return (int)wres->n;
 }
 
@@ -521,6 +527,11 @@ double src_soft_insns_per_ns(const struct src_soft *s)
 double src_soft_rep_bytes_per_ns(const struct src_soft *s)
 {
 	return s->rep_bpns;
+}
+
+void src_soft_set_rep_bytes_per_ns(struct src_soft *s, double bytes_per_ns)
+{
+	s->rep_bpns = bytes_per_ns > 0 ? bytes_per_ns : 0;
 }
 
 int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft_cb cb,

@@ -28,6 +28,7 @@
 #define SOFT_EST_INSNS_PER_NS 2          /* instructions per ns of CPU when none is measured */
 #define SOFT_MEM_PER_INSN 0.4           /* memory operands per instruction before windows say */
 #define SOFT_MEM_PER_INSN_WEIGHT 16      /* ... counted as this many window samples */
+#define SOFT_REP_WORD 8                  /* a rep sample's weight counts 8-byte words */
 #define SOFT_MAPS_RELOAD_NS 20000000ULL  /* an IP outside known maps rereads them at most this often */
 #define SOFT_WATERMARK_SLACK_NS 2000000ULL  /* samples may trail the ring's order by this much */
 #define SOFT_PROCS_MAX 4096              /* processes whose maps are cached */
@@ -87,6 +88,8 @@ const struct insn_win_stats *src_soft_win_stats(const struct src_soft *s);
 double src_soft_insns_per_ns(const struct src_soft *s);
 /* The rep movsb rate a sample inside a rep string instruction stands for (0: unmeasured). */
 double src_soft_rep_bytes_per_ns(const struct src_soft *s);
+/* Sets it (replays and tests of an offline instance; src_soft_open measures it). */
+void src_soft_set_rep_bytes_per_ns(struct src_soft *s, double bytes_per_ns);
 void src_soft_close(struct src_soft *s);
 
 /* Decodes one ring record (struct soft_event) into access samples; no BPF needed, so it

@@ -33,7 +33,7 @@ struct aobj {
 	uint64_t weight_q16;
 	uint32_t acpu, fcpu;
 	bool live_at_end;
-	uint64_t samples, est;
+	uint64_t samples, est, est_bytes;
 	double est_var;           /* the samples' weight_err squared, summed */
 	uint64_t *hist;
 };
@@ -46,7 +46,7 @@ struct aslab {
 };
 
 struct pend {
-	uint64_t time, addr, weight, weight_err;
+	uint64_t time, addr, weight, weight_err, bytes;
 	uint32_t size;
 	uint8_t rw, cls;          /* the class it is counted in if no object claims it */
 };
@@ -321,12 +321,14 @@ static struct aobj *new_obj(struct attrib *a, struct aproc *p, uint64_t addr, ui
 	return o;
 }
 
-static void credit(struct attrib *a, struct aobj *o, uint64_t addr, uint64_t w, uint64_t err)
+static void credit(struct attrib *a, struct aobj *o, uint64_t addr, uint64_t w, uint64_t err,
+		   uint64_t bytes)
 {
 	uint64_t size = o->node.end - o->node.start;
 
 	o->samples++;
 	o->est += w;
+	o->est_bytes += bytes;
 	o->est_var += (double)err * (double)err;
 	if (size && size <= ATTRIB_HIST_MAX_BYTES) {
 		if (!o->hist)
@@ -356,7 +358,7 @@ static void claim_bucket(struct attrib *a, struct pbucket *b, struct aobj *o)
 		struct pend *s = &b->v[j];
 		if (s->addr >= o->node.start && s->addr < o->node.end && s->time >= o->alloc_ns &&
 		    s->time < o->free_ns) {
-			credit(a, o, s->addr, s->weight, s->weight_err);
+			credit(a, o, s->addr, s->weight, s->weight_err, s->bytes);
 			a->c.pending_resolved++;
 			a->c.pending--;
 			b->v[j] = b->v[--b->n];
@@ -501,7 +503,7 @@ static int hold(struct attrib *a, struct aproc *p, const struct access_sample *s
 		b->cap = nc;
 	}
 	b->v[b->n++] = (struct pend){ .time = s->time_ns, .addr = s->addr, .weight = s->weight,
-				      .weight_err = s->weight_err,
+				      .weight_err = s->weight_err, .bytes = access_sample_bytes(s),
 				      .size = s->size, .rw = s->rw, .cls = (uint8_t)cls };
 	a->c.pending++;
 	return -1;
@@ -561,7 +563,7 @@ static int classify(struct attrib *a, const struct access_sample *s)
 		return ATTRIB_UNKNOWN;
 	}
 	if ((o = lookup(p, s->addr, s->time_ns))) {
-		credit(a, o, s->addr, s->weight, s->weight_err);
+		credit(a, o, s->addr, s->weight, s->weight_err, access_sample_bytes(s));
 		return ATTRIB_HEAP;
 	}
 	if (!a->ops.region)
@@ -647,7 +649,8 @@ static void settle(struct attrib *a, uint64_t before)
 			.ctx = o->ctx, .alloc_ns = o->alloc_ns, .free_ns = o->free_ns,
 			.alloc_cpu = o->acpu, .free_cpu = o->fcpu, .live_at_end = o->live_at_end,
 			.weight_q16 = o->weight_q16,
-			.samples = o->samples, .est_accesses = o->est, .est_err = (uint64_t)(sqrt(o->est_var) + 0.5), .hist = o->hist,
+			.samples = o->samples, .est_accesses = o->est,
+			.est_bytes = o->est_bytes, .est_err = (uint64_t)(sqrt(o->est_var) + 0.5), .hist = o->hist,
 			.hist_len = o->hist ? (uint32_t)((size + ATTRIB_GRANULE - 1) / ATTRIB_GRANULE) : 0,
 		};
 		itree_erase(&p->objs, &o->node);

@@ -86,6 +86,7 @@ struct attrib_object {
 	uint64_t weight_q16;      /* objects it stands for, Q48.16 (ATTRIB_WEIGHT_ONE: itself) */
 	uint64_t samples, est_accesses;   /* of this object alone, never weighted */
 	uint64_t est_err;         /* the samples' weight_err in quadrature (access_sample.h) */
+	uint64_t est_bytes;       /* bytes those accesses read or wrote (access_sample_bytes) */
 	const uint64_t *hist;     /* est accesses per ATTRIB_GRANULE bytes, NULL if none */
 	uint32_t hist_len;
 };

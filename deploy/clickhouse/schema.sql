@@ -45,6 +45,8 @@ CREATE TABLE IF NOT EXISTS memprofd.processes AS memprofd.processes_local
 -- row's estimate (store schema >= 13, 0 before), the evidence rule's per-context input.
 -- access_est_err (mib): the soft source's stall-factor share of the estimate's error, in
 -- accesses (store schema >= 16, 0 before); rows add it, as the store's queries do.
+-- total_access_bytes (mib): bytes read or written by the estimated accesses (store schema
+-- >= 17, 0 before: unknown).
 -- truncated: the stack was cut before its outermost frame (store schema >= 10).
 CREATE TABLE IF NOT EXISTS memprofd.contexts_local (host String, push_id UInt64, src_id Int64, bin_key String, stack_hash Int64, f_bin Array(String), f_off Array(UInt64), truncated UInt8)
     ENGINE = MergeTree ORDER BY (bin_key, stack_hash, host, push_id);
@@ -56,7 +58,7 @@ CREATE TABLE IF NOT EXISTS memprofd.frames_local (host String, push_id UInt64, b
 CREATE TABLE IF NOT EXISTS memprofd.frames AS memprofd.frames_local
     ENGINE = Distributed(memprofd, memprofd, frames_local, cityHash64(bin_key, offset));
 -- MemInfoBlock rows (facts), as the store keeps them; hist: the AccessHistogram.
-CREATE TABLE IF NOT EXISTS memprofd.mib_local (host String, push_id UInt64, run_id Int64, bin_key String, stack_hash Int64, proc_id Int64, bucket_start Int64, alloc_count UInt64, total_size UInt64, min_size UInt64, max_size UInt64, total_lifetime_ns UInt64, min_lifetime_ns UInt64, max_lifetime_ns UInt64, alloc_ts_ns UInt64, dealloc_ts_ns UInt64, alloc_cpu UInt64, dealloc_cpu UInt64, num_migrated_cpu UInt64, num_lifetime_overlaps UInt64, num_same_alloc_cpu UInt64, num_same_dealloc_cpu UInt64, access_samples UInt64, total_access_count UInt64, min_access_count UInt64, max_access_count UInt64, alloc_samples UInt64, live_at_exit_count UInt64, live_at_exit_bytes UInt64, live_at_exit_lifetime_ns UInt64, hist Array(UInt64), has_density UInt8, min_access_density_bits UInt64, max_access_density_bits UInt64, min_lifetime_access_density_bits UInt64, max_lifetime_access_density_bits UInt64, watch_hits UInt64, watch_ns UInt64, access_est_err UInt64)
+CREATE TABLE IF NOT EXISTS memprofd.mib_local (host String, push_id UInt64, run_id Int64, bin_key String, stack_hash Int64, proc_id Int64, bucket_start Int64, alloc_count UInt64, total_size UInt64, min_size UInt64, max_size UInt64, total_lifetime_ns UInt64, min_lifetime_ns UInt64, max_lifetime_ns UInt64, alloc_ts_ns UInt64, dealloc_ts_ns UInt64, alloc_cpu UInt64, dealloc_cpu UInt64, num_migrated_cpu UInt64, num_lifetime_overlaps UInt64, num_same_alloc_cpu UInt64, num_same_dealloc_cpu UInt64, access_samples UInt64, total_access_count UInt64, min_access_count UInt64, max_access_count UInt64, alloc_samples UInt64, live_at_exit_count UInt64, live_at_exit_bytes UInt64, live_at_exit_lifetime_ns UInt64, hist Array(UInt64), has_density UInt8, min_access_density_bits UInt64, max_access_density_bits UInt64, min_lifetime_access_density_bits UInt64, max_lifetime_access_density_bits UInt64, watch_hits UInt64, watch_ns UInt64, access_est_err UInt64, total_access_bytes UInt64)
     ENGINE = MergeTree ORDER BY (bin_key, stack_hash, host, run_id, push_id, proc_id, bucket_start);
 CREATE TABLE IF NOT EXISTS memprofd.mib AS memprofd.mib_local
     ENGINE = Distributed(memprofd, memprofd, mib_local, cityHash64(bin_key, stack_hash));
@@ -71,4 +73,4 @@ CREATE TABLE IF NOT EXISTS memprofd.access_classes_local (host String, push_id U
 CREATE TABLE IF NOT EXISTS memprofd.access_classes AS memprofd.access_classes_local
     ENGINE = Distributed(memprofd, memprofd, access_classes_local, cityHash64(host));
 -- This node's version row (readers take the largest over the cluster).
-INSERT INTO memprofd.meta_local SELECT 'schema_version', 6 WHERE (SELECT count() FROM memprofd.meta_local WHERE key = 'schema_version') = 0;
+INSERT INTO memprofd.meta_local SELECT 'schema_version', 7 WHERE (SELECT count() FROM memprofd.meta_local WHERE key = 'schema_version') = 0;

@@ -40,6 +40,7 @@ EVIDENCE_KEYS = {
     "total_size_lo": (int, type(None)), "total_size_hi": (int, type(None)),
     "est_accesses_lo": (int, type(None)), "est_accesses_hi": (int, type(None)),
     "few_samples": bool,
+    "est_access_bytes": (int, type(None)),   # issue 17: bytes read or written by est_accesses
     # issue 15: the context's own hardware-watch traps and watched granule-nanoseconds
     "watch_hits": int, "watch_ns": int,
 }

@@ -51,6 +51,7 @@ static void test_time_and_address(void **state)
 	/* exact mode: an object is known only at its death; the sample came first */
 	s = smp(0x1010, 150, 1000);
 	s.weight_err = 40;                            /* its stall factor's error: kept */
+	s.bytes = 9000;                               /* bytes the source gave: kept */
 	assert_int_equal(attrib_sample(a, &s), -1);
 	assert_int_equal(attrib_counts(a)->pending, 1);
 	assert_int_equal(attrib_object(a, 10, 5, 0x1000, 0x100, &c1, 100, 200, 0, 1), 0);
@@ -76,6 +77,7 @@ static void test_time_and_address(void **state)
 	assert_int_equal(g.o[0].samples, 2);
 	assert_int_equal(g.o[0].est_accesses, 1005);
 	assert_int_equal(g.o[0].est_err, 40);        /* sqrt(40^2 + 2^2): held and direct alike */
+	assert_int_equal(g.o[0].est_bytes, 9000 + 5 * 4);   /* given; else weight x 4-byte size */
 	assert_int_equal(g.o[0].hist_len, 4);
 	assert_int_equal(g.hist2[0], 5);
 	assert_int_equal(g.o[0].free_cpu, 1);

@@ -293,7 +293,7 @@ static void build(struct fixture *f)
 	struct mib mhot = { .alloc_count = 1, .total_size = 64, .min_size = 64, .max_size = 64,
 			    .total_lifetime_ns = 1000000, .min_lifetime_ns = 1000000,
 			    .max_lifetime_ns = 1000000, .access_samples = 5,
-			    .total_access_count = 100000 };
+			    .total_access_count = 100000, .total_access_bytes = 400000 };
 	struct mib mcold = { .alloc_count = 2, .total_size = 2048, .min_size = 1024,
 			     .max_size = 1024, .total_lifetime_ns = 1000000000000ull,
 			     .min_lifetime_ns = 500000000000ull, .max_lifetime_ns = 500000000000ull };
@@ -376,6 +376,9 @@ static void test_contexts_json(void **state)
 		"\"min_lifetime_ms\": 2900,", "\"max_lifetime_ms\": 3100,",
 		"\"access_samples\": 3,", "\"est_accesses\": 30000,",
 		"\"lifetime_access_density\": ", "\"class\": \"notcold\"",
+		/* issue 17: accesses estimated without widths (the example's row, as before
+		 * schema 17): bytes unknown */
+		"\"est_access_bytes\": null,",
 		/* Issue 21's additive fields: nothing lived at exit; no allocation samples on
 		 * record (the fixture's rows, as schema < 9): null intervals; 3 access samples
 		 * of 30000: Garwood's [0.619, 8.767] x 10000, marked as few. */
@@ -394,8 +397,9 @@ static void test_contexts_json(void **state)
 	assert_true(fabs(d / store_lifetime_access_density(&m) - 1) < 1e-8);
 	assert_true(fabs(d - 0.0014) < 0.0001);
 	assert_non_null(strstr(out, "\"function\": \"hot_loop\""));
-	assert_non_null(strstr(out, "\"class\": \"hot\""));
+	assert_non_null(strstr(out, "\"class\": \"hot\", \"est_access_bytes\": 400000"));
 	assert_non_null(strstr(out, "\"function\": \"cache_fill\""));
+	assert_non_null(strstr(out, "\"class\": \"cold\", \"est_access_bytes\": 0"));
 	assert_non_null(strstr(out, "\"class\": \"cold\""));
 	assert_null(strstr(out, "o,d"));       /* the other binary is filtered out */
 	free(out);

@@ -19,12 +19,16 @@
 void probe_load(void);
 __asm__(".text\n.globl probe_load\n.type probe_load,@function\nprobe_load:\n"
 	"movl (%rdi), %eax\nret\n.size probe_load, .-probe_load\n");
+/* rep movsb: its samples stand for bytes moved at the run's rep rate. */
+void probe_rep(void);
+__asm__(".text\n.globl probe_rep\n.type probe_rep,@function\nprobe_rep:\n"
+	"rep movsb\nret\n.size probe_rep, .-probe_rep\n");
 
 static volatile uint32_t target_word = 7;
 #define HOT_WORDS (1 << 16)
 static volatile uint64_t hot[HOT_WORDS];
 
-struct seen { uint64_t n, in_target, in_hot, w; uint32_t size; uint8_t rw; };
+struct seen { uint64_t n, in_target, in_hot, w, target_bytes, hot_bytes; uint32_t size; uint8_t rw; };
 static void on_access(void *arg, const struct access_sample *a)
 {
 	struct seen *s = arg;
@@ -33,10 +37,14 @@ static void on_access(void *arg, const struct access_sample *a)
 	s->w = a->weight;
 	s->size = a->size;
 	s->rw = a->rw;
-	if (a->addr == (uintptr_t)&target_word)
+	if (a->addr == (uintptr_t)&target_word) {
 		s->in_target++;
-	if (a->addr >= (uintptr_t)hot && a->addr < (uintptr_t)(hot + HOT_WORDS))
+		s->target_bytes = access_sample_bytes(a);
+	}
+	if (a->addr >= (uintptr_t)hot && a->addr < (uintptr_t)(hot + HOT_WORDS)) {
 		s->in_hot++;
+		s->hot_bytes = access_sample_bytes(a);
+	}
 }
 
 static void test_handle_offline(void **state)
@@ -60,6 +68,8 @@ static void test_handle_offline(void **state)
 	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 2);
 	assert_int_equal(seen.in_target, 1);
 	assert_int_equal(seen.w, 1000000ULL * SOFT_EST_INSNS_PER_NS / 2);
+	/* bytes: the 4-byte load's width times its weight (DHAT's unit) */
+	assert_int_equal(seen.target_bytes, 4 * 1000000ULL * SOFT_EST_INSNS_PER_NS / 2);
 	src_soft_stats(ss, &st);
 	assert_int_equal(st.from_window, 1);
 	assert_int_equal(src_soft_win_stats(ss)->decoded, 1);
@@ -107,6 +117,32 @@ static void test_handle_offline(void **state)
 	assert_int_equal(seen.in_target, 4);
 	/* short record */
 	assert_int_equal(src_soft_handle(ss, &e, sizeof(e) - 1), 0);
+	src_soft_close(ss);
+}
+
+/* A sample in rep movsb stands for period x the rep rate in bytes, for its read and for
+ * its write, whatever the operand's width; its weight counts 8-byte words. */
+static void test_rep_bytes(void **state)
+{
+	struct src_soft *ss;
+	struct seen seen = {0};
+	struct soft_event e;
+
+	assert_int_equal(src_soft_open_offline(&ss, on_access, &seen), 0);
+	src_soft_set_rep_bytes_per_ns(ss, 16.0);
+	memset(&e, 0, sizeof(e));
+	e.tgid = e.tid = (uint32_t)getpid();
+	e.time_ns = 1000;
+	e.period = 1000000;
+	e.regs[offsetof(struct insn_regs, rip) / 8] = (uintptr_t)probe_rep;
+	e.regs[offsetof(struct insn_regs, rsi) / 8] = (uintptr_t)&hot[0];
+	e.regs[offsetof(struct insn_regs, rdi) / 8] = (uintptr_t)&hot[HOT_WORDS / 2];
+	e.regs[offsetof(struct insn_regs, rcx) / 8] = 4096;
+	e.regs[offsetof(struct insn_regs, rsp) / 8] = (uintptr_t)&e;
+	assert_true(src_soft_handle(ss, &e, sizeof(e)) >= 2);
+	assert_int_equal(seen.in_hot, 2);
+	assert_int_equal(seen.w, 1000000ULL * 16 / SOFT_REP_WORD);
+	assert_int_equal(seen.hot_bytes, 1000000ULL * 16);
 	src_soft_close(ss);
 }
 
@@ -201,6 +237,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_handle_offline),
+		cmocka_unit_test(test_rep_bytes),
 		cmocka_unit_test(test_calib),
 		cmocka_unit_test(test_live),
 	};

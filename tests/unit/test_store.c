@@ -534,6 +534,8 @@ static void test_access_est_err_round_trip(void **state)
 	mib_from_object(&b, 100, 0, 1000000000ull, 0, 0, 3000);
 	a.access_est_err = 120;
 	b.access_est_err = 300;
+	a.total_access_bytes = 8000;   /* schema 17: bytes accessed, rows add */
+	b.total_access_bytes = 12000;
 	OK(store_begin(s));
 	OK(store_put_mib(s, &p1, 0xa, frames_a, 3, 0, &a));
 	OK(store_put_mib(s, &p2, 0xa, frames_a, 3, 0, &b));
@@ -544,6 +546,7 @@ static void test_access_est_err_round_trip(void **state)
 	assert_int_equal(g.n, 1);
 	assert_int_equal(g.c[0].row.mib.total_access_count, 4000);
 	assert_int_equal(g.c[0].row.mib.access_est_err, 420);   /* rows add: 120 + 300 */
+	assert_int_equal(g.c[0].row.mib.total_access_bytes, 20000);
 	store_close(s);
 }
 
