@@ -26,6 +26,7 @@
 #include "daemon/record/private_libs.h"
 #include "daemon/record/release_later.h"
 #include "daemon/record/store_bg.h"
+#include "daemon/record/namecache.h"
 #include "daemon/record/sym_warm.h"
 #include "daemon/record/cmd_record.h"
 #include "base/log.h"
@@ -39,6 +40,7 @@
 #include "symbolizer/elfstatic.h"
 #include "symbolizer/maps.h"
 #include "symbolizer/rootfs.h"
+#include "symbolizer/elfsym.h"
 #include "symbolizer/symcache.h"
 #include "base/clock.h"
 
@@ -983,14 +985,39 @@ static void print_summary(struct record *rec)
  * 0.27 -> 0.40 s at load 14) more than it saved at the end. */
 static void warm_libc(struct record *rec)
 {
-	char libc[PATH_MAX];
+	char libc[PATH_MAX], id[2 * ELFSYM_BUILD_ID_MAX + 1];
 
 	if (!*rec->o->cmd || rec->o->sampled || rec->o->alloc_off || !rec->r.symcache ||
 	    find_lib("libc.so.6", libc, sizeof(libc)) < 0)
 		return;
+	/* Earlier runs' names of libc's frames (namecache.h): most likely all it needs. */
+	if (elf_build_id_of(libc, id, sizeof(id)) == 0 && namecache_has(rec->r.names, id))
+		return;
 	sym_warm_start(&rec->sym_warm, rec->r.symcache, libc);
 	if (rec->sym_warm.running)
 		rec->r.sym_warm = &rec->sym_warm;
+}
+
+/* Keeps the chains this run found for the next (namecache.h); a cache that cannot be
+ * written is no failure of the recording: the trace says so. */
+static void save_names(struct record *rec)
+{
+	struct namecache_stats st;
+	int err;
+
+	if (!rec->r.names)
+		return;
+	err = namecache_save(rec->r.names);
+	namecache_get_stats(rec->r.names, &st);
+	if (phases_on())
+		fprintf(stderr, "memprofd: name cache: %llu hits, %llu misses, %llu files read, "
+			"%llu damaged (ignored), %llu written%s%s\n", (unsigned long long)st.hits,
+			(unsigned long long)st.misses, (unsigned long long)st.files_read,
+			(unsigned long long)st.files_bad, (unsigned long long)st.files_written,
+			err ? ", saving: " : "", err ? strerror(-err) : "");
+	namecache_free(rec->r.names);
+	rec->r.names = NULL;
+	phase_mark("name cache saved");
 }
 
 /* Ends what the recording holds; returns rc, or the command's exit status once it ran
@@ -1035,6 +1062,7 @@ static int record_free(struct record *rec, int rc)
 		sym_warm_join(&rec->sym_warm);
 	if (rec->r.symcache && !abandon)
 		symcache_free(rec->r.symcache);
+	save_names(rec);
 	agg_free(&rec->r.aggs);
 	proctab_free(&rec->r.procs);
 	recorder_symbols_free(&rec->r);
@@ -1072,6 +1100,8 @@ int cmd_record(int argc, char **argv)
 	struct symcache_opts so = { .debug = { .debuginfod = true } };
 	if (symcache_new(&rec.r.symcache, &so) < 0)
 		rec.r.symcache = NULL;
+	if (rec.r.symcache && namecache_new(&rec.r.names, NULL) < 0)
+		rec.r.names = NULL;   /* no HOME nor XDG_CACHE_HOME: every name looked up */
 	phase_mark("symbol cache");
 
 	/* SIGINT/SIGTERM stop the recording; the child gets our original mask back. */

@@ -60,6 +60,7 @@ struct recorder {
 	bool flush_error_logged;
 	struct symcache *symcache;       /* DWARF lines of frames, by build-id (NULL: ELF only) */
 	struct sym_warm *sym_warm;       /* a thread using symcache: joined before its next use */
+	struct namecache *names;         /* chains found by earlier runs (NULL: none; record's) */
 	struct istack **unsym;           /* stacks stored bare, oldest first (symbolize.c) */
 	size_t nunsym, unsym_cap;
 	unsigned unsym_at;               /* the first stack's frame to resume naming at */
