@@ -8,12 +8,14 @@
 #include "daemon/record/namecache.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -431,6 +433,38 @@ static int make_dirs(const char *dir)
 	return S_ISDIR(st.st_mode) && st.st_uid == geteuid() ? 0 : -EPERM;
 }
 
+/* At most NC_DIR_FILES_MAX files in the directory: the least recently written go (a
+ * build-id per rebuilt binary would otherwise pile up). Best effort. */
+static void prune(const char *dir)
+{
+	struct { char name[NC_ID_MAX + 1]; time_t t; } *v = NULL;
+	size_t n = 0, cap = 0;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct stat st;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)) && n < 4 * NC_DIR_FILES_MAX) {
+		if (!id_ok(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    ARRAY_GROW(v, cap, n, 64) < 0)
+			continue;
+		memcpy(v[n].name, de->d_name, strlen(de->d_name) + 1);   /* id_ok: it fits */
+		v[n++].t = st.st_mtime;
+	}
+	while (n > NC_DIR_FILES_MAX) {   /* rare and small: the oldest, one at a time */
+		size_t old = 0;
+
+		for (size_t i = 1; i < n; i++)
+			if (v[i].t < v[old].t)
+				old = i;
+		unlinkat(dirfd(d), v[old].name, 0);
+		v[old] = v[--n];
+	}
+	closedir(d);
+	free(v);
+}
+
 int namecache_save(struct namecache *c)
 {
 	int err = 0, r;
@@ -450,5 +484,7 @@ int namecache_save(struct namecache *c)
 			c->st.files_written++;
 		f->dirty = false;
 	}
+	if (made)
+		prune(c->dir);
 	return err;
 }

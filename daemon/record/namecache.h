@@ -1,13 +1,14 @@
 /* Names across runs (issue 18): the ELF symbol, DWARF lines and inline chain record found
- * for a return address, kept per build-id in a file under $XDG_CACHE_HOME/memprofd/names (else
- * ~/.cache/...), so a short recording's final flush does not inflate libc6-dbg's sections
+ * for a return address, kept per build-id in a file under $XDG_CACHE_HOME/memprofd/names
+ * (else ~/.cache/...), so a short recording's final flush does not inflate libc6-dbg's sections
  * (~260M instructions) again. A build-id fixes the binary and its debug file, so what
  * DWARF said (a chain, or nothing at that address) never changes; an answer without
  * DWARF (an ELF name only) is not kept: a debug package installed later would improve it.
  * Files are hostile input: ours only (owner, regular, no symlink), at most NC_FILE_MAX
  * bytes, every length and count checked, a CRC over the payload; a damaged file is
- * ignored whole and replaced at the next save. Costs: one read per build-id looked up,
- * a binary search per frame, one rewrite per build-id that gained entries. */
+ * ignored whole and replaced at the next save; the directory keeps NC_DIR_FILES_MAX
+ * files. Costs: one read per build-id looked up, a binary search per frame, one rewrite
+ * per build-id that gained entries. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,6 +19,7 @@
 #define NC_ENTRIES_MAX (1u << 17)      /* return addresses kept per build-id */
 #define NC_STR_MAX 4096                /* bytes of one name or file path */
 #define NC_FILES_MAX 256               /* build-ids one run keeps in memory */
+#define NC_DIR_FILES_MAX 512           /* files kept in the directory (oldest written go) */
 
 struct namecache;
 struct store_line;

@@ -8,7 +8,8 @@ does not open the debug files again. Checks, on one exact-mode workload:
   trace line `name cache: H hits, M misses, ...`) and writes nothing;
 - damaged files are ignored whole and rewritten: a flipped byte (CRC), a file cut short,
   a hostile payload with a valid CRC (a string length past the end, a count past
-  the bound), a symlink in place of a file; none changes the answer.
+  the bound), a symlink in place of a file; none changes the answer;
+- the directory holds at most NC_DIR_FILES_MAX files: the oldest written go.
 Usage: check_name_cache.py --memprofd PATH --workload PATH"""
 import argparse
 import glob
@@ -27,6 +28,7 @@ import mpdtest  # noqa: E402
 STATS = re.compile(r"name cache: (\d+) hits, (\d+) misses, (\d+) files read, (\d+) damaged "
                    r"\(ignored\), (\d+) written")
 HEAD = 32
+DIR_FILES_MAX = 512   # namecache.h NC_DIR_FILES_MAX
 
 
 def frames(ctxs):
@@ -80,9 +82,22 @@ def main():
     ref, _ = run(a, d, 0, None)
     if not ref:
         sys.exit("FAIL: the reference run stored no context")
+    # Stale files of other build-ids beyond the directory's bound (NC_DIR_FILES_MAX):
+    # the oldest written go when a run saves.
+    os.makedirs(names, mode=0o700)
+    for i in range(DIR_FILES_MAX + 8):
+        f = os.path.join(names, "%040x" % i)
+        open(f, "wb").write(b"stale")
+        os.utime(f, (1e9, 1e9))
     n = 1
     got, st = run(a, d, n, cache)
-    files = sorted(glob.glob(os.path.join(names, "*")))
+    left = len(os.listdir(names))
+    files = sorted(f for f in glob.glob(os.path.join(names, "*")) if os.path.getmtime(f) > 1e9)
+    if left > DIR_FILES_MAX:
+        sys.exit("FAIL: %d files left in the cache directory (at most %d)" % (left, DIR_FILES_MAX))
+    for f in glob.glob(os.path.join(names, "*")):
+        if f not in files:
+            os.unlink(f)
     errs = []
     if got != ref:
         errs.append("run 1 (filling the cache) differs from the run without one")
