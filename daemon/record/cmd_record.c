@@ -764,7 +764,8 @@ static int start_tracing(struct record *rec)
 		rec->r.no_watch_usdt = o->no_watch || !strcmp(o->access_mode, "off") ||
 				       (inproc && !strcmp(inproc, "0"));
 		err = sampled_open(&rec->smp, &rec->r);
-		phase_mark("BPF open+load");
+		phase_mark(rec->r.core_btf_used ? "BPF open+load (CO-RE on the cached minimized BTF)" :
+			   "BPF open+load");
 		rec->r.sampled = rec->smp;
 		rec->follow.smp = rec->smp;
 		if (err < 0)
@@ -778,7 +779,8 @@ static int start_tracing(struct record *rec)
 		rec->r.lifecycle_arg = &rec->pid_follow;
 	}
 	err = exact_open(&rec->r);
-	phase_mark("BPF open+load");
+	phase_mark(rec->r.core_btf_used ? "BPF open+load (CO-RE on the cached minimized BTF)" :
+		   "BPF open+load");
 	if (err < 0)
 		return err;
 	return *o->cmd ? start_exact_command(rec) : start_exact_pid(rec);

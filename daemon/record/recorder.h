@@ -61,6 +61,7 @@ struct recorder {
 	struct symcache *symcache;       /* DWARF lines of frames, by build-id (NULL: ELF only) */
 	struct sym_warm *sym_warm;       /* a thread using symcache: joined before its next use */
 	struct namecache *names;         /* chains found by earlier runs (NULL: none; record's) */
+	bool core_btf_used;              /* the BPF load's CO-RE ran on a cached minimized BTF */
 	struct istack **unsym;           /* stacks stored bare, oldest first (symbolize.c) */
 	size_t nunsym, unsym_cap;
 	unsigned unsym_at;               /* the first stack's frame to resume naming at */
