@@ -26,6 +26,7 @@
 #include "daemon/record/private_libs.h"
 #include "daemon/record/release_later.h"
 #include "daemon/record/store_bg.h"
+#include "daemon/record/exact_prep.h"
 #include "daemon/record/namecache.h"
 #include "daemon/record/sym_warm.h"
 #include "daemon/record/cmd_record.h"
@@ -136,20 +137,29 @@ static int find_lib(const char *name, char *out, size_t outsz)
 
 /* For a command: private copies of libc/libstdc++ (private_libs.h), probed so that only
  * the command and its descendants trap; symbols come from the system's files (same
- * build-id), which stay after the copies are removed. */
-static int attach_libs_private(struct recorder *r, struct private_libs *pl)
+ * build-id), which stay after the copies are removed. The copies and their probe sites
+ * were made on a thread beside the BPF load (exact_prep.h). */
+static int attach_libs_private(struct recorder *r, struct exact_prep *prep)
 {
-	int err = private_libs_make(pl, find_lib), total = 0;
+	struct private_libs *pl = prep->pl;
+	int err = exact_prep_join(prep), total = 0;
 
-	phase_mark("private libc copies");
+	phase_mark("private libc copies (waited for)");
 	if (err < 0)
 		return log_error_errno(err, "record: private copies of the allocator libraries: %s",
 				       strerror(-err));
 	for (size_t i = 0; i < pl->n; i++) {
+		int n = prep->nsites[i];
+
 		bin_register(&r->procs, pl->orig[i], pl->orig[i]);
-		int n = exact_attach_binary(r, pl->copy[i]);
 		if (n < 0)
 			return n;
+		if (!n)
+			continue;
+		bin_register(&r->procs, pl->copy[i], pl->copy[i]);
+		if ((err = exact_attach_sites(r, pl->copy[i], &prep->sites[i], 0)))
+			return log_error_errno(err, "%s: attaching uprobes to %s: %s", recorder_cmd(r),
+					       pl->copy[i], strerror(-err));
 		total += n;
 	}
 	return total;
@@ -394,6 +404,7 @@ struct record {
 	struct private_libs libs;        /* exact mode's private libc/libstdc++ copies */
 	struct store_bg store_bg;        /* the store, opened while BPF loads */
 	struct sym_warm sym_warm;        /* libc's DWARF, opened while the command runs */
+	struct exact_prep prep;          /* exact mode: libs' copies and sites, on a thread */
 	int ws;                          /* the command's wait status, once child_ended */
 	bool child_ended;
 	bool db_existed, run_begun;      /* a failed start removes a store it created */
@@ -692,7 +703,7 @@ static int start_exact_command(struct record *rec)
 	phase_mark("attach executable");
 	err = access_open(rec);
 	if (err >= 0 && !rec->o->alloc_off)
-		err = attach_libs_private(&rec->r, &rec->libs);
+		err = attach_libs_private(&rec->r, &rec->prep);
 	if (err < 0)
 		return err;
 	if (rec->o->alloc_off)
@@ -1048,6 +1059,7 @@ static int record_free(struct record *rec, int rc)
 	sampled_close(rec->smp);
 	access_close(&rec->r);
 	exact_close(&rec->r);
+	exact_prep_join(&rec->prep);     /* the copies are the thread's until then */
 	private_libs_remove(&rec->libs);
 	pid_follow_free(&rec->pid_follow);
 	/* A warm-up that no name waited for (no allocation stack: `record -- true`) is not
@@ -1097,6 +1109,8 @@ int cmd_record(int argc, char **argv)
 	phase_mark("options");
 	rec.db_existed = stat(o.db, &dbst) == 0;
 	store_bg_start(&rec.store_bg, o.db);
+	if (*o.cmd && !o.sampled && !o.alloc_off)   /* exact mode's libraries, beside the load */
+		exact_prep_start(&rec.prep, &rec.libs, find_lib);
 	/* Frames get their DWARF lines (separate debug files, debuginfod when
 	 * DEBUGINFOD_URLS is set); without it they keep their ELF symbols only. */
 	struct symcache_opts so = { .debug = { .debuginfod = true } };
