@@ -112,7 +112,10 @@ static int exact_configure(struct recorder *r)
 	if (!r->uprobe_multi || r->alloc_off)
 		r->per_target_probes = false;
 	r->skel->rodata->hold_at_exec = r->per_target_probes;
-	if (r->ring_bytes && (err = bpf_map__set_max_entries(r->skel->maps.events, (__u32)r->ring_bytes)))
+	if (r->ring_fd > 0 && (err = bpf_map__reuse_fd(r->skel->maps.events, r->ring_fd)))
+		return log_error_errno(err, "%s: adopting the ring buffer: %s", recorder_cmd(r), strerror(-err));
+	if (r->ring_fd <= 0 && r->ring_bytes &&
+	    (err = bpf_map__set_max_entries(r->skel->maps.events, (__u32)r->ring_bytes)))
 		return log_error_errno(err, "%s: sizing the ring buffer: %s", recorder_cmd(r), strerror(-err));
 	if ((err = ustack_size_scratch(r->skel->maps.ustack_map)))
 		return log_error_errno(err, "%s: sizing the stack scratch: %s", recorder_cmd(r), strerror(-err));

@@ -164,7 +164,10 @@ static int sampled_configure(struct sampled *s, struct recorder *r)
 	if (r->no_watch_usdt)
 		bpf_program__set_autoload(s->skel->progs.on_watch, false);
 	usdt_prepare(s);
-	if (r->ring_bytes && (err = bpf_map__set_max_entries(s->skel->maps.events, (__u32)r->ring_bytes)))
+	if (r->ring_fd > 0 && (err = bpf_map__reuse_fd(s->skel->maps.events, r->ring_fd)))
+		return log_error_errno(err, "%s: adopting the ring buffer: %s", recorder_cmd(r), strerror(-err));
+	if (r->ring_fd <= 0 && r->ring_bytes &&
+	    (err = bpf_map__set_max_entries(s->skel->maps.events, (__u32)r->ring_bytes)))
 		return log_error_errno(err, "%s: sizing the ring buffer: %s", recorder_cmd(r), strerror(-err));
 	if ((err = ustack_size_scratch(s->skel->maps.ustack_map)))
 		return log_error_errno(err, "%s: sizing the stack scratch: %s", recorder_cmd(r), strerror(-err));

@@ -28,6 +28,7 @@
 #include "daemon/record/store_bg.h"
 #include "daemon/record/exact_prep.h"
 #include "daemon/record/namecache.h"
+#include "daemon/record/ring_bg.h"
 #include "daemon/record/sym_warm.h"
 #include "daemon/record/cmd_record.h"
 #include "base/log.h"
@@ -405,6 +406,7 @@ struct record {
 	struct store_bg store_bg;        /* the store, opened while BPF loads */
 	struct sym_warm sym_warm;        /* libc's DWARF, opened while the command runs */
 	struct exact_prep prep;          /* exact mode: libs' copies and sites, on a thread */
+	struct ring_bg ring_bg;          /* the event ring, made on a thread */
 	int ws;                          /* the command's wait status, once child_ended */
 	bool child_ended;
 	bool db_existed, run_begun;      /* a failed start removes a store it created */
@@ -748,6 +750,23 @@ static int start_exact_pid(struct record *rec)
 	return 0;
 }
 
+/* The ring made beside the load (ring_bg.h), for the load to adopt; where it could not be
+ * made the load makes its own, as before. */
+static void adopt_ring(struct record *rec)
+{
+	int fd = ring_bg_join(&rec->ring_bg);
+
+	rec->r.ring_fd = fd > 0 ? fd : 0;
+}
+
+/* The object holds its own descriptor of the ring now. */
+static void drop_ring(struct record *rec)
+{
+	if (rec->r.ring_fd > 0)
+		close(rec->r.ring_fd);
+	rec->r.ring_fd = 0;
+}
+
 /* Loads the allocation mode's BPF, the access source, and starts or joins the target. */
 static int start_tracing(struct record *rec)
 {
@@ -774,7 +793,9 @@ static int start_tracing(struct record *rec)
 		const char *inproc = getenv(RECORD_WATCH_INPROCESS_ENV);
 		rec->r.no_watch_usdt = o->no_watch || !strcmp(o->access_mode, "off") ||
 				       (inproc && !strcmp(inproc, "0"));
+		adopt_ring(rec);
 		err = sampled_open(&rec->smp, &rec->r);
+		drop_ring(rec);
 		phase_mark(rec->r.core_btf_used ? "BPF open+load (CO-RE on the cached minimized BTF)" :
 			   "BPF open+load");
 		rec->r.sampled = rec->smp;
@@ -789,7 +810,9 @@ static int start_tracing(struct record *rec)
 		rec->r.lifecycle = follow_fork;
 		rec->r.lifecycle_arg = &rec->pid_follow;
 	}
+	adopt_ring(rec);
 	err = exact_open(&rec->r);
+	drop_ring(rec);
 	phase_mark(rec->r.core_btf_used ? "BPF open+load (CO-RE on the cached minimized BTF)" :
 		   "BPF open+load");
 	if (err < 0)
@@ -1060,6 +1083,8 @@ static int record_free(struct record *rec, int rc)
 	access_close(&rec->r);
 	exact_close(&rec->r);
 	exact_prep_join(&rec->prep);     /* the copies are the thread's until then */
+	adopt_ring(rec);                 /* a start that failed before the load: never adopted */
+	drop_ring(rec);
 	private_libs_remove(&rec->libs);
 	pid_follow_free(&rec->pid_follow);
 	/* A warm-up that no name waited for (no allocation stack: `record -- true`) is not
@@ -1111,6 +1136,8 @@ int cmd_record(int argc, char **argv)
 	store_bg_start(&rec.store_bg, o.db);
 	if (*o.cmd && !o.sampled && !o.alloc_off)   /* exact mode's libraries, beside the load */
 		exact_prep_start(&rec.prep, &rec.libs, find_lib);
+	/* The ring start_tracing sizes: record's larger one unless no allocator is probed. */
+	ring_bg_start(&rec.ring_bg, o.alloc_off ? ALLOC_RINGBUF_BYTES : ALLOC_RECORD_RINGBUF_BYTES);
 	/* Frames get their DWARF lines (separate debug files, debuginfod when
 	 * DEBUGINFOD_URLS is set); without it they keep their ELF symbols only. */
 	struct symcache_opts so = { .debug = { .debuginfod = true } };
