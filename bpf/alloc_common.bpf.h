@@ -84,6 +84,29 @@ static __always_inline enum key_use key_use(u64 key)
 	return *v >= STACK_RETRIES ? KEY_USE : KEY_SEND;
 }
 
+/* Whether any of a stack record's first n frames came as (build id, offset): a bpf_loop
+ * callback, checked until its states converge (as a counted loop, ~24k instructions of
+ * every allocation program's verification). */
+struct frames_scan {
+	struct ev_stack *st;
+	u32 n;
+	u32 resolved;
+};
+
+static long frame_resolved(u64 i, void *data)
+{
+	struct frames_scan *fs = data;
+	struct ev_stack *st = fs->st;
+
+	if (!st || i >= fs->n || i >= ALLOC_MAX_FRAMES)
+		return 1;
+	if (st->frames[i].status == 1) {
+		fs->resolved = 1;
+		return 1;
+	}
+	return 0;
+}
+
 /* Sends the stack record whose first `got` bytes of frames bpf_get_stack filled in, and
  * marks its key as sent, pending user space's check against its copy. When the kernel cannot take the process's mmap lock at once
  * (threads being created hold it, say) it gives every frame as a bare IP instead of
@@ -106,12 +129,10 @@ __noinline int send_stack(struct ev_stack *st, u32 tgid, u64 start_ns, u64 key, 
 	st->key = key;
 	st->nframes = n;
 	st->pad = 0;
-	for (u32 i = 0; i < ALLOC_MAX_FRAMES; i++) {
-		if (i >= n)
-			break;
-		if (st->frames[i].status == 1)
-			bare = false;
-	}
+	struct frames_scan fs = { .st = st, .n = n };
+	bpf_loop(ALLOC_MAX_FRAMES, frame_resolved, &fs, 0);
+	if (fs.resolved)
+		bare = false;
 	if (sz > sizeof(*st))
 		sz = sizeof(*st);
 	if (bpf_ringbuf_output(&events, st, sz, bare ? BPF_RB_FORCE_WAKEUP : rb_flags())) {
@@ -140,6 +161,9 @@ struct {
 
 struct ustack_scratch {
 	struct ev_ustack u;
+	/* The page-wise copy's progress (ustack_page): kept here, not on the stack, so
+	 * the verifier reads it back as any value and each iteration's state is the last's. */
+	u64 pg_off, pg_n, pg_len;
 };
 
 /* One scratch record per CPU (indexed by CPU: a per-CPU value is at most 32 KiB); user
@@ -196,6 +220,40 @@ struct ustack_req {
 	u32 tgid;
 	u32 wake;          /* wake the reader (an undecided process) */
 };
+
+/* The page-wise copy of a stack whose one-piece copy failed: a bpf_loop callback, checked
+ * until its states converge instead of once per page and path (issue 18: as a counted
+ * loop it was ~110k of the ~150k instructions the verifier walked per allocation program,
+ * ~0.1 s of every recording's start-up). */
+struct ustack_pages {
+	u64 sp, cap;       /* the stack pointer, the copy's cap */
+	u32 cpu;           /* this CPU's scratch record, which holds the progress */
+};
+
+static long ustack_page(u64 i, void *data)
+{
+	struct ustack_pages *pg = data;
+	struct ustack_scratch *s = bpf_map_lookup_elem(&ustack_map, &pg->cpu);
+	u64 off, n;
+
+	if (!s)
+		return 1;
+	off = s->pg_off;
+	n = s->pg_n;
+	if (off >= pg->cap || n > 4096)
+		return 1;
+	asm volatile("" : "+r"(off));   /* bounds checked on off itself, */
+	if (off >= ALLOC_USTACK_DEEP_MAX) /* not on a derived pointer */
+		return 1;
+	/* data has a page of slack past ALLOC_USTACK_DEEP_MAX for this */
+	if (bpf_probe_read_user(s->u.data + off, n, (void *)(pg->sp + off)))
+		return 1;
+	off += n;
+	s->pg_off = off;
+	s->pg_len = off < pg->cap ? off : pg->cap;
+	s->pg_n = 4096;
+	return 0;
+}
 
 /* Sends the registers and the user stack from SP up to stack_hi (at most
  * ALLOC_USTACK_MAX bytes) for unwinding in user space; returns the key it was sent
@@ -275,21 +333,12 @@ __noinline u64 send_ustack(struct pt_regs *ctx, struct ustack_req *q)
 		/* No stack bound known (the mm lock was contended: the copy ran past the
 		 * stack's top) or a page not present: copy page by page up to the first
 		 * that fails. */
-		u64 off = 0, n = 4096 - (sp & 4095);
-		len = 0;
-		for (int i = 0; i < USTACK_PAGES; i++) {
-			if (off >= cap || n > 4096)
-				break;
-			asm volatile("" : "+r"(off));   /* bounds checked on off itself, */
-			if (off >= ALLOC_USTACK_DEEP_MAX) /* not on a derived pointer */
-				break;
-			/* data has a page of slack past ALLOC_USTACK_DEEP_MAX for this */
-			if (bpf_probe_read_user(s->u.data + off, n, (void *)(sp + off)))
-				break;
-			off += n;
-			len = off < cap ? off : cap;
-			n = 4096;
-		}
+		struct ustack_pages pg = { .sp = sp, .cap = cap, .cpu = cpu };
+		s->pg_off = 0;
+		s->pg_n = 4096 - (sp & 4095);
+		s->pg_len = 0;
+		bpf_loop(USTACK_PAGES, ustack_page, &pg, 0);
+		len = s->pg_len;
 	}
 	key = q->key ? q->key : ustack_key();
 	if (!key)

@@ -42,6 +42,28 @@ struct {
 	__type(value, struct scratch);
 } scratch_map SEC(".maps");
 
+/* Hashes frame i of the kernel's walk into hf->h (those from skip on): a bpf_loop
+ * callback, checked until its states converge; as a counted loop after the caller
+ * search (one path per place the caller was found) it cost ~11k instructions of the
+ * verifier's walk of each allocation program (issue 18). */
+struct hash_frames {
+	struct scratch *s;
+	u32 n, skip;
+	u64 h;
+};
+
+static long hash_frame(u64 i, void *data)
+{
+	struct hash_frames *hf = data;
+	struct scratch *s = hf->s;
+
+	if (!s || i >= hf->n || i >= ALLOC_MAX_FRAMES)
+		return 1;
+	if (i >= hf->skip)
+		hf->h = hash_ip(hf->h, s->ips[i]);
+	return 0;
+}
+
 /* The stack key of the allocating context (frames above the sampler's caller), sending
  * its frames the first time the process shows it. */
 static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns, u64 caller)
@@ -78,14 +100,9 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, u32 tgid, u64 start_ns
 	}
 	if (!found)
 		count(SCNT_NO_CALLER);
-	for (u32 i = 0; i < ALLOC_MAX_FRAMES; i++) {
-		if (i >= n)
-			break;
-		if (i < skip)
-			continue;
-		h = hash_ip(h, s->ips[i]);
-	}
-	u64 key = (h | 1) & ~ALLOC_USTACK_KEY;
+	struct hash_frames hf = { .s = s, .n = n, .skip = skip, .h = h };
+	bpf_loop(ALLOC_MAX_FRAMES, hash_frame, &hf, 0);
+	u64 key = (hf.h | 1) & ~ALLOC_USTACK_KEY;
 	/* Until user space has checked the process's objects, or a key's walk against its
 	 * first copy, each sample has its own key, its frame-pointer stack and a copy, which
 	 * replaces that stack unless cut shorter. */

@@ -3,7 +3,8 @@
  * insert_distributed_sync=1 so an INSERT into a Distributed table returns only once
  * every shard has its rows (a push's ledger row is written after its data is there).
  * Bodies of CH_GZIP_MIN bytes or more are gzipped (Content-Encoding: gzip); answers
- * come compressed when the server agrees (enable_http_compression=1). */
+ * come compressed when the server agrees (enable_http_compression=1). libcurl is opened
+ * at the first ch_open (base/dynlib.h), so commands that never reach a server skip it. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,10 +14,34 @@
 #include <zlib.h>
 
 #include "fleet/ch.h"
+#include "base/dynlib.h"
 
 #define CH_SETTINGS "wait_end_of_query=1&insert_distributed_sync=1&enable_http_compression=1" \
 	"&max_query_size=16777216"
 #define CH_ERR_LINE 400           /* bytes of a server error kept */
+#define CH_LIBCURL "libcurl.so.4"  /* the ABI of <curl/curl.h> (libcurl4-openssl-dev) */
+
+static struct {
+	CURLcode (*global_init)(long);
+	void (*global_cleanup)(void);
+	CURL *(*easy_init)(void);
+	void (*easy_cleanup)(CURL *);
+	void (*easy_reset)(CURL *);
+	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+	CURLcode (*easy_perform)(CURL *);
+	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	const char *(*easy_strerror)(CURLcode);
+	char *(*easy_escape)(CURL *, const char *, int);
+	void (*free)(void *);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
+} cu;
+static const char *const cu_names[] = {
+	"curl_global_init", "curl_global_cleanup", "curl_easy_init", "curl_easy_cleanup",
+	"curl_easy_reset", "curl_easy_setopt", "curl_easy_perform", "curl_easy_getinfo",
+	"curl_easy_strerror", "curl_easy_escape", "curl_free", "curl_slist_append",
+	"curl_slist_free_all" };
+static struct dynlib cu_lib = DYNLIB_INIT(CH_LIBCURL, cu_names, cu, 0);
 
 struct ch {
 	CURL *curl;
@@ -41,17 +66,21 @@ int ch_open(struct ch **out, const char *url, char *err, size_t errsz)
 		snprintf(err, errsz, "%s: give the endpoint without a query string", url);
 		return -EINVAL;
 	}
+	if (dynlib_load(&cu_lib) < 0) {
+		snprintf(err, errsz, "%s: %s", CH_LIBCURL, dynlib_error(&cu_lib));
+		return -ENOENT;
+	}
 	/* Reference-counted since libcurl 7.84 (Debian 12 has 7.88): one per endpoint. */
-	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+	if (cu.global_init(CURL_GLOBAL_DEFAULT)) {
 		snprintf(err, errsz, "libcurl failed to initialise");
 		return -EIO;
 	}
 	c = calloc(1, sizeof(*c));
-	if (!c || !(c->url = strdup(url)) || !(c->curl = curl_easy_init())) {
+	if (!c || !(c->url = strdup(url)) || !(c->curl = cu.easy_init())) {
 		if (c)
 			free(c->url);
 		free(c);
-		curl_global_cleanup();
+		cu.global_cleanup();
 		snprintf(err, errsz, "out of memory");
 		return -ENOMEM;
 	}
@@ -63,13 +92,13 @@ void ch_close(struct ch *c)
 {
 	if (!c)
 		return;
-	curl_easy_cleanup(c->curl);
+	cu.easy_cleanup(c->curl);
 	tsv_free(&c->resp);
 	tsv_free(&c->gz);
 	tsv_free(&c->sql);
 	free(c->url);
 	free(c);
-	curl_global_cleanup();
+	cu.global_cleanup();
 }
 
 static size_t on_data(char *p, size_t size, size_t n, void *arg)
@@ -149,10 +178,10 @@ int ch_exec(struct ch *c, const char *sql, const struct tsv_buf *data, const str
 	tsv_reset(&c->sql);
 	tsv_printf(&c->sql, "%s?" CH_SETTINGS, c->url);
 	if (data) {
-		if (!(q = curl_easy_escape(c->curl, sql, 0)))
+		if (!(q = cu.easy_escape(c->curl, sql, 0)))
 			return -ENOMEM;
 		tsv_printf(&c->sql, "&query=%s", q);
-		curl_free(q);
+		cu.free(q);
 	}
 	if (c->sql.oom)
 		return -ENOMEM;
@@ -164,34 +193,34 @@ int ch_exec(struct ch *c, const char *sql, const struct tsv_buf *data, const str
 		}
 		body = c->gz.p;
 		blen = c->gz.len;
-		hdr = curl_slist_append(hdr, "Content-Encoding: gzip");
+		hdr = cu.slist_append(hdr, "Content-Encoding: gzip");
 	}
-	hdr = curl_slist_append(hdr, "Content-Type: text/plain; charset=UTF-8");
-	curl_easy_reset(c->curl);
-	curl_easy_setopt(c->curl, CURLOPT_URL, c->sql.p);
-	curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body ? body : "");
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(c->curl, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->resp);
-	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)CH_CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, (long)CH_REQUEST_TIMEOUT_S);
-	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	hdr = cu.slist_append(hdr, "Content-Type: text/plain; charset=UTF-8");
+	cu.easy_reset(c->curl);
+	cu.easy_setopt(c->curl, CURLOPT_URL, c->sql.p);
+	cu.easy_setopt(c->curl, CURLOPT_POST, 1L);
+	cu.easy_setopt(c->curl, CURLOPT_POSTFIELDS, body ? body : "");
+	cu.easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
+	cu.easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdr);
+	cu.easy_setopt(c->curl, CURLOPT_ACCEPT_ENCODING, "");
+	cu.easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+	cu.easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->resp);
+	cu.easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)CH_CONNECT_TIMEOUT_MS);
+	cu.easy_setopt(c->curl, CURLOPT_TIMEOUT, (long)CH_REQUEST_TIMEOUT_S);
+	cu.easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	cu.easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu.easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
 
-	CURLcode rc = curl_easy_perform(c->curl);
+	CURLcode rc = cu.easy_perform(c->curl);
 	long status = 0;
 
-	curl_slist_free_all(hdr);
+	cu.slist_free_all(hdr);
 	if (rc != CURLE_OK) {
 		snprintf(c->err, sizeof(c->err), "ClickHouse at %s: %s", c->url,
-			 c->resp.oom ? "answer too large" : curl_easy_strerror(rc));
+			 c->resp.oom ? "answer too large" : cu.easy_strerror(rc));
 		return c->resp.oom ? -ENOMEM : curl_errno(rc);
 	}
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+	cu.easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (status != 200) {
 		server_error(c, status);
 		return -EPROTO;

@@ -18,6 +18,7 @@
 #include <elfutils/debuginfod.h>
 
 #include "symbolizer/elfsym.h"
+#include "base/dynlib.h"
 #include "base/cleanup.h"
 #include "symbolizer/elf_cleanup.h"
 
@@ -163,6 +164,17 @@ static int try_link(const char *cand, const char *want, unsigned crc, char *out,
 	return put(out, outsz, cand);
 }
 
+#define DEBUGINFO_LIBDEBUGINFOD "libdebuginfod.so.1"   /* opened only when DEBUGINFOD_URLS is set */
+
+static struct {
+	debuginfod_client *(*begin)(void);
+	int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
+	void (*end)(debuginfod_client *);
+} dfd;
+static const char *const dfd_names[] = { "debuginfod_begin", "debuginfod_find_debuginfo",
+					 "debuginfod_end" };
+static struct dynlib dfd_lib = DYNLIB_INIT(DEBUGINFO_LIBDEBUGINFOD, dfd_names, dfd, 1);
+
 static int try_debuginfod(const char *hex, char *out, size_t outsz)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
@@ -180,15 +192,17 @@ static int try_debuginfod(const char *hex, char *out, size_t outsz)
 			return -EINVAL;
 		raw[i] = (unsigned char)v;
 	}
-	if (!(c = debuginfod_begin()))
+	if (dynlib_load(&dfd_lib) < 0)
+		return -ENOENT;
+	if (!(c = dfd.begin()))
 		return -ENOMEM;
-	fd = debuginfod_find_debuginfo(c, raw, (int)n, &path);
+	fd = dfd.find_debuginfo(c, raw, (int)n, &path);
 	if (fd >= 0) {
 		close(fd);
 		r = path && build_id_matches(path, hex) ? put(out, outsz, path) : -ENOENT;
 	}
 	free(path);
-	debuginfod_end(c);
+	dfd.end(c);
 	return r;
 }
 

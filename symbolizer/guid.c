@@ -1,5 +1,6 @@
-/* LLVM-compatible function GUIDs over OpenSSL's MD5 (libcrypto's EVP interface); the
- * naming rules are documented in guid.h with the LLVM sources they follow. */
+/* LLVM-compatible function GUIDs over OpenSSL's MD5 (libcrypto's EVP interface, opened
+ * on first use: base/dynlib.h); the naming rules are documented in guid.h with the LLVM
+ * sources they follow. */
 #include "symbolizer/guid.h"
 
 #include <errno.h>
@@ -8,13 +9,26 @@
 #include <string.h>
 #include <openssl/evp.h>
 
+#include "base/dynlib.h"
+
+#define GUID_LIBCRYPTO "libcrypto.so.3"   /* the OpenSSL 3 ABI of <openssl/evp.h> */
+
+static struct {
+	int (*digest)(const void *, size_t, unsigned char *, unsigned int *, const EVP_MD *,
+		      ENGINE *);
+	const EVP_MD *(*md5)(void);
+} crypto;
+static const char *const crypto_names[] = { "EVP_Digest", "EVP_md5" };
+static struct dynlib crypto_lib = DYNLIB_INIT(GUID_LIBCRYPTO, crypto_names, crypto, 1);
+
 uint64_t guid_md5_low64(const void *data, size_t len)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 	uint64_t v = 0;
 
-	if (!EVP_Digest(data, len, md, &mdlen, EVP_md5(), NULL) || mdlen < 8)
+	if (dynlib_load(&crypto_lib) < 0 ||
+	    !crypto.digest(data, len, md, &mdlen, crypto.md5(), NULL) || mdlen < 8)
 		return 0;
 	for (int i = 7; i >= 0; i--)
 		v = v << 8 | md[i];

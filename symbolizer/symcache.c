@@ -284,6 +284,13 @@ int symcache_code(struct symcache *c, const char *build_id, const char *path,
 	return dwsym_lookup_offset(e->dw, off, out);
 }
 
+bool symcache_code_dwarf(struct symcache *c, const char *build_id)
+{
+	struct entry *e = c && build_id ? find(c, build_id) : NULL;
+
+	return e && e->dw && dwsym_has_dwarf(e->dw) == 1;
+}
+
 int symcache_data(struct symcache *c, const char *build_id, const char *path,
 		  const char *logical_path, uint64_t vaddr, bool tls, struct datasym_hit *out)
 {

@@ -3,6 +3,7 @@
  * own build-id is that one, so a binary replaced on disk is never symbolized as the old
  * one; an entry already open keeps answering for its build-id after the file is gone. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "symbolizer/datasym.h"
@@ -33,6 +34,9 @@ void symcache_free(struct symcache *c);
  * path). A failure is remembered per (build-id, path): the same path is not retried. */
 int symcache_code(struct symcache *c, const char *build_id, const char *path,
 		  const char *logical_path, uint64_t off, struct dwsym_frames *out);
+/* Whether build_id's code answers came from DWARF (found and opened by symcache_code):
+ * then they are fixed by the build-id, and a caller may keep them across runs. */
+bool symcache_code_dwarf(struct symcache *c, const char *build_id);
 /* Data symbol at link-time vaddr (tls: TLS-block offset). Strings in out stay valid until
  * the next call on c. */
 int symcache_data(struct symcache *c, const char *build_id, const char *path,

@@ -16,6 +16,7 @@
 #include "daemon/alloc/ustack.h"
 #include "daemon/record/recorder.h"
 #include "daemon/alloc/alloc_exact.h"
+#include "daemon/alloc/core_btf.h"
 #include "symbolizer/elfsym.h"
 #include "symbolizer/probesite.h"
 #include "daemon/attrib/attrib.h"
@@ -86,16 +87,11 @@ static int classic_attach(struct recorder *r, struct bpf_program *prog, const ch
 	return 0;
 }
 
-int exact_open(struct recorder *r)
+/* What the recording needs of the object, before its load. */
+static int exact_configure(struct recorder *r)
 {
 	int err;
 
-	if ((err = events_recorder_init(r)))
-		return err;
-
-	r->skel = alloc_bpf__open();
-	if (!r->skel)
-		return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r), strerror(errno));
 	r->uprobe_multi = uprobe_multi_supported();
 	if (r->alloc_off) {
 		/* No allocator probe will be attached: not verified either (alloc_ret's stack
@@ -116,14 +112,63 @@ int exact_open(struct recorder *r)
 	if (!r->uprobe_multi || r->alloc_off)
 		r->per_target_probes = false;
 	r->skel->rodata->hold_at_exec = r->per_target_probes;
-	if (r->ring_bytes && (err = bpf_map__set_max_entries(r->skel->maps.events, (__u32)r->ring_bytes)))
+	if (r->ring_fd > 0 && (err = bpf_map__reuse_fd(r->skel->maps.events, r->ring_fd)))
+		return log_error_errno(err, "%s: adopting the ring buffer: %s", recorder_cmd(r), strerror(-err));
+	if (r->ring_fd <= 0 && r->ring_bytes &&
+	    (err = bpf_map__set_max_entries(r->skel->maps.events, (__u32)r->ring_bytes)))
 		return log_error_errno(err, "%s: sizing the ring buffer: %s", recorder_cmd(r), strerror(-err));
 	if ((err = ustack_size_scratch(r->skel->maps.ustack_map)))
 		return log_error_errno(err, "%s: sizing the stack scratch: %s", recorder_cmd(r), strerror(-err));
-	err = alloc_bpf__load(r->skel);
+	return 0;
+}
+
+/* Opens and loads alloc.bpf.c, against the cached minimized kernel BTF where there is
+ * one (core_btf.h; a file that does not serve: the whole vmlinux BTF, and remade). */
+static int exact_load(struct recorder *r)
+{
+	size_t objsz;
+	const void *obj = alloc_bpf__elf_bytes(&objsz);
+	struct core_btf cb;
+	int err;
+
+	core_btf_find(&cb, "alloc", obj, objsz);
+	core_btf_make_later(&cb, obj, objsz);
+	for (;;) {
+		LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = cb.have ? cb.path : NULL);
+		r->skel = alloc_bpf__open_opts(&oo);
+		if (!r->skel && cb.have) {
+			cb.have = false;
+			continue;
+		}
+		if (!r->skel)
+			return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r),
+					       strerror(errno));
+		if ((err = exact_configure(r)))
+			return err;
+		err = alloc_bpf__load(r->skel);
+		if (!err || !cb.have)
+			break;
+		alloc_bpf__destroy(r->skel);
+		r->skel = NULL;
+		cb.have = false;
+		core_btf_make_later(&cb, obj, objsz);
+	}
 	if (err)
 		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
 				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+	r->core_btf_used = cb.have;
+	return 0;
+}
+
+int exact_open(struct recorder *r)
+{
+	int err;
+
+	if ((err = events_recorder_init(r)))
+		return err;
+
+	if ((err = exact_load(r)))
+		return err;
 	r->unwind_modes_fd = bpf_map__fd(r->skel->maps.unwind_modes);
 	r->sent_stacks_fd = bpf_map__fd(r->skel->maps.sent_stacks);
 	err = events_attach_lifecycle(r->skel->progs.on_fork, r->skel->progs.on_exec,

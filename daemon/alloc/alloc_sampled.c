@@ -54,6 +54,7 @@
 #include "base/array.h"
 #include "daemon/attrib/attrib.h"
 #include "daemon/alloc/alloc_sampled.h"
+#include "daemon/alloc/core_btf.h"
 #include "symbolizer/rootfs.h"
 #include "sampler/sampler.h"
 #include "base/clock.h"
@@ -149,6 +150,68 @@ static int usdt_attach(struct sampled *s, struct bpf_program *prog, int pid, con
 	return 0;
 }
 
+/* What the recording needs of the object, before its load. */
+static int sampled_configure(struct sampled *s, struct recorder *r)
+{
+	int err;
+
+	s->skel->rodata->watch_all_exec = r->watch_all_exec;
+	s->skel->rodata->mark_at_exec = r->mark_at_exec;
+	if (r->no_otel) {
+		bpf_program__set_autoload(s->skel->progs.on_otel_alloc, false);
+		bpf_program__set_autoload(s->skel->progs.on_otel_free, false);
+	}
+	if (r->no_watch_usdt)
+		bpf_program__set_autoload(s->skel->progs.on_watch, false);
+	usdt_prepare(s);
+	if (r->ring_fd > 0 && (err = bpf_map__reuse_fd(s->skel->maps.events, r->ring_fd)))
+		return log_error_errno(err, "%s: adopting the ring buffer: %s", recorder_cmd(r), strerror(-err));
+	if (r->ring_fd <= 0 && r->ring_bytes &&
+	    (err = bpf_map__set_max_entries(s->skel->maps.events, (__u32)r->ring_bytes)))
+		return log_error_errno(err, "%s: sizing the ring buffer: %s", recorder_cmd(r), strerror(-err));
+	if ((err = ustack_size_scratch(s->skel->maps.ustack_map)))
+		return log_error_errno(err, "%s: sizing the stack scratch: %s", recorder_cmd(r), strerror(-err));
+	return 0;
+}
+
+/* Opens and loads sampled.bpf.c, against the cached minimized kernel BTF where there is
+ * one (core_btf.h; a file that does not serve: the whole vmlinux BTF, and remade). */
+static int sampled_load(struct sampled *s, struct recorder *r)
+{
+	size_t objsz;
+	const void *obj = sampled_bpf__elf_bytes(&objsz);
+	struct core_btf cb;
+	int err;
+
+	core_btf_find(&cb, "sampled", obj, objsz);
+	core_btf_make_later(&cb, obj, objsz);
+	for (;;) {
+		LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = cb.have ? cb.path : NULL);
+		s->skel = sampled_bpf__open_opts(&oo);
+		if (!s->skel && cb.have) {
+			cb.have = false;
+			continue;
+		}
+		if (!s->skel)
+			return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r),
+					       strerror(errno));
+		if ((err = sampled_configure(s, r)))
+			return err;
+		err = sampled_bpf__load(s->skel);
+		if (!err || !cb.have)
+			break;
+		sampled_bpf__destroy(s->skel);
+		s->skel = NULL;
+		cb.have = false;
+		core_btf_make_later(&cb, obj, objsz);
+	}
+	if (err)
+		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
+				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+	r->core_btf_used = cb.have;
+	return 0;
+}
+
 int sampled_open(struct sampled **out, struct recorder *r)
 {
 	struct sampled *s = calloc(1, sizeof(*s));
@@ -164,26 +227,8 @@ int sampled_open(struct sampled **out, struct recorder *r)
 	}
 	*out = s;
 
-	s->skel = sampled_bpf__open();
-	if (!s->skel)
-		return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r), strerror(errno));
-	s->skel->rodata->watch_all_exec = r->watch_all_exec;
-	s->skel->rodata->mark_at_exec = r->mark_at_exec;
-	if (r->no_otel) {
-		bpf_program__set_autoload(s->skel->progs.on_otel_alloc, false);
-		bpf_program__set_autoload(s->skel->progs.on_otel_free, false);
-	}
-	if (r->no_watch_usdt)
-		bpf_program__set_autoload(s->skel->progs.on_watch, false);
-	usdt_prepare(s);
-	if (r->ring_bytes && (err = bpf_map__set_max_entries(s->skel->maps.events, (__u32)r->ring_bytes)))
-		return log_error_errno(err, "%s: sizing the ring buffer: %s", recorder_cmd(r), strerror(-err));
-	if ((err = ustack_size_scratch(s->skel->maps.ustack_map)))
-		return log_error_errno(err, "%s: sizing the stack scratch: %s", recorder_cmd(r), strerror(-err));
-	err = sampled_bpf__load(s->skel);
-	if (err)
-		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
-				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+	if ((err = sampled_load(s, r)))
+		return err;
 	r->unwind_modes_fd = bpf_map__fd(s->skel->maps.unwind_modes);
 	r->sent_stacks_fd = bpf_map__fd(s->skel->maps.sent_stacks);
 	if (s->multi && (err = usdt_specs_init(&s->specs, bpf_map__fd(s->skel->maps.__bpf_usdt_specs),

@@ -26,6 +26,9 @@
 #include "daemon/record/private_libs.h"
 #include "daemon/record/release_later.h"
 #include "daemon/record/store_bg.h"
+#include "daemon/record/exact_prep.h"
+#include "daemon/record/namecache.h"
+#include "daemon/record/ring_bg.h"
 #include "daemon/record/sym_warm.h"
 #include "daemon/record/cmd_record.h"
 #include "base/log.h"
@@ -39,6 +42,7 @@
 #include "symbolizer/elfstatic.h"
 #include "symbolizer/maps.h"
 #include "symbolizer/rootfs.h"
+#include "symbolizer/elfsym.h"
 #include "symbolizer/symcache.h"
 #include "base/clock.h"
 
@@ -134,20 +138,29 @@ static int find_lib(const char *name, char *out, size_t outsz)
 
 /* For a command: private copies of libc/libstdc++ (private_libs.h), probed so that only
  * the command and its descendants trap; symbols come from the system's files (same
- * build-id), which stay after the copies are removed. */
-static int attach_libs_private(struct recorder *r, struct private_libs *pl)
+ * build-id), which stay after the copies are removed. The copies and their probe sites
+ * were made on a thread beside the BPF load (exact_prep.h). */
+static int attach_libs_private(struct recorder *r, struct exact_prep *prep)
 {
-	int err = private_libs_make(pl, find_lib), total = 0;
+	struct private_libs *pl = prep->pl;
+	int err = exact_prep_join(prep), total = 0;
 
-	phase_mark("private libc copies");
+	phase_mark("private libc copies (waited for)");
 	if (err < 0)
 		return log_error_errno(err, "record: private copies of the allocator libraries: %s",
 				       strerror(-err));
 	for (size_t i = 0; i < pl->n; i++) {
+		int n = prep->nsites[i];
+
 		bin_register(&r->procs, pl->orig[i], pl->orig[i]);
-		int n = exact_attach_binary(r, pl->copy[i]);
 		if (n < 0)
 			return n;
+		if (!n)
+			continue;
+		bin_register(&r->procs, pl->copy[i], pl->copy[i]);
+		if ((err = exact_attach_sites(r, pl->copy[i], &prep->sites[i], 0)))
+			return log_error_errno(err, "%s: attaching uprobes to %s: %s", recorder_cmd(r),
+					       pl->copy[i], strerror(-err));
 		total += n;
 	}
 	return total;
@@ -392,6 +405,8 @@ struct record {
 	struct private_libs libs;        /* exact mode's private libc/libstdc++ copies */
 	struct store_bg store_bg;        /* the store, opened while BPF loads */
 	struct sym_warm sym_warm;        /* libc's DWARF, opened while the command runs */
+	struct exact_prep prep;          /* exact mode: libs' copies and sites, on a thread */
+	struct ring_bg ring_bg;          /* the event ring, made on a thread */
 	int ws;                          /* the command's wait status, once child_ended */
 	bool child_ended;
 	bool db_existed, run_begun;      /* a failed start removes a store it created */
@@ -690,7 +705,7 @@ static int start_exact_command(struct record *rec)
 	phase_mark("attach executable");
 	err = access_open(rec);
 	if (err >= 0 && !rec->o->alloc_off)
-		err = attach_libs_private(&rec->r, &rec->libs);
+		err = attach_libs_private(&rec->r, &rec->prep);
 	if (err < 0)
 		return err;
 	if (rec->o->alloc_off)
@@ -735,6 +750,23 @@ static int start_exact_pid(struct record *rec)
 	return 0;
 }
 
+/* The ring made beside the load (ring_bg.h), for the load to adopt; where it could not be
+ * made the load makes its own, as before. */
+static void adopt_ring(struct record *rec)
+{
+	int fd = ring_bg_join(&rec->ring_bg);
+
+	rec->r.ring_fd = fd > 0 ? fd : 0;
+}
+
+/* The object holds its own descriptor of the ring now. */
+static void drop_ring(struct record *rec)
+{
+	if (rec->r.ring_fd > 0)
+		close(rec->r.ring_fd);
+	rec->r.ring_fd = 0;
+}
+
 /* Loads the allocation mode's BPF, the access source, and starts or joins the target. */
 static int start_tracing(struct record *rec)
 {
@@ -761,8 +793,11 @@ static int start_tracing(struct record *rec)
 		const char *inproc = getenv(RECORD_WATCH_INPROCESS_ENV);
 		rec->r.no_watch_usdt = o->no_watch || !strcmp(o->access_mode, "off") ||
 				       (inproc && !strcmp(inproc, "0"));
+		adopt_ring(rec);
 		err = sampled_open(&rec->smp, &rec->r);
-		phase_mark("BPF open+load");
+		drop_ring(rec);
+		phase_mark(rec->r.core_btf_used ? "BPF open+load (CO-RE on the cached minimized BTF)" :
+			   "BPF open+load");
 		rec->r.sampled = rec->smp;
 		rec->follow.smp = rec->smp;
 		if (err < 0)
@@ -775,8 +810,11 @@ static int start_tracing(struct record *rec)
 		rec->r.lifecycle = follow_fork;
 		rec->r.lifecycle_arg = &rec->pid_follow;
 	}
+	adopt_ring(rec);
 	err = exact_open(&rec->r);
-	phase_mark("BPF open+load");
+	drop_ring(rec);
+	phase_mark(rec->r.core_btf_used ? "BPF open+load (CO-RE on the cached minimized BTF)" :
+		   "BPF open+load");
 	if (err < 0)
 		return err;
 	return *o->cmd ? start_exact_command(rec) : start_exact_pid(rec);
@@ -983,14 +1021,39 @@ static void print_summary(struct record *rec)
  * 0.27 -> 0.40 s at load 14) more than it saved at the end. */
 static void warm_libc(struct record *rec)
 {
-	char libc[PATH_MAX];
+	char libc[PATH_MAX], id[2 * ELFSYM_BUILD_ID_MAX + 1];
 
 	if (!*rec->o->cmd || rec->o->sampled || rec->o->alloc_off || !rec->r.symcache ||
 	    find_lib("libc.so.6", libc, sizeof(libc)) < 0)
 		return;
+	/* Earlier runs' names of libc's frames (namecache.h): most likely all it needs. */
+	if (elf_build_id_of(libc, id, sizeof(id)) == 0 && namecache_has(rec->r.names, id))
+		return;
 	sym_warm_start(&rec->sym_warm, rec->r.symcache, libc);
 	if (rec->sym_warm.running)
 		rec->r.sym_warm = &rec->sym_warm;
+}
+
+/* Keeps the chains this run found for the next (namecache.h); a cache that cannot be
+ * written is no failure of the recording: the trace says so. */
+static void save_names(struct record *rec)
+{
+	struct namecache_stats st;
+	int err;
+
+	if (!rec->r.names)
+		return;
+	err = namecache_save(rec->r.names);
+	namecache_get_stats(rec->r.names, &st);
+	if (phases_on())
+		fprintf(stderr, "memprofd: name cache: %llu hits, %llu misses, %llu files read, "
+			"%llu damaged (ignored), %llu written%s%s\n", (unsigned long long)st.hits,
+			(unsigned long long)st.misses, (unsigned long long)st.files_read,
+			(unsigned long long)st.files_bad, (unsigned long long)st.files_written,
+			err ? ", saving: " : "", err ? strerror(-err) : "");
+	namecache_free(rec->r.names);
+	rec->r.names = NULL;
+	phase_mark("name cache saved");
 }
 
 /* Ends what the recording holds; returns rc, or the command's exit status once it ran
@@ -1019,6 +1082,9 @@ static int record_free(struct record *rec, int rc)
 	sampled_close(rec->smp);
 	access_close(&rec->r);
 	exact_close(&rec->r);
+	exact_prep_join(&rec->prep);     /* the copies are the thread's until then */
+	adopt_ring(rec);                 /* a start that failed before the load: never adopted */
+	drop_ring(rec);
 	private_libs_remove(&rec->libs);
 	pid_follow_free(&rec->pid_follow);
 	/* A warm-up that no name waited for (no allocation stack: `record -- true`) is not
@@ -1035,6 +1101,7 @@ static int record_free(struct record *rec, int rc)
 		sym_warm_join(&rec->sym_warm);
 	if (rec->r.symcache && !abandon)
 		symcache_free(rec->r.symcache);
+	save_names(rec);
 	agg_free(&rec->r.aggs);
 	proctab_free(&rec->r.procs);
 	recorder_symbols_free(&rec->r);
@@ -1067,11 +1134,17 @@ int cmd_record(int argc, char **argv)
 	phase_mark("options");
 	rec.db_existed = stat(o.db, &dbst) == 0;
 	store_bg_start(&rec.store_bg, o.db);
+	if (*o.cmd && !o.sampled && !o.alloc_off)   /* exact mode's libraries, beside the load */
+		exact_prep_start(&rec.prep, &rec.libs, find_lib);
+	/* The ring start_tracing sizes: record's larger one unless no allocator is probed. */
+	ring_bg_start(&rec.ring_bg, o.alloc_off ? ALLOC_RINGBUF_BYTES : ALLOC_RECORD_RINGBUF_BYTES);
 	/* Frames get their DWARF lines (separate debug files, debuginfod when
 	 * DEBUGINFOD_URLS is set); without it they keep their ELF symbols only. */
 	struct symcache_opts so = { .debug = { .debuginfod = true } };
 	if (symcache_new(&rec.r.symcache, &so) < 0)
 		rec.r.symcache = NULL;
+	if (rec.r.symcache && namecache_new(&rec.r.names, NULL) < 0)
+		rec.r.names = NULL;   /* no HOME nor XDG_CACHE_HOME: every name looked up */
 	phase_mark("symbol cache");
 
 	/* SIGINT/SIGTERM stop the recording; the child gets our original mask back. */

@@ -19,6 +19,11 @@ void phases_start(void)
 	ph.last_cpu = cpu_ns();
 }
 
+bool phases_on(void)
+{
+	return ph.on;
+}
+
 void phase_mark(const char *name)
 {
 	if (!ph.on)

@@ -60,6 +60,8 @@ struct recorder {
 	bool flush_error_logged;
 	struct symcache *symcache;       /* DWARF lines of frames, by build-id (NULL: ELF only) */
 	struct sym_warm *sym_warm;       /* a thread using symcache: joined before its next use */
+	struct namecache *names;         /* chains found by earlier runs (NULL: none; record's) */
+	bool core_btf_used;              /* the BPF load's CO-RE ran on a cached minimized BTF */
 	struct istack **unsym;           /* stacks stored bare, oldest first (symbolize.c) */
 	size_t nunsym, unsym_cap;
 	unsigned unsym_at;               /* the first stack's frame to resume naming at */
@@ -93,6 +95,8 @@ struct recorder {
 	bool no_otel;                    /* set before sampled_open: otel_memory programs are not
 	                                  * loaded (their verification is most of start-up) */
 	size_t ring_bytes;               /* set before exact_open: 0 = ALLOC_RINGBUF_BYTES */
+	int ring_fd;                     /* > 0: a ring of ring_bytes made beforehand, adopted by
+	                                  * the load (record's ring_bg.h); else the load makes it */
 	bool alloc_off;                  /* alloc = off: exact mode's lifecycle, no allocator probe */
 	bool per_target_probes;          /* set before exact_open (the daemon): each target gets
 	                                  * its own pid-filtered links, and execs of files the

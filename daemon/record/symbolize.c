@@ -3,7 +3,8 @@
  * and inline chains (a first look into an object's DWARF can take a second) and writes
  * them in a transaction of their own. So a kill loses at most one flush interval of rows,
  * only names, which the next writer of the same stack fills in. Cost: one ELF and DWARF
- * lookup per (object, return address) per run (intern_sym caches what was found). */
+ * lookup per (object, return address) per run (intern_sym caches what was found), none
+ * for a chain an earlier run found (namecache.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,18 +12,62 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "daemon/record/recorder.h"
+#include "daemon/record/namecache.h"
 #include "daemon/record/sym_warm.h"
 #include "store/store.h"
 #include "symbolizer/symcache.h"
 
 #define SYM_QUEUE_MIN 64     /* first capacity of the queue of bare stacks */
 
-/* DWARF inline chain of one return address, copied into the arena (interned strings). */
+/* n lines into the arena (interned strings) as frame i's. */
+static void keep_lines(struct recorder *r, struct istack *s, unsigned i,
+		       const struct store_line *from, unsigned n)
+{
+	struct store_line *v = n ? arena_alloc(&r->in.arena, n * sizeof(*v)) : NULL;
+
+	if (!v)
+		return;
+	for (unsigned j = 0; j < n; j++) {
+		const struct store_line *f = &from[j];
+		v[j] = (struct store_line){
+			.function = f->function ? intern_str(&r->in, f->function) : NULL,
+			.mangled = f->mangled ? intern_str(&r->in, f->mangled) : NULL,
+			.file = f->file ? intern_str(&r->in, f->file) : NULL,
+			.line = f->line, .column = f->column, .decl_line = f->decl_line,
+			.inlined = f->inlined,
+		};
+	}
+	s->lines[i] = v;
+	s->nlines[i] = n;
+}
+
+/* Frame i's names from the name cache of earlier runs (namecache.h): true if found. */
+static bool names_cached(struct recorder *r, struct istack *s, unsigned i)
+{
+	const char *id = s->frames[i].build_id;
+	uint64_t pc = s->frames[i].offset ? s->frames[i].offset - 1 : 0;
+	struct nc_names nm;
+
+	if (!r->names || !r->symcache || !bin_open_path(&r->procs, id) ||
+	    namecache_get(r->names, id, pc, &nm) != 1)
+		return false;
+	s->function[i] = nm.function ? intern_str(&r->in, nm.function) : NULL;
+	s->mangled[i] = nm.mangled ? intern_str(&r->in, nm.mangled) : NULL;
+	keep_lines(r, s, i, nm.v, nm.n);
+	return true;
+}
+
+/* DWARF inline chain of one return address, copied into the arena; kept in the name
+ * cache with the frame's ELF names when DWARF answered. */
 static void frame_lines(struct recorder *r, struct istack *s, unsigned i)
 {
 	const char *path = bin_open_path(&r->procs, s->frames[i].build_id);
+	const char *id = s->frames[i].build_id;
 	struct dwsym_frames df = { 0 };
-	uint64_t off = s->frames[i].offset;
+	struct store_line from[STORE_MAX_LINES];
+	/* Frames are return addresses: the call is the byte before. */
+	uint64_t pc = s->frames[i].offset ? s->frames[i].offset - 1 : 0;
+	unsigned n;
 
 	if (!r->symcache || !path)
 		return;
@@ -30,26 +75,29 @@ static void frame_lines(struct recorder *r, struct istack *s, unsigned i)
 		sym_warm_join(r->sym_warm);
 		r->sym_warm = NULL;
 	}
-	/* Frames are return addresses: the call is the byte before. */
-	if (symcache_code(r->symcache, s->frames[i].build_id, path, NULL, off ? off - 1 : 0, &df) < 0)
+	int err = symcache_code(r->symcache, id, path, NULL, pc, &df);
+	/* Only DWARF's answers are kept: an ELF name alone may gain lines once a debug
+	 * package is installed; DWARF's "nothing here" (ld.so's entry) is as fixed as a chain. */
+	bool keep = symcache_code_dwarf(r->symcache, id);
+	struct nc_names nm = { .function = s->function[i], .mangled = s->mangled[i] };
+	if (err < 0) {
+		if (err == -ENOENT && keep)
+			namecache_put(r->names, id, pc, &nm);
 		return;
-	unsigned n = df.n < STORE_MAX_LINES ? df.n : STORE_MAX_LINES;
-	struct store_line *v = n ? arena_alloc(&r->in.arena, n * sizeof(*v)) : NULL;
-	if (v) {
-		for (unsigned j = 0; j < n; j++) {
-			const struct dwsym_frame *f = &df.v[j];
-			v[j] = (struct store_line){
-				.function = f->function ? intern_str(&r->in, f->function) : NULL,
-				.mangled = f->mangled ? intern_str(&r->in, f->mangled) : NULL,
-				.file = f->file ? intern_str(&r->in, f->file) : NULL,
-				.line = f->line, .column = f->column, .decl_line = f->decl_line,
-				.inlined = f->inlined,
-			};
-		}
-		s->lines[i] = v;
-		s->nlines[i] = n;
 	}
+	n = df.n < STORE_MAX_LINES ? df.n : STORE_MAX_LINES;
+	for (unsigned j = 0; j < n; j++)
+		from[j] = (struct store_line){
+			.function = df.v[j].function, .mangled = df.v[j].mangled, .file = df.v[j].file,
+			.line = df.v[j].line, .column = df.v[j].column,
+			.decl_line = df.v[j].decl_line, .inlined = df.v[j].inlined,
+		};
+	keep_lines(r, s, i, from, n);
 	dwsym_frames_free(&df);
+	nm.v = s->lines[i];   /* the arena's copy: it lives until the cache is saved */
+	nm.n = s->nlines[i];
+	if (keep && nm.n == n)
+		namecache_put(r->names, id, pc, &nm);
 }
 
 /* Names and lines of s's frames from the first, NULL where none is found, until deadline
@@ -73,9 +121,11 @@ static unsigned symbolize(struct recorder *r, struct istack *s, unsigned first, 
 			s->nlines[i] = m->nlines;
 			continue;
 		}
-		bin_function(&r->procs, s->frames[i].build_id, s->frames[i].offset,
-			     &s->function[i], &s->mangled[i]);
-		frame_lines(r, s, i);
+		if (!names_cached(r, s, i)) {
+			bin_function(&r->procs, s->frames[i].build_id, s->frames[i].offset,
+				     &s->function[i], &s->mangled[i]);
+			frame_lines(r, s, i);
+		}
 		/* No ELF symbol covers it (a stripped .symtab): name it from DWARF. */
 		if (!s->function[i] && s->nlines[i]) {
 			s->function[i] = s->lines[i][s->nlines[i] - 1].function;
