@@ -116,11 +116,6 @@ static int make(const struct core_btf *b, const void *obj, size_t size, const ch
 	if (ok && (fd = mkostemp(out, O_CLOEXEC)) >= 0) {
 		close(fd);
 		if ((pid = fork()) == 0) {
-			int null = open("/dev/null", O_RDWR);
-			if (null >= 0) {
-				dup2(null, 1);
-				dup2(null, 2);
-			}
 			execl(tool, tool, "gen", "min_core_btf", CORE_BTF_VMLINUX, out, in, (char *)NULL);
 			_exit(127);
 		}
@@ -148,6 +143,14 @@ void core_btf_make_later(const struct core_btf *b, const void *obj, size_t size)
 	if (pid == 0) {
 		if (fork() != 0)
 			_exit(0);   /* the maker is reparented: nobody waits for it */
+		/* Not record's stdin/stdout/stderr: a reader of record's output (a pipe) would
+		 * wait for the maker's end to see EOF. */
+		int null = open("/dev/null", O_RDWR);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
 		close_range(3, ~0U, 0);
 		setpriority(PRIO_PROCESS, 0, CORE_BTF_NICE);
 		_exit(make(b, obj, size, tool));
