@@ -92,6 +92,7 @@ struct sampled {
 	char *watch_paths[SAMPLED_WATCH_PENDING];
 	int watch_pids[SAMPLED_WATCH_PENDING];
 	unsigned nwatch_pending;
+	bool watch_per_target;    /* record -- CMD: no host-wide memprofd:watch (watch_targets.c) */
 };
 
 static int on_event(void *ctx, void *data, size_t len);
@@ -269,7 +270,8 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid)
 
 	if (n <= 0)
 		return n;
-	if (n == 1 && !s->r->no_watch && s->nwatch_pending < SAMPLED_WATCH_PENDING &&
+	if (n == 1 && !s->r->no_watch && !(pid < 0 && s->watch_per_target) &&
+	    s->nwatch_pending < SAMPLED_WATCH_PENDING &&
 	    (s->watch_paths[s->nwatch_pending] = strdup(path)))
 		s->watch_pids[s->nwatch_pending++] = pid;
 	if (s->r->watch && s->r->watch_inprocess)
@@ -299,6 +301,24 @@ int sampled_attach_watch(struct sampled *s)
 	}
 	s->nwatch_pending = 0;
 	return n;
+}
+
+void sampled_watch_per_target(struct sampled *s)
+{
+	s->watch_per_target = true;
+}
+
+int sampled_attach_watch_pid(struct sampled *s, const char *path, int pid)
+{
+	struct usdt_link l = { 0 };
+	int err;
+
+	if (!s->r->watch || !s->r->watch_inprocess)
+		return 0;
+	err = usdt_attach(s, s->skel->progs.on_watch, pid, path, "memprofd", "watch", &l);
+	if (!err)
+		err = add_usdt(s, &l);
+	return err < 0 ? err : 1;
 }
 
 int sampled_watch_sites(struct sampled *s, const char *path, struct usdt_sites *out, int *prog_fd)
