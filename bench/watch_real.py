@@ -176,11 +176,11 @@ def dhat_density(v):
     return v[0] / v[1] / (v[2] / v[3]) if v[1] and v[2] and v[3] else 0.0
 
 
-def leaf(c):
-    for f in c["frames"]:
-        if f.get("function"):
-            return "%s:%s" % (f["function"], f.get("line") or "?")
-    return "?"
+def leaf(c, n=3):
+    """The first n named frames, leaf first, short: what tells lua's contexts apart."""
+    fs = ["%s:%s" % (fname(f["function"]).split("::")[-1], f.get("line") or "?")
+          for f in c["frames"] if f.get("function")]
+    return "<".join(fs[:n]) or "?"
 
 
 def details(default, exact, dhat=None):
@@ -188,7 +188,7 @@ def details(default, exact, dhat=None):
     ex = {key(c): c for c in exact}
     total = sum(c["total_size"] for c in default) or 1
     acc = 0
-    print("  %6s %-28s %10s %10s %10s %6s %6s %9s %8s %8s" % (
+    print("  %6s %-52s %10s %10s %10s %6s %6s %9s %8s %8s" % (
         "bytes%", "leaf", "density", "exact", "dhat", "hits", "smpl", "watch_ms", "class", "exact"))
     for c in sorted(default, key=lambda c: -c["total_size"]):
         if acc >= BYTES_SHARE * total:
@@ -196,7 +196,7 @@ def details(default, exact, dhat=None):
         acc += c["total_size"]
         e = ex.get(key(c))
         v = (dhat or {}).get(dhat_key(c))
-        print("  %5.1f%% %-28.28s %10.4g %10s %10s %6d %6d %9.2f %8s %8s" % (
+        print("  %5.1f%% %-52.52s %10.4g %10s %10s %6d %6d %9.2f %8s %8s" % (
             100.0 * c["total_size"] / total, leaf(c), c["lifetime_access_density"],
             "%.4g" % e["lifetime_access_density"] if e else "-",
             "%.4g" % dhat_density(v) if v else "-", c.get("watch_hits", 0),
@@ -246,6 +246,7 @@ def main():
                     "per-context accesses (run once per workdir, kept; lua for --dhat-seconds)")
     ap.add_argument("--dhat-rounds", type=int, help="lua's rounds under DHAT (default: what a "
                     "plain run does in --seconds, measured once)")
+    ap.add_argument("--only", choices=("lua5.4", "leveldb"), help="one program only")
     ap.add_argument("--sampler-watch-ppm", help="MEMPROFD_SAMPLER_WATCH_PPM of the default-mode "
                     "runs (the sampler's in-process watches; 0: off)")
     a = ap.parse_args()
@@ -266,6 +267,8 @@ def main():
              ("leveldb db_bench", dbb_argv, dbb_argv)]
     rows = []
     for name, argv, dargv in progs:
+        if a.only and not name.startswith(a.only):
+            continue
         dh = dhat_profile(a.workdir, name.split()[0], dargv) if a.dhat else None
         tag = name.split()[0]
         d, w = record(mpd, os.path.join(a.workdir, "default-%s.db" % tag), argv, [], env)
