@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -155,13 +156,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: watch_cost [--n N]\n");
 		return 2;
 	}
-	/* Arming and ending. */
+	/* Arming and ending; the waits (voluntary switches) each part takes. */
 	uint64_t arm = 0, end = 0, arm_w = 0;
+	long arm_sw = 0, end_sw = 0;
 	for (int i = 0; i < n; i++) {
+		struct rusage r0, r1, r2;
+
+		getrusage(RUSAGE_THREAD, &r0);
 		uint64_t c0 = ns(CLOCK_THREAD_CPUTIME_ID), w0 = ns(CLOCK_MONOTONIC);
 		int fd = bp_open(&word, 16);
 		uint64_t c1 = ns(CLOCK_THREAD_CPUTIME_ID), w1 = ns(CLOCK_MONOTONIC);
 		uint64_t v[2];
+
+		getrusage(RUSAGE_THREAD, &r1);
+		arm_sw += r1.ru_nvcsw - r0.ru_nvcsw;
 
 		if (fd < 0) {
 			fprintf(stderr, "watch_cost: perf_event_open: %s\n", strerror(-fd));
@@ -173,6 +181,8 @@ int main(int argc, char **argv)
 		arm += c1 - c0;
 		arm_w += w1 - w0;
 		end += ns(CLOCK_THREAD_CPUTIME_ID) - c1;
+		getrusage(RUSAGE_THREAD, &r2);
+		end_sw += r2.ru_nvcsw - r1.ru_nvcsw;
 	}
 	/* A trap: n accesses under a watch, less n without. */
 	uint64_t c0 = ns(CLOCK_THREAD_CPUTIME_ID);
@@ -198,6 +208,7 @@ int main(int argc, char **argv)
 	printf("{\"remote_iters_per_s_off\": [%.4g, %.4g], \"remote_iters_per_s_1000_windows\": %.4g, "
 	       "\"remote_windows\": %d, ", r_off, r_off2, r_on, wb);
 	printf("\"remote_iters_per_s_1000_windows_2\": %.4g, \"remote_windows_2\": %d, ", r_on2, wd);
+	printf("\"arm_waits\": %ld, \"end_waits\": %ld, ", arm_sw, end_sw);
 	printf("\"n\": %d, \"arm_cpu_ns\": %.0f, \"arm_wall_ns\": %.0f, \"end_cpu_ns\": %.0f, "
 	       "\"trap_cpu_ns\": %.0f, \"traps\": %llu, \"switch_pair_cpu_ns_off\": [%.0f, %.0f], "
 	       "\"switch_pair_cpu_ns_watching\": [%.0f, %.0f]}\n", n, (double)arm / n,
