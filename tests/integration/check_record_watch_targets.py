@@ -6,10 +6,14 @@ preloads the same sampler file:
 - the recorded short_watch (a child sh forked, then exec'd) armed watches: a forked
   child of a linked process gets a memprofd:watch link of its own (sh's link, filtered
   on sh, does not reach the child's new address space);
-- the unrelated copy armed none: its memprofd:watch semaphore stayed 0.
+- the unrelated copy armed none: its memprofd:watch semaphore stayed 0;
+- a child short_watch forks without exec (--fork-after-ms: after its parent's link was
+  made) has its watches reported: its contexts carry watch hits.
 On a build that attaches memprofd:watch host-wide (pid -1) the unrelated copy arms
-watches and this fails; without per-fork links the recorded child arms none. Skips
-(77) where BPF or the breakpoint PMU is missing."""
+watches and this fails; without per-fork links the exec'd child arms none, and the
+forked child arms ~50 (its inherited semaphore) whose reports the parent's link drops
+(the BPF link filters on the parent's thread group): no watch hits. Skips (77) where BPF
+or the breakpoint PMU is missing."""
 import argparse
 import json
 import os
@@ -65,6 +69,17 @@ def main():
     n_other = armed(o_out)
     t.log("watches armed: recorded child %r, unrelated process %r" % (n_rec, n_other))
     t.log("\n".join(l for l in p.stderr.splitlines() if "watch" in l))
+    db2 = d + "/fork.db"
+    p2 = t.record(a.memprofd, db2, [a.workload, "--seconds", SECONDS, "--life-us", "800",
+                                   "--fork-after-ms", "200"],
+                  extra=("--freq", "1"), alloc="sampled", env=env, timeout=90)
+    if p2.returncode != 0:
+        fails.append("record of the forking short_watch failed: " + t.describe(p2))
+    hits = sum(c.get("watch_hits", 0) for c in t.query_contexts(a.memprofd, db2))
+    t.log("forked child (no exec): armed %r, watch hits in its contexts %d"
+          % (armed(p2.stdout), hits))
+    if not hits:
+        fails.append("the forked child's watches were not reported (no watch hits)")
     if n_rec is None or n_other is None:
         fails.append("short_watch did not report its sampler's watches")
     else:
