@@ -67,6 +67,7 @@ struct carry {
 	uint64_t emitted;         /* objects already given to aggregates */
 	uint64_t pending;         /* samples whose weight waits for the next emitted one */
 	double watch_acc, watch_bs;   /* its watched objects: accesses, byte-seconds of life */
+	struct watch_rest rest;       /* its settled objects' later windows (watch.h) */
 };
 
 #define SAMPLED_WATERMARK_SLACK_NS 2000000ULL  /* records may trail the ring's order by this much */
@@ -93,6 +94,7 @@ struct sampled {
 	char *watch_paths[SAMPLED_WATCH_PENDING];
 	int watch_pids[SAMPLED_WATCH_PENDING];
 	unsigned nwatch_pending;
+	bool watch_per_target;    /* record -- CMD: no host-wide memprofd:watch (watch_targets.c) */
 };
 
 static int on_event(void *ctx, void *data, size_t len);
@@ -314,7 +316,8 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid)
 
 	if (n <= 0)
 		return n;
-	if (n == 1 && !s->r->no_watch && s->nwatch_pending < SAMPLED_WATCH_PENDING &&
+	if (n == 1 && !s->r->no_watch && !(pid < 0 && s->watch_per_target) &&
+	    s->nwatch_pending < SAMPLED_WATCH_PENDING &&
 	    (s->watch_paths[s->nwatch_pending] = strdup(path)))
 		s->watch_pids[s->nwatch_pending++] = pid;
 	if (s->r->watch && s->r->watch_inprocess)
@@ -344,6 +347,24 @@ int sampled_attach_watch(struct sampled *s)
 	}
 	s->nwatch_pending = 0;
 	return n;
+}
+
+void sampled_watch_per_target(struct sampled *s)
+{
+	s->watch_per_target = true;
+}
+
+int sampled_attach_watch_pid(struct sampled *s, const char *path, int pid)
+{
+	struct usdt_link l = { 0 };
+	int err;
+
+	if (!s->r->watch || !s->r->watch_inprocess)
+		return 0;
+	err = usdt_attach(s, s->skel->progs.on_watch, pid, path, "memprofd", "watch", &l);
+	if (!err)
+		err = add_usdt(s, &l);
+	return err < 0 ? err : 1;
 }
 
 int sampled_watch_sites(struct sampled *s, const char *path, struct usdt_sites *out, int *prog_fd)
@@ -825,7 +846,8 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 		double bs = (double)o->size * (double)(o->free_ns - o->alloc_ns) / 1e9;
 
 		if (watch_take(r->watch, o->tgid, o->start_ns, o->addr, &we)) {
-			double a = watch_est_accesses(&we, o->size, o->free_ns - o->alloc_ns);
+			double a = watch_est_accesses_ctx(&we, c ? &c->rest : NULL, o->size,
+							  o->free_ns - o->alloc_ns);
 
 			est = d2u(a);
 			watched = true;
@@ -835,6 +857,7 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 			if (c) {
 				c->watch_acc += a;
 				c->watch_bs += bs;
+				watch_rest_add(&c->rest, &we);
 			}
 		} else if (c && c->watch_bs > 0 && !samples) {
 			est = d2u(c->watch_acc / c->watch_bs * bs);

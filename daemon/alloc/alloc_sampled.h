@@ -26,6 +26,12 @@ int sampled_attach_binary(struct sampled *s, const char *path, int pid);
  * (none when the watch did not open or r->watch_inprocess is off). sampled_attach_links
  * never attaches it. */
 int sampled_attach_watch(struct sampled *s);
+/* From now on a pid -1 attachment (sampled_attach_binary) leaves memprofd:watch out: the
+ * caller links it per target process (record, daemon/record/watch_targets.c). */
+void sampled_watch_per_target(struct sampled *s);
+/* memprofd:watch of path for pid alone, attached now: 1, 0 (watch or in-process watches
+ * off), -errno. */
+int sampled_attach_watch_pid(struct sampled *s, const char *path, int pid);
 /* The memprofd:watch sites of the sampler file at path and the program to link them to
  * (*prog_fd), for multi-uprobe links the caller makes per process (the daemon's selected
  * processes, daemon/service/watch_links.c). 0, -EOPNOTSUPP (no watch, in-process watches

@@ -30,6 +30,7 @@
 #include "daemon/record/namecache.h"
 #include "daemon/record/ring_bg.h"
 #include "daemon/record/sym_warm.h"
+#include "daemon/record/watch_targets.h"
 #include "daemon/record/cmd_record.h"
 #include "base/log.h"
 #include "daemon/record/recorder.h"
@@ -407,6 +408,7 @@ struct record {
 	struct sym_warm sym_warm;        /* libc's DWARF, opened while the command runs */
 	struct exact_prep prep;          /* exact mode: libs' copies and sites, on a thread */
 	struct ring_bg ring_bg;          /* the event ring, made on a thread */
+	struct rec_wtargets wt;          /* sampled, a command: memprofd:watch per target */
 	int ws;                          /* the command's wait status, once child_ended */
 	bool child_ended;
 	bool db_existed, run_begun;      /* a failed start removes a store it created */
@@ -615,6 +617,8 @@ static int spawn_traced(struct record *rec, char **envp)
 	}
 	err = rec->smp ? sampled_add_target(rec->smp, rec->ch.pid) :
 			 exact_add_target(&rec->r, rec->ch.pid);
+	if (err >= 0 && rec->smp && rwt_add(&rec->wt, rec->ch.pid) < 0)
+		log_warn("record: no in-process watches in %s", o->cmd[0]);
 	if (err < 0)
 		return err;
 	err = child_release(&rec->ch);
@@ -647,6 +651,7 @@ static int start_sampled_command(struct record *rec)
 	char **envp = NULL;
 	int n, err;
 
+	sampled_watch_per_target(rec->smp);   /* memprofd:watch per target: rwt_add */
 	n = sampled_attach_binary(rec->smp, o->sampler_path, -1);
 	phase_mark("attach sampler USDT");
 	if (n == 0)
@@ -657,6 +662,8 @@ static int start_sampled_command(struct record *rec)
 	if (own == 0)
 		warn_static_unprobed(o->exe, "links no sampler (a preloaded one cannot load)");
 	err = own < 0 ? own : access_open(rec);
+	if (err >= 0)
+		err = rwt_open(&rec->wt, &rec->r, rec->smp, o->sampler_path);
 	if (err < 0)
 		return err;
 	/* A command with its own otel_memory sampler is recorded through it: a second
@@ -1079,6 +1086,7 @@ static int record_free(struct record *rec, int rc)
 	if ((rec->smp || rec->r.skel) && release_later() < 0)
 		log_warn("record: no helper to detach the probes: detaching them here");
 	phase_mark("release helper");
+	rwt_close(&rec->wt);
 	sampled_close(rec->smp);
 	access_close(&rec->r);
 	exact_close(&rec->r);
@@ -1118,7 +1126,8 @@ static int record_free(struct record *rec, int rc)
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = { .db = "./memprofd.db", .alloc = "sampled", .access_mode = "auto" };
-	struct record rec = { .o = &o, .ch = { .pid = 0, .go_fd = -1, .err_fd = -1 }, .status = "ok" };
+	struct record rec = { .o = &o, .ch = { .pid = 0, .go_fd = -1, .err_fd = -1 }, .status = "ok",
+			      .wt = { .fd = -1 } };
 	struct stat dbst;
 	sigset_t mask;
 	int rc;

@@ -818,11 +818,16 @@ void targets_lifecycle(void *arg, unsigned type, uint32_t tgid, uint64_t start_n
 	case EV_EXEC:     /* a target's new image may bring binaries to probe */
 		consider(t, (pid_t)tgid, start_ns, WHY_EXEC);
 		break;
-	case EV_FORK:     /* added in the kernel; its parent's links do not follow it */
+	case EV_FORK: {   /* added in the kernel; its parent's links do not follow it */
+		const struct proc *p = proc_find(&t->r->procs, tgid, start_ns);
+
 		t->ntraced++;
 		if (t->pid_links)
 			attach_exact(t, (pid_t)tgid, start_ns);
+		if (p && p->ppid)   /* else it waits for the next /proc walk (rescan_interval) */
+			wlinks_add_child(&t->wl, (pid_t)tgid, (pid_t)p->ppid);
 		break;
+	}
 	case EV_EXIT:   /* remembered as ended: a link request still queued is not made */
 		if (t->pid_links)
 			target_links_reject(&t->links, tgid, start_ns);

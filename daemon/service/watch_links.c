@@ -223,6 +223,33 @@ static void drop(struct wlinks *w, struct wlink *e)
 	pthread_cond_signal(&w->cv);
 }
 
+/* Queues pid's link on files[file]. Lock held on entry and return. */
+static int add_locked(struct wlinks *w, pid_t pid, int file)
+{
+	struct wlink *e = find(w, pid);
+
+	if (e && !ended(e->pidfd))
+		return 0;
+	if (e)
+		drop(w, e);   /* a reused PID: the old process's link goes */
+	e = NULL;
+	for (size_t i = 0; i < WLINKS_MAX && !e; i++)
+		if (w->v[i].state == W_FREE)
+			e = &w->v[i];
+	if (w->st.n >= w->cap || !e) {
+		w->st.capped++;
+		return 0;
+	}
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		return -errno;
+	*e = (struct wlink){ .state = W_WANT, .pid = pid, .pidfd = pidfd, .file = file, .link_fd = -1 };
+	w->st.n++;
+	w->st.queued++;
+	pthread_cond_signal(&w->cv);
+	return 0;
+}
+
 int wlinks_add(struct wlinks *w, pid_t pid, int sampler_fd)
 {
 	if (!w->smp || sampler_fd < 0)
@@ -232,34 +259,20 @@ int wlinks_add(struct wlinks *w, pid_t pid, int sampler_fd)
 	if (file < 0)
 		return file;
 	pthread_mutex_lock(&w->mu);
-	struct wlink *e = find(w, pid);
-	if (e && !ended(e->pidfd)) {
-		pthread_mutex_unlock(&w->mu);
-		return 0;
-	}
-	if (e)
-		drop(w, e);   /* a reused PID: the old process's link goes */
-	e = NULL;
-	for (size_t i = 0; i < WLINKS_MAX && !e; i++)
-		if (w->v[i].state == W_FREE)
-			e = &w->v[i];
-	if (w->st.n >= w->cap || !e) {
-		w->st.capped++;
-		pthread_mutex_unlock(&w->mu);
-		return 0;
-	}
-	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pidfd < 0) {
-		int err = -errno;
-		pthread_mutex_unlock(&w->mu);
-		return err;
-	}
-	*e = (struct wlink){ .state = W_WANT, .pid = pid, .pidfd = pidfd, .file = file, .link_fd = -1 };
-	w->st.n++;
-	w->st.queued++;
-	pthread_cond_signal(&w->cv);
+	int err = add_locked(w, pid, file);
 	pthread_mutex_unlock(&w->mu);
-	return 0;
+	return err;
+}
+
+int wlinks_add_child(struct wlinks *w, pid_t child, pid_t parent)
+{
+	if (!w->smp)
+		return 0;
+	pthread_mutex_lock(&w->mu);
+	const struct wlink *p = find(w, parent);
+	int err = p ? add_locked(w, child, p->file) : 0;
+	pthread_mutex_unlock(&w->mu);
+	return err;
 }
 
 void wlinks_remove(struct wlinks *w, pid_t pid)

@@ -51,6 +51,12 @@ void wlinks_free(struct wlinks *w);
  * while wlinks lives): its memprofd:watch link is queued unless it has one or the cap is
  * reached. 0, or -errno. */
 int wlinks_add(struct wlinks *w, pid_t pid, int sampler_fd);
+/* A process that forked (no exec yet) from a parent holding (or waiting for) a link: the
+ * child gets its own on the parent's sampler file. Without it, the child arms watches
+ * through its copy of the parent's semaphore, and the parent's link, filtered on the
+ * parent, drops every report (51-54 armed, 0 reported in record_watch_targets). 0 or
+ * -errno; 0 when the parent has no link. */
+int wlinks_add_child(struct wlinks *w, pid_t child, pid_t parent);
 /* The process ended (its exit record): its link goes. */
 void wlinks_remove(struct wlinks *w, pid_t pid);
 /* Drops the links of processes that ended unseen (pidfd readable); per tick. */

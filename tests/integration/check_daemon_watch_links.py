@@ -9,6 +9,11 @@ source cannot give the contexts their evidence):
   windows watch these 0.8 ms objects for ~20 ms in all, and trap on none of them);
 - the other copy's sampler armed none: its memprofd:watch semaphore stayed 0 although
   the same sampler file is probed for the selected one.
+The selected copy does its work in a child it forks without exec 300 ms in (after its
+own link was made): the child gets a link of its own (wlinks_add_child), so its watches
+are reported; without it the child arms watches through its copy of the parent's
+semaphore and the parent's link drops their reports (no watch evidence: this fails; the
+daemon's /proc walk would link the child later, so it runs at rescan_interval = 1h).
 Without the daemon's per-process memprofd:watch links the selected copy arms none and
 this fails. Skips (77) where BPF or the breakpoint PMU is missing."""
 import argparse
@@ -30,7 +35,7 @@ def config(db, exe):
     return ("[store]\ndb = %s\nflush_interval = 200ms\nretention = 1d\ncompact = off\n"
             "[sampling]\nalloc = sampled\naccess = soft\naccess_freq = 1\n"
             "[governor]\ninterval = 1s\ncpu_budget = 6400%%\n"
-            "[targets]\nrescan_interval = 1s\n[target w]\nexe = %s\n" % (db, exe))
+            "[targets]\nrescan_interval = 1h\n[target w]\nexe = %s\n" % (db, exe))
 
 
 def armed(out):
@@ -64,7 +69,8 @@ def main():
     env = dict(os.environ, LD_PRELOAD=os.path.abspath(a.sampler), MEMPROFD_SAMPLE_BYTES="16384")
     try:
         notify.ready(dmn, 30)
-        runs = [subprocess.Popen([exe, "--seconds", SECONDS, "--life-us", "800"], env=env,
+        runs = [subprocess.Popen([exe, "--seconds", SECONDS, "--life-us", "800"] +
+                                 (["--fork-after-ms", "300"] if exe == sel else []), env=env,
                                  stdout=subprocess.PIPE, text=True) for exe in (sel, other)]
         outs = [p.communicate(timeout=60)[0] for p in runs]
         n_sel, n_other = armed(outs[0]), armed(outs[1])

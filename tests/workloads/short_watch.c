@@ -8,7 +8,9 @@
  * traps that killed targets of the in-process watches; --user-trap ends with a tgkill'd
  * SIGTRAP, which must still kill (the sampler's guard swallows only debug traps). It
  * prints its rounds, the strays sent, and the watches the preloaded sampler armed in it
- * (memprofd_sampler_get_stats, found with dlsym; -1 without the sampler). */
+ * (memprofd_sampler_get_stats, found with dlsym; -1 without the sampler). --fork-after-ms
+ * N: the process waits N ms, forks, and the child (no exec) does all of the above while
+ * the parent waits for it and exits with its status. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -17,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -87,6 +90,18 @@ int main(int argc, char **argv)
 	}
 	for (int i = 1; i < argc; i++)
 		user_trap |= !strcmp(argv[i], "--user-trap");
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--fork-after-ms")) {
+			usleep((useconds_t)strtoul(argv[i + 1], NULL, 10) * 1000);
+			pid_t child = fork();
+			int ws;
+
+			if (child < 0)
+				return 1;
+			if (child > 0)
+				return waitpid(child, &ws, 0) == child && WIFEXITED(ws) ? WEXITSTATUS(ws) : 1;
+			break;
+		}
 	uint64_t t_start = now_ns();
 	uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
 
