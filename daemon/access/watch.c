@@ -425,8 +425,6 @@ static void fill_est(const struct wobj *o, struct watch_est *e)
 	 * its construction), else by the start's rate. */
 	e->early_hits = (double)o->in_hits;
 	e->early_span_s = o->in_span_s;
-	e->late_hits = o->late_hits;
-	e->late_watched_s = o->late_watched_s;
 	e->rest_rate = o->late_watched_s > 0 ? (double)o->late_hits / o->late_watched_s :
 		       o->in_watched_s > 0 ? (double)o->in_hits / o->in_watched_s : e->rate;
 	if (e->hits) {
@@ -600,27 +598,12 @@ void watch_get_counts(const struct watch *w, struct watch_counts *out)
 
 double watch_est_accesses(const struct watch_est *e, uint64_t size, uint64_t lifetime_ns)
 {
-	return watch_est_accesses_ctx(e, NULL, size, lifetime_ns);
-}
-
-void watch_rest_add(struct watch_rest *rest, const struct watch_est *e)
-{
-	rest->hits += (double)e->late_hits;
-	rest->watched_s += e->late_watched_s;
-}
-
-double watch_est_accesses_ctx(const struct watch_est *e, const struct watch_rest *rest,
-			      uint64_t size, uint64_t lifetime_ns)
-{
 	double granules = (double)((size + WATCH_GRANULE - 1) / WATCH_GRANULE);
 	double life = (double)lifetime_ns / 1e9;
 
 	if (e->early_span_s <= 0)
 		return e->rate * granules * life;
-	double rest_s = life > e->early_span_s ? life - e->early_span_s : 0;
-	double rate = e->rest_rate;
+	double rest = life > e->early_span_s ? life - e->early_span_s : 0;
 
-	if (e->late_watched_s <= 0 && rest && rest->watched_s >= WATCH_REST_MIN_S)
-		rate = rest->hits / rest->watched_s;
-	return granules * (e->early_hits + rate * rest_s);
+	return granules * (e->early_hits + e->rest_rate * rest);
 }

@@ -32,9 +32,6 @@
 #define WATCH_Z 1.96                       /* intervals: 95% (normal approximation) */
 #define WATCH_INPROC_LIFE_NS 20000000ull  /* sampler_watch.h's SAMPLER_WATCH_LIFE_NS: the
                                             * sampler's watch covers an object's first 20 ms */
-#define WATCH_REST_MIN_S 0.02             /* a context's later windows rate its objects' unwatched
-                                            * later lives once they watched this long (one
-                                            * window): below it, an object's own early rate */
 #define WATCH_SATURATED 2.0                /* a disarmed watch whose time besides its traps was
                                             * under this many times the traps' is saturated */
 
@@ -58,18 +55,6 @@ struct watch_est {
 	/* The sampler's watch from the allocation: its traps and the span it covered; the
 	 * rate given to the rest of the life (the recorder's later windows', else its own). */
 	double early_hits, early_span_s, rest_rate;
-	/* The recorder's windows after the sampler's (none: rest_rate is the early rate). */
-	uint64_t late_hits;
-	double late_watched_s;
-};
-
-/* A context's later-life evidence: the later windows of its settled objects, summed. An
- * object the budget gave no later window has its rest of life rated by these (a ratio
- * estimate over its context) rather than by its construction: a table busy while built
- * and idle after kept its build rate for its whole life, the noisiest input of lua's
- * ranking (luaH_new's density ranged 40x between runs). */
-struct watch_rest {
-	double hits, watched_s;
 };
 
 struct watch_counts {
@@ -125,9 +110,3 @@ void watch_get_counts(const struct watch *w, struct watch_counts *out);
 
 /* Accesses an object of size bytes alive lifetime_ns made, by the estimate. */
 double watch_est_accesses(const struct watch_est *e, uint64_t size, uint64_t lifetime_ns);
-/* The same, with its context's later windows (rest: NULL or too little, as above) rating
- * the rest of a life that had an early watch and no later window of its own. */
-double watch_est_accesses_ctx(const struct watch_est *e, const struct watch_rest *rest,
-			      uint64_t size, uint64_t lifetime_ns);
-/* Adds a settled object's later windows to its context's. */
-void watch_rest_add(struct watch_rest *rest, const struct watch_est *e);

@@ -67,7 +67,6 @@ struct carry {
 	uint64_t emitted;         /* objects already given to aggregates */
 	uint64_t pending;         /* samples whose weight waits for the next emitted one */
 	double watch_acc, watch_bs;   /* its watched objects: accesses, byte-seconds of life */
-	struct watch_rest rest;       /* its settled objects' later windows (watch.h) */
 };
 
 #define SAMPLED_WATERMARK_SLACK_NS 2000000ULL  /* records may trail the ring's order by this much */
@@ -846,8 +845,7 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 		double bs = (double)o->size * (double)(o->free_ns - o->alloc_ns) / 1e9;
 
 		if (watch_take(r->watch, o->tgid, o->start_ns, o->addr, &we)) {
-			double a = watch_est_accesses_ctx(&we, c ? &c->rest : NULL, o->size,
-							  o->free_ns - o->alloc_ns);
+			double a = watch_est_accesses(&we, o->size, o->free_ns - o->alloc_ns);
 
 			est = d2u(a);
 			watched = true;
@@ -857,7 +855,6 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 			if (c) {
 				c->watch_acc += a;
 				c->watch_bs += bs;
-				watch_rest_add(&c->rest, &we);
 			}
 		} else if (c && c->watch_bs > 0 && !samples) {
 			est = d2u(c->watch_acc / c->watch_bs * bs);

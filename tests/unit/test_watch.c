@@ -177,44 +177,9 @@ static void test_early_and_late(void **state)
 	free(young);
 }
 
-/* An object watched while built (16 traps in its first 20 ms) that no later window
- * reached: its context's later windows (0 hits over 0.5 s on its other objects) rate the
- * rest of its 10 s life, not its build rate (800/s per granule, ~8,000 accesses per
- * granule); with under WATCH_REST_MIN_S of context evidence, or windows of its own, the
- * object's own rates stand. Pure arithmetic: no breakpoint needed. */
-static void test_rest_from_context(void **state)
-{
-	(void)state;
-	struct watch_est e = { .windows = 1, .hits = 16, .watched_s = 0.02, .rate = 800,
-			       .early_hits = 16, .early_span_s = 0.02, .rest_rate = 800 };
-	struct watch_rest idle = { .hits = 0, .watched_s = 0.5 }, busy = { .hits = 100, .watched_s = 0.5 };
-	struct watch_rest thin = { .hits = 0, .watched_s = WATCH_REST_MIN_S / 2 };
-	uint64_t life = 10000000000ull, size = 64;   /* 8 granules */
-
-	assert_true(watch_est_accesses(&e, size, life) / 8 > 7000);
-	assert_true(fabs(watch_est_accesses_ctx(&e, &idle, size, life) / 8 - 16) < 1e-9);
-	/* 200/s per granule over the 9.98 s after the build */
-	assert_true(fabs(watch_est_accesses_ctx(&e, &busy, size, life) / 8 - (16 + 200 * 9.98)) < 1e-6);
-	assert_true(watch_est_accesses_ctx(&e, &thin, size, life) / 8 > 7000);
-	assert_true(watch_est_accesses_ctx(&e, NULL, size, life) / 8 > 7000);
-	/* Its own later window (5 hits in 1 s) wins over the context's. */
-	struct watch_est own = e;
-	own.late_hits = 5;
-	own.late_watched_s = 1;
-	own.rest_rate = 5;
-	assert_true(fabs(watch_est_accesses_ctx(&own, &busy, size, life) / 8 - (16 + 5 * 9.98)) < 1e-6);
-	/* A short life: nothing after the early watch, nothing to rate. */
-	assert_true(fabs(watch_est_accesses_ctx(&e, &busy, size, 15000000ull) / 8 - 16) < 1e-9);
-	struct watch_rest sum = { 0 };
-	watch_rest_add(&sum, &own);
-	watch_rest_add(&sum, &e);
-	assert_true(sum.hits == 5 && sum.watched_s == 1);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = { cmocka_unit_test(test_hot_and_cold),
-					    cmocka_unit_test(test_early_and_late),
-					    cmocka_unit_test(test_rest_from_context) };
+					    cmocka_unit_test(test_early_and_late) };
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
