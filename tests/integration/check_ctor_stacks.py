@@ -12,6 +12,7 @@ Then short-lived processes gone before the reader reads their /proc/PID/maps: a 
 and exec; every context whole or marked truncated, and the same stacks in every run."""
 import argparse
 import os
+import re
 import sys
 import tempfile
 
@@ -61,6 +62,19 @@ def short_lived(a, tmp, errs):
             errs.append("sh run %d: %s" % (i, t.describe(p)))
             continue
         ctxs = t.query_contexts(a.memprofd, db)
+        # A stack lost and counted (record's "N objects in the context without frames"
+        # line, with its cause) is not a second stack for a site: CI's clean clone lost
+        # one of 1,456 objects' stacks in one of three runs. Uncounted, or more than 1%
+        # of the objects, it still fails.
+        lost = re.search(r"(\d+) objects in the context without frames.*\((.*)\)",
+                         p.stderr or "")
+        bare = [c for c in ctxs if not c["frames"]]
+        nbare = sum(c["alloc_count"] for c in bare)
+        nall = sum(c["alloc_count"] for c in ctxs)
+        if bare and lost and nbare <= int(lost.group(1)) and nbare * 100 <= nall:
+            t.log("sh run %d: %d of %d objects' stacks lost and counted (%s)" %
+                  (i, nbare, nall, lost.group(2)))
+            ctxs = [c for c in ctxs if c["frames"]]
         short = [c for c in ctxs if not stackroots.whole(c) and not c.get("truncated")]
         if short:
             errs.append("sh run %d: %d of %d contexts stop short of a root unmarked, e.g. %s"
