@@ -6,7 +6,8 @@
  * syscalls per watch and at most K traps, charged to a token bucket of CPU time (ppm of
  * one CPU): syscalls as the thread's CPU clock measures them (a wall clock would charge
  * the time a loaded machine preempts them), traps at trap_ns (SAMPLER_WATCH_TRAP_NS), unused traps
- * refunded.
+ * refunded. Before the first watch, one probe checks that a breakpoint fires at all
+ * (bp_fires): where it opens but never counts, watches stay off and count as errors.
  * A watch still armed SAMPLER_WATCH_LIFE_NS later is ended at the next sampled allocation
  * or free (it holds a debug register; longer lives are the daemon's windows' job), and a
  * thread holds at most SAMPLER_WATCH_PER_THREAD: a program that stops allocating keeps
@@ -109,10 +110,62 @@ static int bp_open(uintptr_t at)
 	return fd;
 }
 
+/* Whether a breakpoint here counts at all: a counting watch (no sample period, so no
+ * trap reaches user space) on a word of ours, touched PROBE_TOUCHES times. Some
+ * hypervisors accept the event and never fire it (seen on a CI host): every watch would
+ * then report 0 hits and call a hot object idle. 0, -EOPNOTSUPP (blind) or -errno. */
+#define PROBE_TOUCHES 2
+static volatile uint64_t probe_word;
+
+static int bp_fires(void)
+{
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_BREAKPOINT, .size = sizeof(a),
+		.bp_type = HW_BREAKPOINT_RW, .bp_addr = (uintptr_t)&probe_word,
+		.bp_len = HW_BREAKPOINT_LEN_8, .exclude_kernel = 1, .exclude_hv = 1,
+	};
+	uint64_t count = 0;
+	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	for (int i = 0; i < PROBE_TOUCHES; i++)
+		(void)probe_word;
+	ssize_t n = read(fd, &count, sizeof(count));
+	close(fd);
+	return n == (ssize_t)sizeof(count) && count ? 0 : -EOPNOTSUPP;
+}
+
+/* The probe, once per process, by the first thread to arm (the others skip their arm
+ * meanwhile): 0 when watches may be armed. Costs 3 syscalls and PROBE_TOUCHES traps. */
+static int probed;            /* 0: not yet, 1: running, 2: fires, 3: blind or refused */
+
+static int usable(void)
+{
+	int v = __atomic_load_n(&probed, __ATOMIC_ACQUIRE), zero = 0;
+
+	if (v == 2)
+		return 1;
+	if (v || !__atomic_compare_exchange_n(&probed, &zero, 1, 0, __ATOMIC_ACQ_REL,
+					      __ATOMIC_RELAXED))
+		return 0;
+	sampler_trap_guard();
+	int r = bp_fires();
+	if (r < 0 && r != -ENOSPC && r != -EBUSY) {
+		__atomic_fetch_add(&st.errors, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&off, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&probed, 3, __ATOMIC_RELEASE);
+		return 0;
+	}
+	/* Registers all taken: no verdict yet; the next arm asks again. */
+	__atomic_store_n(&probed, r ? 0 : 2, __ATOMIC_RELEASE);
+	return !r;
+}
+
 void sampler_watch_arm(void *p, size_t n, uint64_t rnd)
 {
 	if (!memprofd_watch_semaphore || !ppm || __atomic_load_n(&off, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&nlive, __ATOMIC_RELAXED) >= SAMPLER_WATCH_MAX)
+	    __atomic_load_n(&nlive, __ATOMIC_RELAXED) >= SAMPLER_WATCH_MAX || !usable())
 		return;
 	uint64_t t0 = mono_ns();
 
@@ -267,6 +320,8 @@ void sampler_watch_forget(void)
 			slots[i].fd1 = 0;
 		}
 	nlive = 0;
+	if (probed == 1)       /* forked mid-probe: the prober is not in this process */
+		probed = 0;
 }
 
 void sampler_watch_get_stats(struct sampler_watch_stats *out)

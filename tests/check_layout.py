@@ -112,11 +112,28 @@ def check_folders(root, errors):
                               f'(max {MAX_FOLDER_SOURCES})')
 
 
+def check_unit_cmocka(root, errors):
+    """Unit tests include tests/unit/mpd_cmocka.h, never <cmocka.h> itself: with cmocka's
+    own skip() a skipped case exits 0 and meson counts it as passed."""
+    d = os.path.join(root, 'tests', 'unit')
+    if not os.path.isdir(d):
+        return
+    for f in sorted(os.listdir(d)):
+        if not f.endswith('.c'):
+            continue
+        with open(os.path.join(d, f), errors='replace') as fh:
+            for n, line in enumerate(fh, 1):
+                if re.match(r'\s*#\s*include\s*<cmocka\.h>', line):
+                    errors.append(f'tests/unit/{f}:{n}: includes <cmocka.h>, not '
+                                  'tests/unit/mpd_cmocka.h (its skips would pass)')
+
+
 def check_tree(root):
     errors = []
     check_cycles(check_includes(root, errors), errors)
     check_functions(root, errors)
     check_folders(root, errors)
+    check_unit_cmocka(root, errors)
     return errors
 
 
@@ -129,8 +146,10 @@ def self_test():
         'base/long.c': 'int f(void)\n{\n' + '\tg();\n' * MAX_FUNC_LINES + '}\n',
     }
     files.update({f'symbolizer/s{i}.c': '' for i in range(MAX_FOLDER_SOURCES + 1)})
+    files['tests/unit/test_x.c'] = '#include <cmocka.h>\n'
     want = ['store/ may not include daemon/', 'folder cycle: ',
-            f'function f is {MAX_FUNC_LINES + 2} lines', f'{MAX_FOLDER_SOURCES + 1} source files']
+            f'function f is {MAX_FUNC_LINES + 2} lines', f'{MAX_FOLDER_SOURCES + 1} source files',
+            'tests/unit/test_x.c:1: includes <cmocka.h>']
     with tempfile.TemporaryDirectory() as root:
         for path, text in files.items():
             os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)

@@ -81,8 +81,8 @@ def main():
     blip, sampler = os.path.realpath(a.blip), os.path.realpath(a.sampler)
     t.require_bpf()
     watching = a.access == "soft" and os.environ.get("MEMPROFD_WATCH_INPROCESS") != "0"
-    if watching and not os.path.exists("/sys/bus/event_source/devices/breakpoint/type"):
-        t.skip("no breakpoint PMU (/sys/bus/event_source/devices/breakpoint)")
+    if watching:
+        t.require_breakpoints()
     d = tempfile.mkdtemp(prefix="check_daemon_blips.")
     db, conf = d + "/m.db", d + "/m.conf"
     with open(conf, "w") as f:

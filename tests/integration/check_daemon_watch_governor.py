@@ -44,8 +44,7 @@ def main():
     a = ap.parse_args()
     a.workload, a.sampler = os.path.abspath(a.workload), os.path.abspath(a.sampler)
     t.require_bpf()
-    if not os.path.exists("/sys/bus/event_source/devices/breakpoint/type"):
-        t.skip("no breakpoint PMU (/sys/bus/event_source/devices/breakpoint)")
+    t.require_breakpoints()
     d = tempfile.mkdtemp(prefix="check_daemon_watch_governor.")
     db, conf = d + "/m.db", d + "/m.conf"
     with open(conf, "w") as f:

@@ -52,8 +52,7 @@ def main():
     ap.add_argument("--sampler", required=True)
     a = ap.parse_args()
     t.require_bpf()
-    if not os.path.exists("/sys/bus/event_source/devices/breakpoint/type"):
-        t.skip("no breakpoint PMU (/sys/bus/event_source/devices/breakpoint)")
+    t.require_breakpoints()
     d = tempfile.mkdtemp(prefix="check_daemon_watch_links.")
     sel, other = d + "/selected_watch", d + "/other_watch"
     shutil.copy(a.workload, sel)

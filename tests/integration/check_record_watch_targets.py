@@ -42,8 +42,7 @@ def main():
     ap.add_argument("--sampler", required=True)
     a = ap.parse_args()
     t.require_bpf()
-    if not os.path.exists("/sys/bus/event_source/devices/breakpoint/type"):
-        t.skip("no breakpoint PMU (/sys/bus/event_source/devices/breakpoint)")
+    t.require_breakpoints()
     d = tempfile.mkdtemp(prefix="check_record_watch_targets.")
     other, out = d + "/other_watch", d + "/recorded.out"
     shutil.copy(a.workload, other)

@@ -88,8 +88,7 @@ def main():
     ap.add_argument("--stray-traps", type=int, default=2, help="debug traps sent per run")
     a = ap.parse_args()
     mpdtest.require_bpf()
-    if not os.path.exists("/sys/bus/event_source/devices/breakpoint/type"):
-        mpdtest.skip("no breakpoint PMU (/sys/bus/event_source/devices/breakpoint)")
+    mpdtest.require_breakpoints()
     tmp = tempfile.mkdtemp(prefix="check_short_watch.")
     errs = []
     db = os.path.join(tmp, "short.db")

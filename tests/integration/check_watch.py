@@ -42,8 +42,7 @@ def main():
     a = ap.parse_args()
     mpdtest.require_bpf()
     # The breakpoint PMU, checked here rather than read from memprofd's message.
-    if not os.path.exists("/sys/bus/event_source/devices/breakpoint/type"):
-        mpdtest.skip("no breakpoint PMU (/sys/bus/event_source/devices/breakpoint)")
+    mpdtest.require_breakpoints()
     tmp = tempfile.mkdtemp(prefix="check_watch.")
     errs = []
     db = os.path.join(tmp, "watch.db")

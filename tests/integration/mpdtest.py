@@ -94,6 +94,49 @@ def bpf_unavailable():
     return None
 
 
+def breakpoints_unavailable(touches=64):
+    """Why hardware watchpoints cannot be tested here, or None: the breakpoint PMU is
+    missing, perf_event_open refuses one, or one opens but counts none of `touches`
+    user-space accesses to the word it watches (a hypervisor that does not virtualise
+    the debug registers: seen on a CI host, where windows then measure nothing). The
+    probe watches a word of its own, on this thread only, and reads it `touches` times
+    through ctypes (each read is a user-space load of that word)."""
+    import ctypes
+    if not os.path.exists("/sys/bus/event_source/devices/breakpoint/type"):
+        return "no breakpoint PMU (/sys/bus/event_source/devices/breakpoint)"
+    libc = ctypes.CDLL(None, use_errno=True)
+    word = ctypes.c_uint64(0)
+    attr = bytearray(128)
+    # struct perf_event_attr: type, size, config, sample_period, sample_type, read_format,
+    # flags (disabled=bit 0, exclude_kernel=bit 5, exclude_hv=bit 6), wakeup_events,
+    # bp_type, bp_addr, bp_len.
+    struct.pack_into("=IIQQQQQIIQQ", attr, 0, 5, 112, 0, 0, 0, 0, (1 << 5) | (1 << 6), 0,
+                     3, ctypes.addressof(word), 8)
+    buf = (ctypes.c_char * len(attr)).from_buffer(attr)
+    nr_perf_event_open = {"x86_64": 298, "aarch64": 241}.get(os.uname().machine)
+    if nr_perf_event_open is None:
+        return "breakpoint probe: perf_event_open's number unknown on " + os.uname().machine
+    fd = libc.syscall(nr_perf_event_open, buf, 0, -1, -1, 8)   # PERF_FLAG_FD_CLOEXEC
+    if fd < 0:
+        return "breakpoint watch refused: " + os.strerror(ctypes.get_errno())
+    try:
+        s = 0
+        for _ in range(touches):
+            s += word.value
+        got = struct.unpack("=Q", os.read(fd, 8))[0]
+    finally:
+        os.close(fd)
+    if got == 0:
+        return "breakpoints open but never fire (0 of %d watched loads counted)" % touches
+    return None
+
+
+def require_breakpoints():
+    why = breakpoints_unavailable()
+    if why:
+        skip(why)
+
+
 def require_bpf():
     why = bpf_unavailable()
     if why:

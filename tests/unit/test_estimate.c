@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "reporter/estimate.h"
 

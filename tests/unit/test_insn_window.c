@@ -7,7 +7,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 #include "symbolizer/insn_window.h"
 #include "symbolizer/insn.h"
 

@@ -6,7 +6,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "tests/unit/mpd_cmocka.h"
 
 #include "fleet/tsv.h"
 
