@@ -6,10 +6,16 @@ program's own code (malloc) and once through std::string (allocated in libstdc++
 _M_mutate, code that uses %rbp as a plain register). For each pattern: a context whose
 frames reach hot_<p> and one reaching cold_<p> (a frame-pointer walk cut inside
 libstdc++ merges both into one context of libstdc++ frames only), the hot one with >=
-MIN_SAMPLES samples and >= RATIO x the cold one's est_accesses (a sample credited to
-the object at its address at another time than the sample's would mix them); no context
+MIN_SAMPLES samples and >= RATIO x the cold one's access samples (a sample credited to
+the object at its address at another time than the sample's would mix them: the true
+ratio is ~65x, the time each spends) and >= EST_RATIO x its est_accesses; no context
 made only of libstdc++/libc frames claims to be whole. Prints est/exact per site, the
-exact count of 8-byte words being what the workload prints."""
+exact count of 8-byte words being what the workload prints.
+EST_RATIO is below RATIO because the weights depend on the CPU (README, soft estimator):
+on the Intel hosts of earlier runs glibc filled 4 KiB with rep movsb and the estimates
+held >= 20x; on an AMD EPYC (AVX-512, fsrm) the samples still split 66-132 : 1 but a
+sample in the cold site's copy weighed 5-6x one in the hot read loop (hot x0.33-0.42 of
+its exact count, cold x1.5-2.7 on 6-10 samples): est ratios 10-17x."""
 import argparse
 import os
 import sys
@@ -20,6 +26,7 @@ import mpdtest  # noqa: E402
 
 PATTERNS = ("buf", "str")
 RATIO = 20
+EST_RATIO = 5
 MIN_SAMPLES = 20
 RUNTIME = ("libstdc++.so", "libc.so", "ld-linux")
 
@@ -70,10 +77,14 @@ def main():
             errs.append("%s: no context reaching hot_%s or cold_%s" % (pat, pat, pat))
         elif hs < MIN_SAMPLES:
             errs.append("%s: hot context has %d samples, expected >= %d" % (pat, hs, MIN_SAMPLES))
-        elif he < RATIO * ce or he <= 0:
+        elif hs < RATIO * cs:
+            errs.append("%s: hot access samples %d are not >= %dx the cold one's %d"
+                        % (pat, hs, RATIO, cs))
+        elif he < EST_RATIO * ce or he <= 0:
             errs.append("%s: hot est_accesses %d is not >= %dx the cold one's %d"
-                        % (pat, he, RATIO, ce))
-    mpdtest.finish(errs, "short-lived copied objects: whole stacks, hot >= %dx cold" % RATIO, tmp)
+                        % (pat, he, EST_RATIO, ce))
+    mpdtest.finish(errs, "short-lived copied objects: whole stacks, hot >= %dx cold samples, "
+                   ">= %dx est" % (RATIO, EST_RATIO), tmp)
 
 
 if __name__ == "__main__":
