@@ -436,7 +436,8 @@ int sampled_find_library(char *out, size_t outsz)
 	return -ENOENT;
 }
 
-int sampled_attach_pid(struct sampled *s, int pid)
+/* sampled_attach_pid's work; quiet: errors are returned, not logged (a child may be gone). */
+static int attach_pid(struct sampled *s, int pid, bool quiet)
 {
 	char maps[64], line[PATH_MAX + 256], path[PATH_MAX + 64];
 	FILE *f;
@@ -444,6 +445,8 @@ int sampled_attach_pid(struct sampled *s, int pid)
 
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
 	f = fopen(maps, "re");
+	if (!f && quiet)
+		return -errno;
 	if (!f)
 		return log_error_errno(-errno, "record: --pid %d: %s: %s", pid, maps, strerror(errno));
 	while (!found && fgets(line, sizeof(line), f)) {
@@ -457,6 +460,8 @@ int sampled_attach_pid(struct sampled *s, int pid)
 		int fd = rootfs_open(pid, p);
 		if (fd < 0) {
 			fclose(f);
+			if (quiet)
+				return fd;
 			return log_error_errno(fd, "record: --pid %d: %s inside its root: %s", pid, p,
 					       strerror(-fd));
 		}
@@ -475,6 +480,16 @@ int sampled_attach_pid(struct sampled *s, int pid)
 	/* Linked statically: the probes are in the executable. */
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	return sampled_attach_binary(s, path, pid);
+}
+
+int sampled_attach_pid(struct sampled *s, int pid)
+{
+	return attach_pid(s, pid, false);
+}
+
+int sampled_attach_child(struct sampled *s, int pid)
+{
+	return attach_pid(s, pid, true);
 }
 
 /* Which allocator a process without the sampler uses, for the hint (see sampler.c on

@@ -51,6 +51,9 @@ bool sampled_may_have_otel(const char *path);
 /* The sampler a running process has (preloaded/dlopen'ed library, or linked into its
  * executable): 1 attached, 0 none, -errno. */
 int sampled_attach_pid(struct sampled *s, int pid);
+/* The same for a child of a --pid target, read at its fork record: errors are returned,
+ * not logged (-ENOENT: it is gone already). */
+int sampled_attach_child(struct sampled *s, int pid);
 /* One error line: pid has no sampler, and the ways to load it (unit Environment=, -l). */
 void sampled_report_missing(int pid, const char *sampler_path);
 /* The two ways to load the sampler, as the end of such a line ("restart it with ..."). */

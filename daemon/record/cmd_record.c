@@ -177,7 +177,9 @@ static int attach_libs_private(struct recorder *r, struct exact_prep *prep)
 #define RECORD_PID_FILES_MAX 16         /* distinct libc/libstdc++ files held for children */
 struct pid_follow {
 	struct recorder *r;
+	struct sampled *smp;            /* --alloc sampled: children get sampler links */
 	unsigned children;
+	unsigned gone;                  /* sampled: children gone before they were linked */
 	bool warned;
 	int fds[RECORD_PID_FILES_MAX];  /* the probed files, open: /proc/self/fd/N for links */
 	dev_t dev[RECORD_PID_FILES_MAX];
@@ -283,6 +285,34 @@ static void follow_fork(void *arg, unsigned type, uint32_t tgid, uint64_t start_
 	snprintf(exe, sizeof(exe), "/proc/%u/exe", tgid);
 	exact_attach_binary_pid(f->r, exe, (int)tgid);
 	attach_libs_of_pid(f, (pid_t)tgid);
+}
+
+/* --pid in sampled mode: the sampler's probes are filtered to the target's pid (a link
+ * per process), so each child it forks gets links of its own on the sampler its maps
+ * show, when its fork record is read; BPF made it a target at the fork already. What a
+ * child allocates before then is not seen, and one gone by then is counted, not linked.
+ * Past RECORD_PID_CHILDREN_MAX children, further ones are not linked. */
+static void follow_fork_sampled(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns)
+{
+	struct pid_follow *f = arg;
+
+	(void)start_ns;
+	if (type != EV_FORK || !f->smp)
+		return;
+	if (f->children == RECORD_PID_CHILDREN_MAX) {
+		if (!f->warned)
+			log_warn("record: %d children of the target linked; further ones are not",
+				 RECORD_PID_CHILDREN_MAX);
+		f->warned = true;
+		return;
+	}
+	f->children++;
+	int n = sampled_attach_child(f->smp, (int)tgid);
+	if (n == -ENOENT || n == -ESRCH)
+		f->gone++;
+	else if (n < 0)
+		log_warn("record: child %u of the target: its sampler's probes: %s", tgid,
+			 strerror(-n));
 }
 
 /* Whether path is an ELF file (a script or wrapper is not: its interpreter is). */
@@ -809,6 +839,12 @@ static int start_tracing(struct record *rec)
 		rec->follow.smp = rec->smp;
 		if (err < 0)
 			return err;
+		if (!*o->cmd) {
+			rec->pid_follow.r = &rec->r;
+			rec->pid_follow.smp = rec->smp;
+			rec->r.lifecycle = follow_fork_sampled;
+			rec->r.lifecycle_arg = &rec->pid_follow;
+		}
 		return *o->cmd ? start_sampled_command(rec) : start_sampled_pid(rec);
 	}
 	rec->r.alloc_off = o->alloc_off;
@@ -1094,6 +1130,9 @@ static int record_free(struct record *rec, int rc)
 	adopt_ring(rec);                 /* a start that failed before the load: never adopted */
 	drop_ring(rec);
 	private_libs_remove(&rec->libs);
+	if (rec->pid_follow.gone)
+		log_warn("record: %u children of the target exited before their sampler's probes "
+			 "were linked: their allocations are not recorded", rec->pid_follow.gone);
 	pid_follow_free(&rec->pid_follow);
 	/* A warm-up that no name waited for (no allocation stack: `record -- true`) is not
 	 * waited for at the end either: its thread and symcache end with the process, which

@@ -10,7 +10,8 @@
  * prints its rounds, the strays sent, and the watches the preloaded sampler armed in it
  * (memprofd_sampler_get_stats, found with dlsym; -1 without the sampler). --fork-after-ms
  * N: the process waits N ms, forks, and the child (no exec) does all of the above while
- * the parent waits for it and exits with its status. */
+ * the parent waits for it and exits with its status. --gate FIFO: first waits for a byte
+ * on FIFO (so that a recorder can attach with --pid before anything else happens). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -90,6 +91,15 @@ int main(int argc, char **argv)
 	}
 	for (int i = 1; i < argc; i++)
 		user_trap |= !strcmp(argv[i], "--user-trap");
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--gate")) {     /* a FIFO: wait for its first byte */
+			char b;
+			FILE *g = fopen(argv[i + 1], "r");
+
+			if (!g || fread(&b, 1, 1, g) != 1)
+				return 1;
+			fclose(g);
+		}
 	for (int i = 1; i + 1 < argc; i++)
 		if (!strcmp(argv[i], "--fork-after-ms")) {
 			usleep((useconds_t)strtoul(argv[i + 1], NULL, 10) * 1000);
