@@ -151,6 +151,11 @@ def check_man5(memprofd, page, source_root):
                    ''.join('%s = %s\n' % kv for kv in entries[s].items())
                    for s in entries if entries[s])
     with tempfile.TemporaryDirectory() as d:
+        # The documented db path's directory exists only once the package is installed
+        # (test install): --check opens the db for writing, so it goes to d here.
+        if entries.get('store', {}).get('db'):
+            conf = conf.replace('db = %s\n' % entries['store']['db'],
+                                'db = %s\n' % os.path.join(d, 'memprofd.db'))
         good, bad = os.path.join(d, 'good.conf'), os.path.join(d, 'bad.conf')
         open(good, 'w').write(conf)
         open(bad, 'w').write(conf.replace('flush_interval', 'flush_intervall'))
