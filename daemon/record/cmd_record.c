@@ -264,6 +264,20 @@ static void pid_follow_free(struct pid_follow *f)
 	f->nfiles = 0;
 }
 
+/* Counts one more child of the target; false past RECORD_PID_CHILDREN_MAX (said once). */
+static bool child_quota(struct pid_follow *f)
+{
+	if (f->children == RECORD_PID_CHILDREN_MAX) {
+		if (!f->warned)
+			log_warn("record: %d children of the target probed; further ones are not",
+				 RECORD_PID_CHILDREN_MAX);
+		f->warned = true;
+		return false;
+	}
+	f->children++;
+	return true;
+}
+
 static void follow_fork(void *arg, unsigned type, uint32_t tgid, uint64_t start_ns)
 {
 	struct pid_follow *f = arg;
@@ -274,14 +288,8 @@ static void follow_fork(void *arg, unsigned type, uint32_t tgid, uint64_t start_
 	 * set would record each of its calls twice. */
 	if (type != EV_FORK || !f->r->uprobe_multi)
 		return;
-	if (f->children == RECORD_PID_CHILDREN_MAX) {
-		if (!f->warned)
-			log_warn("record: %d children of the target probed; further ones are not",
-				 RECORD_PID_CHILDREN_MAX);
-		f->warned = true;
+	if (!child_quota(f))
 		return;
-	}
-	f->children++;
 	snprintf(exe, sizeof(exe), "/proc/%u/exe", tgid);
 	exact_attach_binary_pid(f->r, exe, (int)tgid);
 	attach_libs_of_pid(f, (pid_t)tgid);
@@ -299,14 +307,8 @@ static void follow_fork_sampled(void *arg, unsigned type, uint32_t tgid, uint64_
 	(void)start_ns;
 	if (type != EV_FORK || !f->smp)
 		return;
-	if (f->children == RECORD_PID_CHILDREN_MAX) {
-		if (!f->warned)
-			log_warn("record: %d children of the target linked; further ones are not",
-				 RECORD_PID_CHILDREN_MAX);
-		f->warned = true;
+	if (!child_quota(f))
 		return;
-	}
-	f->children++;
 	int n = sampled_attach_child(f->smp, (int)tgid);
 	if (n == -ENOENT || n == -ESRCH)
 		f->gone++;

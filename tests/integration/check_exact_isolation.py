@@ -12,7 +12,6 @@ through its /proc/PID/root, are named after it exited. Skips (77) where BPF cann
 import argparse
 import os
 import re
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -40,17 +39,6 @@ def loop_ns(pre, loop):
     return best
 
 
-def started(db):
-    try:
-        con = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=1)
-        try:
-            return con.execute("SELECT count(*) FROM runs").fetchone()[0] > 0
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return False
-
-
 def check_pid(a, d, pre, bare, fails):
     """record --pid of a shell that waits on a FIFO, then runs blip in a child."""
     db, fifo = d + "/pid.db", d + "/gate"
@@ -64,7 +52,7 @@ def check_pid(a, d, pre, bare, fails):
                                   "--db", db, "--pid", str(target.pid)],
                            stderr=subprocess.PIPE, text=True)
     end = time.monotonic() + 30
-    while time.monotonic() < end and rec.poll() is None and not started(db):
+    while time.monotonic() < end and rec.poll() is None and not t.run_started(db):
         time.sleep(0.05)
     during = loop_ns(pre, a.loop)
     alive = rec.poll() is None
@@ -122,7 +110,7 @@ def main():
     rec = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     # The run's row is written once the probes are attached and the command released.
     end = time.monotonic() + 30
-    while time.monotonic() < end and rec.poll() is None and not started(db):
+    while time.monotonic() < end and rec.poll() is None and not t.run_started(db):
         time.sleep(0.05)
     during = loop_ns(pre, a.loop)
     alive = rec.poll() is None

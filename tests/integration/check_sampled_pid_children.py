@@ -11,7 +11,6 @@ the children's links it recorded no context at all. Skips (77) where BPF cannot 
 import argparse
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -22,18 +21,6 @@ import mpdtest as t  # noqa: E402
 
 BOUND = 0.8
 SECONDS = "2"
-
-
-def started(db):
-    """record's run row is in the store: its probes are attached."""
-    try:
-        con = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=1)
-        try:
-            return con.execute("SELECT count(*) FROM runs").fetchone()[0] > 0
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return False
 
 
 def main():
@@ -55,7 +42,7 @@ def main():
     rec = subprocess.Popen([a.memprofd, "record", "--db", db, "--pid", str(target.pid),
                             "--duration", "30"], stderr=subprocess.PIPE, text=True)
     end = time.monotonic() + 30
-    while time.monotonic() < end and rec.poll() is None and not started(db):
+    while time.monotonic() < end and rec.poll() is None and not t.run_started(db):
         time.sleep(0.05)
     alive = rec.poll() is None
     with open(fifo, "w") as f:

@@ -137,6 +137,18 @@ def require_breakpoints():
         skip(why)
 
 
+def run_started(db):
+    """A recorder's run row is in the store at db: its probes are attached."""
+    try:
+        con = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=1)
+        try:
+            return con.execute("SELECT count(*) FROM runs").fetchone()[0] > 0
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+
+
 def require_bpf():
     why = bpf_unavailable()
     if why:
