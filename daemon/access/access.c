@@ -175,7 +175,10 @@ int access_setup(struct recorder *r, const char *mode, bool required, uint64_t f
 
 		if (!r->no_watch && (e = watch_open(&r->watch, &wo)) < 0) {
 			fprintf(stderr, "memprofd: access: watch: breakpoints unavailable (%s); "
-				"sampled objects get %s samples only\n", strerror(-e),
+				"sampled objects get %s samples only\n",
+				e == -EOPNOTSUPP ? "a test watch counted none of its accesses: a "
+				"hypervisor without debug registers, or no read/write breakpoints" :
+				strerror(-e),
 				access_src_name(r->access.src));
 			r->watch = NULL;
 		}
