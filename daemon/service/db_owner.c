@@ -3,7 +3,7 @@
  * meets the same lock), and the holder's pid sits in RESOLVED.lock next to the resolved
  * path for the refusal message. flock and SQLite's fcntl locks do not interact on Linux
  * local filesystems. The check writes nothing it keeps: a transaction rolled back, and a
- * file it had to create is removed. */
+ * file or directory it had to create is removed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -35,12 +35,65 @@ static int resolve(const char *db, char *out, size_t n)
 	return snprintf(out, n, "%s/%s", rdir, basename(base)) < (int)n ? 0 : -ENAMETOOLONG;
 }
 
+/* The directories above db that do not exist yet are made (mode 0750, as the unit's
+ * StateDirectory would): a daemon started by hand with the packaged config, before any
+ * service start or tmpfiles run made /var/lib/memprofd, has nowhere to put its store.
+ * made[] gets the paths created, outermost first (for --check to remove); 0 or -errno. */
+#define DB_PARENTS_MAX 8
+struct made_dirs {
+	char path[DB_PARENTS_MAX][PATH_MAX];
+	unsigned n;
+};
+
+static int make_parents(const char *db, struct made_dirs *m)
+{
+	char dir[PATH_MAX], *miss[DB_PARENTS_MAX];
+	unsigned nmiss = 0;
+	struct stat st;
+
+	m->n = 0;
+	if (strlen(db) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	strcpy(dir, db);
+	/* Walk up to the first directory that exists, noting the missing ones. */
+	for (char *slash = strrchr(dir, '/'); slash && slash != dir; slash = strrchr(dir, '/')) {
+		*slash = '\0';
+		if (stat(dir, &st) == 0)
+			break;
+		if (errno != ENOENT || nmiss == DB_PARENTS_MAX)
+			return errno != ENOENT ? -errno : -ENAMETOOLONG;
+		miss[nmiss++] = strdup(dir);
+		if (!miss[nmiss - 1])
+			return -ENOMEM;
+	}
+	int err = 0;
+	while (nmiss) {
+		char *d = miss[--nmiss];
+
+		if (!err && mkdir(d, 0750) < 0 && errno != EEXIST)
+			err = -errno;
+		else if (!err)
+			snprintf(m->path[m->n++], PATH_MAX, "%s", d);
+		free(d);
+	}
+	return err;
+}
+
+static void remove_made(const struct made_dirs *m)
+{
+	for (unsigned i = m->n; i-- > 0;)
+		rmdir(m->path[i]);
+}
+
 int db_owner_lock(struct db_owner *o, const char *db)
 {
 	char path[PATH_MAX], lock[PATH_MAX + 8], pid[32] = "";
+	struct made_dirs made;
 	int err;
 
 	o->db_fd = o->pid_fd = -1;
+	if ((err = make_parents(db, &made)) < 0)
+		return log_error_errno(1, "daemon: %s: making its directory: %s", db, strerror(-err));
 	if ((err = resolve(db, path, sizeof(path))) < 0)
 		return log_error_errno(1, "daemon: %s: %s", db, strerror(-err));
 	snprintf(lock, sizeof(lock), "%s" DB_OWNER_LOCK_SUFFIX, path);
@@ -94,8 +147,14 @@ int db_owner_check(const char *db)
 	char err[256] = "";
 	struct stat st;
 	bool existed = stat(db, &st) == 0;
+	struct made_dirs made = { .n = 0 };
 	int64_t run;
-	int r = store_open(&s, db, STORE_RDWR, err, sizeof(err));
+	int r = make_parents(db, &made);
+
+	if (r < 0)
+		snprintf(err, sizeof(err), "making its directory: %s", strerror(-r));
+	else
+		r = store_open(&s, db, STORE_RDWR, err, sizeof(err));
 
 	if (r == 0 && (r = store_begin(s)) == 0) {
 		struct store_run probe = { .command = "daemon --check" };
@@ -109,6 +168,7 @@ int db_owner_check(const char *db)
 	}
 	if (!existed)
 		remove_created(db);
+	remove_made(&made);    /* the service (StateDirectory=) or the daemon makes them */
 	if (r < 0)
 		return log_error_errno(1, "daemon --check: %s: not writable: %s", db,
 				       *err ? err : strerror(-r));

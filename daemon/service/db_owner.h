@@ -11,7 +11,7 @@ struct db_owner {
 
 /* Takes the database: 0, or 1 after a one-line error (another daemon holds it, or the
  * file cannot be opened). The file is created if missing (SQLite takes an empty file as
- * an empty database). */
+ * an empty database), and so are the directories above it (0750). */
 int db_owner_lock(struct db_owner *o, const char *db);
 void db_owner_release(struct db_owner *o);
 /* Opens db for writing and rolls back a write transaction (leaving no file behind that

@@ -39,15 +39,21 @@ def runs(db):
 
 
 def check_check(memprofd, d, fails):
-    """daemon --check writes: a db it cannot create fails; a good one leaves no file."""
-    for name, db, rc in (("unwritable", d + "/no/such/dir/m.db", 1), ("writable", d + "/new.db", 0)):
+    """daemon --check writes: a db it cannot create fails; a good one leaves no file; one
+    whose directories are missing passes (the daemon makes them, as the unit's
+    StateDirectory= would) and leaves no directory."""
+    with open(d + "/a_file", "w") as f:
+        f.write("not a directory\n")
+    for name, db, rc in (("unwritable", d + "/a_file/m.db", 1), ("writable", d + "/new.db", 0),
+                         ("dirless", d + "/state/sub/m.db", 0)):
         conf = d + "/check_%s.conf" % name
         with open(conf, "w") as f:
             f.write(config(db, "/bin/true"))
         p = t.run([memprofd, "daemon", "--config", conf, "--check"], timeout=30)
-        if p.returncode != rc or (rc and "not writable" not in p.stderr) or os.path.exists(db):
+        left = os.path.exists(db) or os.path.exists(d + "/state")
+        if p.returncode != rc or (rc and "not writable" not in p.stderr) or left:
             fails.append("daemon --check on a %s db: want rc %d; got %s (file left: %s)" % (
-                name, rc, t.describe(p), os.path.exists(db)))
+                name, rc, t.describe(p), left))
         else:
             t.log("ok: daemon --check on a %s db: rc %d" % (name, rc))
 
@@ -82,7 +88,8 @@ def main():
     a.churn = os.path.abspath(a.churn)
     t.require_bpf()
     d = tempfile.mkdtemp(prefix="check_daemon_lock.")
-    db, conf = d + "/m.db", d + "/m.conf"
+    # The db's directory does not exist: the daemon makes it (0750).
+    db, conf = d + "/var/m.db", d + "/m.conf"
     with open(conf, "w") as f:
         f.write(config(db, a.churn))
     fails = []
