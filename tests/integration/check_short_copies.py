@@ -15,7 +15,9 @@ EST_RATIO is below RATIO because the weights depend on the CPU (README, soft est
 on the Intel hosts of earlier runs glibc filled 4 KiB with rep movsb and the estimates
 held >= 20x; on an AMD EPYC (AVX-512, fsrm) the samples still split 66-132 : 1 but a
 sample in the cold site's copy weighed 5-6x one in the hot read loop (hot x0.33-0.42 of
-its exact count, cold x1.5-2.7 on 6-10 samples): est ratios 10-17x."""
+its exact count, cold x1.5-2.7 on 6-10 samples): est ratios 10-17x; in the ASan build
+there (the workload's copies go through ASan's memcpy) cold was x4.9 and the ratio 4.5x.
+So the estimates are only held to rank hot clearly above cold."""
 import argparse
 import os
 import sys
@@ -26,7 +28,7 @@ import mpdtest  # noqa: E402
 
 PATTERNS = ("buf", "str")
 RATIO = 20
-EST_RATIO = 5
+EST_RATIO = 2
 MIN_SAMPLES = 20
 RUNTIME = ("libstdc++.so", "libc.so", "ld-linux")
 
