@@ -305,9 +305,7 @@ static void follow_fork_sampled(void *arg, unsigned type, uint32_t tgid, uint64_
 	struct pid_follow *f = arg;
 
 	(void)start_ns;
-	if (type != EV_FORK || !f->smp)
-		return;
-	if (!child_quota(f))
+	if (type != EV_FORK || !child_quota(f))
 		return;
 	int n = sampled_attach_child(f->smp, (int)tgid);
 	if (n == -ENOENT || n == -ESRCH)

@@ -38,16 +38,18 @@ static int resolve(const char *db, char *out, size_t n)
 /* The directories above db that do not exist yet are made (mode 0750, as the unit's
  * StateDirectory would): a daemon started by hand with the packaged config, before any
  * service start or tmpfiles run made /var/lib/memprofd, has nowhere to put its store.
- * made[] gets the paths created, outermost first (for --check to remove); 0 or -errno. */
+ * m gets the lengths of db's prefixes this call created, outermost first (for --check
+ * to remove; a directory someone else made meanwhile is not ours); 0 or -errno. */
 #define DB_PARENTS_MAX 8
 struct made_dirs {
-	char path[DB_PARENTS_MAX][PATH_MAX];
+	size_t len[DB_PARENTS_MAX];
 	unsigned n;
 };
 
 static int make_parents(const char *db, struct made_dirs *m)
 {
-	char dir[PATH_MAX], *miss[DB_PARENTS_MAX];
+	char dir[PATH_MAX];
+	size_t miss[DB_PARENTS_MAX];
 	unsigned nmiss = 0;
 	struct stat st;
 
@@ -60,29 +62,34 @@ static int make_parents(const char *db, struct made_dirs *m)
 		*slash = '\0';
 		if (stat(dir, &st) == 0)
 			break;
-		if (errno != ENOENT || nmiss == DB_PARENTS_MAX)
-			return errno != ENOENT ? -errno : -ENAMETOOLONG;
-		miss[nmiss++] = strdup(dir);
-		if (!miss[nmiss - 1])
-			return -ENOMEM;
+		if (errno != ENOENT)
+			return -errno;
+		if (nmiss == DB_PARENTS_MAX)
+			return -ENAMETOOLONG;
+		miss[nmiss++] = (size_t)(slash - dir);
 	}
-	int err = 0;
 	while (nmiss) {
-		char *d = miss[--nmiss];
+		size_t len = miss[--nmiss];
 
-		if (!err && mkdir(d, 0750) < 0 && errno != EEXIST)
-			err = -errno;
-		else if (!err)
-			snprintf(m->path[m->n++], PATH_MAX, "%s", d);
-		free(d);
+		memcpy(dir, db, len);
+		dir[len] = '\0';
+		if (mkdir(dir, 0750) == 0)
+			m->len[m->n++] = len;
+		else if (errno != EEXIST)
+			return -errno;
 	}
-	return err;
+	return 0;
 }
 
-static void remove_made(const struct made_dirs *m)
+static void remove_made(const char *db, const struct made_dirs *m)
 {
-	for (unsigned i = m->n; i-- > 0;)
-		rmdir(m->path[i]);
+	char dir[PATH_MAX];
+
+	for (unsigned i = m->n; i-- > 0;) {
+		memcpy(dir, db, m->len[i]);
+		dir[m->len[i]] = '\0';
+		rmdir(dir);
+	}
 }
 
 int db_owner_lock(struct db_owner *o, const char *db)
@@ -168,7 +175,7 @@ int db_owner_check(const char *db)
 	}
 	if (!existed)
 		remove_created(db);
-	remove_made(&made);    /* the service (StateDirectory=) or the daemon makes them */
+	remove_made(db, &made);    /* the service (StateDirectory=) or the daemon makes them */
 	if (r < 0)
 		return log_error_errno(1, "daemon --check: %s: not writable: %s", db,
 				       *err ? err : strerror(-r));
