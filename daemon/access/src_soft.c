@@ -639,10 +639,31 @@ int src_soft_add_target(struct src_soft *s, uint32_t pid)
 	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &pid, &any, BPF_ANY) ? -errno : 0;
 }
 
+/* Reads every record in the ring now (no wait). */
+static int src_soft_drain(struct src_soft *s)
+{
+	uint64_t t0 = mono_ns();
+	int r = ring_buffer__consume(s->rb);
+
+	if (r < 0)
+		return r;
+	/* A drain that began at t0 consumed every record submitted before t0. */
+	if (t0 > SOFT_WATERMARK_SLACK_NS && t0 - SOFT_WATERMARK_SLACK_NS > s->watermark)
+		s->watermark = t0 - SOFT_WATERMARK_SLACK_NS;
+	return r;
+}
+
 void src_soft_forget(struct src_soft *s, uint32_t tgid)
 {
-	struct sproc *p = hmap_find(&s->procs, hash_u64(tgid) | 1, proc_eq, &tgid);
+	struct sproc *p;
 
+	/* Samples of tgid still in the ring were taken under the maps being dropped: read
+	 * them first. Left for later, each read the maps again, of a process gone (no
+	 * mapping: its window, rep rate and code file lost; a lagging reader lost the last
+	 * passes of every short run) or of the image an exec put in (the wrong code). */
+	if (s->rb)
+		src_soft_drain(s);
+	p = hmap_find(&s->procs, hash_u64(tgid) | 1, proc_eq, &tgid);
 	/* Removed, not only emptied: a daemon sees far more than SOFT_PROCS_MAX processes
 	 * come and go, and a later sample of tgid reads its maps again anyway. */
 	if (p)
@@ -708,7 +729,7 @@ double src_soft_rate(const struct src_soft *s, const char **unit)
 
 int src_soft_poll(struct src_soft *s, int timeout_ms)
 {
-	uint64_t before = s->st.events, t0;
+	uint64_t before = s->st.events;
 	int r;
 
 	if (!s->rb)
@@ -718,14 +739,8 @@ int src_soft_poll(struct src_soft *s, int timeout_ms)
 		return r;
 	/* soft.bpf.c wakes the reader only past a quarter full: consume whatever is there
 	 * whether or not the poll was woken. */
-	t0 = mono_ns();
-	r = ring_buffer__consume(s->rb);
-	if (r < 0)
-		return r;
-	/* A drain that began at t0 consumed every record submitted before t0. */
-	if (t0 > SOFT_WATERMARK_SLACK_NS && t0 - SOFT_WATERMARK_SLACK_NS > s->watermark)
-		s->watermark = t0 - SOFT_WATERMARK_SLACK_NS;
-	return (int)(s->st.events - before);
+	r = src_soft_drain(s);
+	return r < 0 ? r : (int)(s->st.events - before);
 }
 
 uint64_t src_soft_watermark(const struct src_soft *s)

@@ -64,7 +64,8 @@ struct src_soft;
 int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft_cb cb,
 		  void *arg, char *err, size_t errsz);
 int src_soft_add_target(struct src_soft *s, uint32_t pid);
-/* A process exec'd or exited: its cached maps are dropped. */
+/* A process exec'd or exited: the records in the ring are read first (its samples there
+ * were taken under the maps being dropped), then its cached maps are dropped. */
 void src_soft_forget(struct src_soft *s, uint32_t tgid);
 /* Runs every event at scale (0 < scale <= 1) of its configured rate: frequency-mode
  * events (cpu-clock) at freq * scale, period-mode ones (PMUs) at period / scale; the

@@ -6,11 +6,14 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include "tests/unit/mpd_cmocka.h"
 #include "daemon/access/src_soft.h"
 #include "daemon/access/soft_calib.h"
@@ -210,6 +213,88 @@ static void test_live(void **state)
 	src_soft_close(ss);
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* The child of test_forget_after_exit: spins over hot[] until its parent writes a byte,
+ * then for ms more, and exits. Not instrumented (see spin). */
+__attribute__((no_sanitize("address", "undefined")))
+static void child_spin(int go_fd, uint64_t ms)
+{
+	uint64_t sum = 0, end = 0;
+	char b;
+
+	for (;;) {
+		for (size_t i = 0; i < HOT_WORDS; i += 8)
+			sum += hot[i];
+		if (!end && read(go_fd, &b, 1) == 1)
+			end = now_ms() + ms;
+		if (end && now_ms() >= end)
+			_exit(sum == 1);
+	}
+}
+
+/* A process's samples still in the ring when it exits were taken under its maps, which
+ * are gone by the time the daemon reads them: src_soft_forget reads the ring before it
+ * drops its cached maps. The child's first samples load the maps while it runs; then
+ * nothing is read for its last 100 ms (a reader behind, as under ASan), it exits and is
+ * reaped, and forget comes first. Every one of those samples must still find its
+ * mapping (dropped first, each read the maps of a process gone: no_mapping). */
+static void test_forget_after_exit(void **state)
+{
+	struct src_soft_opts o = { .period = 250000, .targets_fd = -1 };
+	struct src_soft_stats st0, st1;
+	struct src_soft *ss;
+	struct seen seen = {0};
+	char err[256];
+	int go[2], status;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(pipe2(go, O_NONBLOCK), 0);
+	pid_t c = fork();
+	assert_true(c >= 0);
+	if (c == 0) {
+		close(go[1]);
+		child_spin(go[0], 100);
+	}
+	close(go[0]);
+	int r = src_soft_open(&ss, &o, on_access, &seen, err, sizeof(err));
+	if (r < 0) {
+		kill(c, SIGKILL);
+		waitpid(c, NULL, 0);
+		fail_msg("%s", err);
+	}
+	assert_int_equal(src_soft_add_target(ss, (uint32_t)c), 0);
+	uint64_t t0 = now_ms();
+	while (seen.in_hot < 20 && now_ms() - t0 < 5000)
+		assert_true(src_soft_poll(ss, 20) >= 0);
+	assert_true(seen.in_hot >= 20);
+	src_soft_stats(ss, &st0);
+	uint64_t hot0 = seen.in_hot;
+	assert_int_equal(write(go[1], "x", 1), 1);
+	assert_int_equal(waitpid(c, &status, 0), c);
+	close(go[1]);
+	src_soft_forget(ss, (uint32_t)c);
+	src_soft_poll(ss, 0);
+	src_soft_stats(ss, &st1);
+	print_message("after the child's exit: %llu records, %llu in hot[], %llu with no mapping\n",
+		      (unsigned long long)(st1.events - st0.events),
+		      (unsigned long long)(seen.in_hot - hot0),
+		      (unsigned long long)(st1.no_mapping - st0.no_mapping));
+	assert_true(st1.events - st0.events >= 100);
+	assert_int_equal(st1.no_mapping, st0.no_mapping);
+	assert_true(seen.in_hot - hot0 >= 50);
+	assert_int_equal(st1.bpf[SOFTCNT_DROP_RINGBUF], 0);
+	src_soft_close(ss);
+}
+
 /* The clock is measured here, not assumed: on x86-64 a value in range, stable to within
  * 2x between two measurements, and the instruction rate follows it. */
 static void test_calib(void **state)
@@ -240,6 +325,7 @@ int main(void)
 		cmocka_unit_test(test_rep_bytes),
 		cmocka_unit_test(test_calib),
 		cmocka_unit_test(test_live),
+		cmocka_unit_test(test_forget_after_exit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
