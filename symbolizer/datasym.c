@@ -37,6 +37,7 @@ struct datasym {
 	size_t nplain, ntls;
 	struct dload loads[DATASYM_MAX_LOADS];
 	size_t nloads;
+	uint64_t image_end;   /* the highest PT_LOAD's vaddr + memsz, to this host's page */
 };
 
 static const char *const section_names[] = {
@@ -173,6 +174,19 @@ static int load_table(struct datasym *ds, Elf *elf, Elf_Scn *scn, uint64_t fsize
 	return 0;
 }
 
+/* The end of a segment in memory, to this host's page size (the kernel's mapping
+ * granule); UINT64_MAX where a hostile header overflows. An anonymous mapping the kernel
+ * merged onto the last segment's .bss (a later mmap placed right after it) lies past the
+ * highest such end. */
+static uint64_t seg_end(uint64_t vaddr, uint64_t memsz)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), e = vaddr + memsz;
+
+	if (e < vaddr || e > UINT64_MAX - page)
+		return UINT64_MAX;
+	return (e + page - 1) & ~(page - 1);
+}
+
 static int datasym_load(struct datasym **out, Elf *elf, uint64_t fsize)
 {
 	_cleanup_datasym_ struct datasym *ds = NULL;
@@ -195,6 +209,9 @@ static int datasym_load(struct datasym **out, Elf *elf, uint64_t fsize)
 			return -E2BIG;
 		ds->loads[ds->nloads++] = (struct dload){ ph.p_vaddr, ph.p_offset, ph.p_filesz,
 							  ph.p_memsz };
+		uint64_t end = seg_end(ph.p_vaddr, ph.p_memsz);
+		if (end > ds->image_end)
+			ds->image_end = end;
 	}
 	for (size_t k = 0; k < 2; k++) {
 		Elf_Scn *scn = NULL;
@@ -360,7 +377,7 @@ int datasym_runtime_to_vaddr(const struct datasym *ds, uint64_t map_start, uint6
 			continue;
 		base = l->vaddr - (l->off - map_offset);   /* link vaddr of map_start */
 		*vaddr = base + (a - map_start);
-		return 0;
+		return *vaddr < ds->image_end ? 0 : -ERANGE;
 	}
 	return -ENOENT;
 }

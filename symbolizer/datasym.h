@@ -40,6 +40,8 @@ int datasym_lookup(const struct datasym *ds, uint64_t a, struct datasym_hit *out
 int datasym_lookup_tls(const struct datasym *ds, uint64_t tls_off, struct datasym_hit *out);
 /* Link-time vaddr of runtime address a in a mapping [start, ...) of file offset
  * map_offset: what datasym_lookup takes. -ENOENT if no PT_LOAD holds map_offset. For the
- * anonymous .bss mapping after a file mapping, pass the file mapping's start/offset. */
+ * anonymous .bss mapping after a file mapping, pass the file mapping's start/offset;
+ * -ERANGE (vaddr still set) where a lies past the image's end (the highest PT_LOAD's
+ * vaddr + memsz, to the page): anonymous memory the kernel merged onto the .bss. */
 int datasym_runtime_to_vaddr(const struct datasym *ds, uint64_t map_start, uint64_t map_offset,
 			     uint64_t a, uint64_t *vaddr);

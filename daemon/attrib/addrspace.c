@@ -166,7 +166,12 @@ int addrspace_datasym(struct addrspace *as, const struct attrib_region *reg, uin
 		b->ds_failed = true;
 	}
 	*out = (struct attrib_datasym){ .binary = b->build_id, .symbol = "", .section = "" };
-	if (!b->ds || datasym_runtime_to_vaddr(b->ds, reg->map_start, reg->map_offset, addr, &va) < 0)
+	if (!b->ds)
+		return 0;
+	int e = datasym_runtime_to_vaddr(b->ds, reg->map_start, reg->map_offset, addr, &va);
+	if (e == -ERANGE)
+		return e;             /* past the image: anonymous memory merged onto its .bss */
+	if (e < 0)
 		return 0;
 	if (datasym_lookup(b->ds, va, &hit) == 0) {
 		out->symbol = intern_str(as->t->in, hit.name);

@@ -551,6 +551,17 @@ static void add_data(struct attrib *a, const struct attrib_datasym *ds,
 		e->writes++;
 }
 
+/* An anonymous mapping's address: the TLS block just below fs_base, else held as anon
+ * (an object allocated later may still claim it). */
+static int classify_anon(struct attrib *a, struct aproc *p, const struct access_sample *s)
+{
+	if (s->fs_base && s->addr < s->fs_base + 4096 && s->addr + ATTRIB_TLS_WINDOW >= s->fs_base) {
+		count_class(a, ATTRIB_TLS, s->weight);
+		return ATTRIB_TLS;
+	}
+	return hold(a, p, s, ATTRIB_ANON);
+}
+
 /* A sample whose time the object index covers (or may still come to cover, held). */
 static int classify(struct attrib *a, const struct access_sample *s)
 {
@@ -575,7 +586,10 @@ static int classify(struct attrib *a, const struct access_sample *s)
 		return ATTRIB_STACK;
 	case REGION_DATA: {
 		struct attrib_datasym ds = { .binary = r.path, .symbol = "", .section = "" };
-		if (a->ops.datasym && a->ops.datasym(a->ops.arg, &r, s->addr, &ds) != 0) {
+		int e = a->ops.datasym ? a->ops.datasym(a->ops.arg, &r, s->addr, &ds) : 0;
+		if (e == -ERANGE)
+			return classify_anon(a, p, s);        /* merged onto a .bss, past the image */
+		if (e) {
 			count_class(a, ATTRIB_FILE, s->weight);   /* not a binary's data */
 			return ATTRIB_FILE;
 		}
@@ -590,12 +604,7 @@ static int classify(struct attrib *a, const struct access_sample *s)
 		return hold(a, p, s, a->ops.objects_sampled ? ATTRIB_HEAP_UNSAMPLED
 							   : ATTRIB_HEAP_UNTRACKED);
 	case REGION_ANON:
-		if (s->fs_base && s->addr < s->fs_base + 4096 &&
-		    s->addr + ATTRIB_TLS_WINDOW >= s->fs_base) {
-			count_class(a, ATTRIB_TLS, s->weight);
-			return ATTRIB_TLS;
-		}
-		return hold(a, p, s, ATTRIB_ANON);
+		return classify_anon(a, p, s);
 	case REGION_NONE:
 		break;
 	}
@@ -806,7 +815,9 @@ void attrib_region_from_maps(const struct maps *m, uint64_t addr, uint64_t sp,
 	}
 	if (e->path[0] == '\0' && e > m->v) {
 		const struct map_entry *prev = e - 1;
-		/* .bss past the file's last page: anonymous, right after the file's rw mapping. */
+		/* .bss past the file's last page: anonymous, right after the file's rw mapping.
+		 * A later anonymous mmap placed right after it is merged into it by the kernel:
+		 * the datasym op tells that part by the image's end (-ERANGE). */
 		if (prev->end == e->start && prev->path[0] == '/' && (prev->prot & 2) &&
 		    (e->prot & 2)) {
 			out->kind = REGION_DATA;

@@ -97,8 +97,10 @@ struct attrib_ops {
 	void (*region)(void *arg, uint32_t tgid, uint64_t start_ns, uint64_t addr, uint64_t sp,
 		       struct attrib_region *out);
 	/* Data symbol at addr of a REGION_DATA mapping: 0 with out filled (symbol "" when
-	 * the binary has none there), or non-zero when the file is not a binary (the sample
-	 * then counts as ATTRIB_FILE). NULL: static data of symbol "" under the path. */
+	 * the binary has none there), -ERANGE when addr lies past the binary's image (an
+	 * anonymous mapping merged onto its .bss: the sample is anonymous memory), or other
+	 * non-zero when the file is not a binary (the sample then counts as ATTRIB_FILE).
+	 * NULL: static data of symbol "" under the path. */
 	int (*datasym)(void *arg, const struct attrib_region *r, uint64_t addr,
 		       struct attrib_datasym *out);
 	/* A heap object settled (its counts are final). Required. */

@@ -20,6 +20,7 @@
 #include "daemon/alloc/intern.h"
 
 uint64_t addrspace_test_global[512];
+extern char _end[];                       /* the linker's end of .bss */
 
 static void test_self(void **state)
 {
@@ -103,6 +104,47 @@ static void test_self(void **state)
 	interner_free(&in);
 }
 
+/* An anonymous mapping placed right after this binary's .bss: the kernel merges it onto
+ * the .bss mapping, and the maps show one anonymous mapping after the file's rw one.
+ * Addresses in the .bss still resolve to their symbols; those past the image (the
+ * highest PT_LOAD's memsz) are anonymous memory, not data of this binary. */
+static void test_merged_bss(void **state)
+{
+	struct interner in = { 0 };
+	struct proctab t = { .in = &in };
+	struct addrspace *as;
+	struct attrib_region r;
+	struct attrib_datasym ds;
+	uint32_t pid = (uint32_t)getpid();
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uintptr_t past = ((uintptr_t)_end + page - 1) & ~(uintptr_t)(page - 1);
+
+	(void)state;
+	char *m = mmap((void *)past, 1 << 16, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (m == MAP_FAILED)
+		fail_msg("no room right after this binary's .bss at %#lx: %s",
+			 (unsigned long)past, strerror(errno));
+	assert_ptr_equal(m, (void *)past);
+	m[100] = 1;
+	assert_non_null(proc_get(&t, pid, 1));
+	assert_int_equal(addrspace_open(&as, &t), 0);
+
+	addrspace_region(as, pid, 1, (uintptr_t)&addrspace_test_global[511], 0, &r);
+	assert_int_equal(r.kind, REGION_DATA);
+	assert_int_equal(addrspace_datasym(as, &r, (uintptr_t)&addrspace_test_global[511], &ds), 0);
+	assert_string_equal(ds.symbol, "addrspace_test_global");
+	addrspace_region(as, pid, 1, (uintptr_t)m + 100, 0, &r);
+	/* Merged, it reads as the .bss's continuation; the image's end tells them apart. */
+	assert_int_equal(r.kind, REGION_DATA);
+	assert_int_equal(addrspace_datasym(as, &r, (uintptr_t)m + 100, &ds), -ERANGE);
+	assert_int_equal(addrspace_datasym(as, &r, (uintptr_t)m + (1 << 16) - 1, &ds), -ERANGE);
+	munmap(m, 1 << 16);
+	addrspace_close(as);
+	proctab_free(&t);
+	interner_free(&in);
+}
+
 /* This process's task start time as BPF reports it (CLOCK_MONOTONIC ns), from /proc. */
 static uint64_t self_start_ns(void)
 {
@@ -159,6 +201,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_self),
+		cmocka_unit_test(test_merged_bss),
 		cmocka_unit_test(test_running_unknown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -167,6 +167,8 @@ static int datasym(void *arg, const struct attrib_region *r, uint64_t addr,
 	if (strcmp(r->path, "/bin/app"))
 		return -ENOENT;
 	assert_int_equal(r->map_start, 0x600000);     /* .bss resolves through the file mapping */
+	if (addr >= 0x680000)
+		return -ERANGE;                        /* past the image: merged onto the .bss */
 	out->binary = bin;
 	out->symbol = addr < 0x601000 ? hot : cold;
 	out->section = addr < 0x601000 ? ".data" : ".bss";
@@ -190,6 +192,8 @@ static void test_classes(void **state)
 	assert_int_equal(attrib_sample(a, &s), ATTRIB_STATIC);
 	s = smp(0x601100, 1, 10);                     /* .bss beyond the file */
 	assert_int_equal(attrib_sample(a, &s), ATTRIB_STATIC);
+	s = smp(0x690000, 1, 10);                     /* anon merged onto the .bss */
+	assert_int_equal(attrib_sample(a, &s), -1);
 	s = smp(0x1000100, 1, 10);                    /* [heap], no tracked object */
 	assert_int_equal(attrib_sample(a, &s), -1);
 	s = smp(0x7f0000000100, 1, 10);               /* anonymous mmap */
@@ -222,7 +226,7 @@ static void test_classes(void **state)
 	const struct attrib_counts *c = attrib_counts(a);
 	assert_int_equal(c->by_class[ATTRIB_STATIC], 3);
 	assert_int_equal(c->by_class[ATTRIB_HEAP_UNTRACKED], 1);
-	assert_int_equal(c->by_class[ATTRIB_ANON], 1);
+	assert_int_equal(c->by_class[ATTRIB_ANON], 2);
 	assert_int_equal(c->by_class[ATTRIB_TLS], 2);
 	assert_int_equal(c->by_class[ATTRIB_STACK], 3);
 	assert_int_equal(c->by_class[ATTRIB_FILE], 1);

@@ -119,6 +119,7 @@ static void test_functions_are_not_data(void **s UNUSED)
 
 static int this_static[37] = { 1 };       /* .data of this test binary */
 static char this_bss[100];                /* .bss */
+extern char _end[];                       /* the linker's end of .bss */
 
 /* Runtime addresses of this process -> link vaddr through its maps -> our own symbol. */
 static void test_runtime_addresses(void **s UNUSED)
@@ -153,6 +154,18 @@ static void test_runtime_addresses(void **s UNUSED)
 	assert_string_equal(h.name, "this_bss");
 	assert_string_equal(h.section, ".bss");
 	assert_int_equal(h.offset, 99);
+	/* The image ends at the page holding _end (the linker's end of .bss): the byte before
+	 * is ours, the next page is past it (anonymous memory merged onto the .bss). */
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t past = ((uint64_t)(uintptr_t)_end + page - 1) & ~(page - 1);
+	assert_int_equal(datasym_runtime_to_vaddr(ds, file_map->start, file_map->offset,
+						  (uint64_t)(uintptr_t)_end - 1, &va), 0);
+	assert_int_equal(datasym_runtime_to_vaddr(ds, file_map->start, file_map->offset,
+						  past - 1, &va), 0);
+	assert_int_equal(datasym_runtime_to_vaddr(ds, file_map->start, file_map->offset,
+						  past, &va), -ERANGE);
+	assert_int_equal(datasym_runtime_to_vaddr(ds, file_map->start, file_map->offset,
+						  past + 5 * page, &va), -ERANGE);
 	datasym_close(ds);
 	maps_free(&m);
 }
