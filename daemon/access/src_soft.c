@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "daemon/alloc/core_btf.h"
 #include "daemon/alloc/intern.h"
 #include "daemon/access/src_soft.h"
 #include "daemon/access/soft_calib.h"
@@ -44,6 +45,7 @@ struct symslot {
 
 struct src_soft {
 	struct soft_bpf *skel;
+	bool core_btf_used;          /* loaded against the cached minimized BTF */
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	int *fds;
@@ -524,6 +526,11 @@ double src_soft_insns_per_ns(const struct src_soft *s)
 	return s->ipns;
 }
 
+bool src_soft_core_btf_used(const struct src_soft *s)
+{
+	return s->core_btf_used;
+}
+
 double src_soft_rep_bytes_per_ns(const struct src_soft *s)
 {
 	return s->rep_bpns;
@@ -532,6 +539,53 @@ double src_soft_rep_bytes_per_ns(const struct src_soft *s)
 void src_soft_set_rep_bytes_per_ns(struct src_soft *s, double bytes_per_ns)
 {
 	s->rep_bpns = bytes_per_ns > 0 ? bytes_per_ns : 0;
+}
+
+/* Opens, configures and loads soft.bpf.c, against the cached minimized kernel BTF where
+ * there is one (daemon/alloc/core_btf.h: its CO-RE relocation against the whole vmlinux
+ * BTF was most of the soft source's start-up); a file that does not serve: the whole
+ * vmlinux BTF, and remade for the next run. */
+static int soft_load(struct src_soft *s, const struct src_soft_opts *o, char *err, size_t errsz)
+{
+	size_t objsz;
+	const void *obj = soft_bpf__elf_bytes(&objsz);
+	struct core_btf cb;
+	int r;
+
+	core_btf_find(&cb, "soft", obj, objsz);
+	core_btf_make_later(&cb, obj, objsz);
+	for (;;) {
+		LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = cb.have ? cb.path : NULL);
+		s->skel = soft_bpf__open_opts(&oo);
+		if (!s->skel && cb.have) {
+			cb.have = false;
+			continue;
+		}
+		if (!s->skel) {
+			r = -errno;
+			snprintf(err, errsz, "soft source: opening the BPF object: %s", strerror(-r));
+			return r;
+		}
+		s->skel->rodata->all_processes = o && o->all_processes;
+		if (o && o->targets_fd >= 0 &&
+		    (r = bpf_map__reuse_fd(s->skel->maps.targets, o->targets_fd)) < 0) {
+			snprintf(err, errsz, "soft source: sharing the targets map: %s", strerror(-r));
+			return r;
+		}
+		r = soft_bpf__load(s->skel);
+		if (!r || !cb.have)
+			break;
+		soft_bpf__destroy(s->skel);
+		s->skel = NULL;
+		cb.have = false;
+		core_btf_make_later(&cb, obj, objsz);
+	}
+	if (r < 0) {
+		snprintf(err, errsz, "soft source: loading the BPF program: %s", strerror(-r));
+		return r;
+	}
+	s->core_btf_used = cb.have;
+	return 0;
 }
 
 int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft_cb cb,
@@ -558,22 +612,8 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 	const char *stall = getenv("MEMPROFD_SOFT_STALL");
 	if (!(stall && !strcmp(stall, "off")) && soft_stall_open(&s->stall) < 0)
 		s->stall = NULL;
-	s->skel = soft_bpf__open();
-	if (!s->skel) {
-		r = -errno;
-		snprintf(err, errsz, "soft source: opening the BPF object: %s", strerror(-r));
+	if ((r = soft_load(s, o, err, errsz)) < 0)
 		goto fail;
-	}
-	s->skel->rodata->all_processes = o && o->all_processes;
-	if (o && o->targets_fd >= 0 &&
-	    (r = bpf_map__reuse_fd(s->skel->maps.targets, o->targets_fd)) < 0) {
-		snprintf(err, errsz, "soft source: sharing the targets map: %s", strerror(-r));
-		goto fail;
-	}
-	if ((r = soft_bpf__load(s->skel)) < 0) {
-		snprintf(err, errsz, "soft source: loading the BPF program: %s", strerror(-r));
-		goto fail;
-	}
 	ncpu = libbpf_num_possible_cpus();
 	if (ncpu <= 0) {
 		r = ncpu < 0 ? ncpu : -ENODEV;

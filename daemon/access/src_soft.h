@@ -87,6 +87,8 @@ const struct insn_stats *src_soft_insn_stats(const struct src_soft *s);
 const struct insn_win_stats *src_soft_win_stats(const struct src_soft *s);
 /* The instruction rate a timer sample's weight uses (calibrated at src_soft_open). */
 double src_soft_insns_per_ns(const struct src_soft *s);
+/* Whether soft.bpf.c was loaded against the cached minimized kernel BTF (core_btf.h). */
+bool src_soft_core_btf_used(const struct src_soft *s);
 /* The rep movsb rate a sample inside a rep string instruction stands for (0: unmeasured). */
 double src_soft_rep_bytes_per_ns(const struct src_soft *s);
 /* Sets it (replays and tests of an offline instance; src_soft_open measures it). */

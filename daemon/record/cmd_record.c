@@ -35,6 +35,7 @@
 #include "base/log.h"
 #include "daemon/record/recorder.h"
 #include "daemon/access/access.h"
+#include "daemon/access/src_soft.h"
 #include "daemon/access/watch.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
@@ -603,7 +604,8 @@ static int access_open(struct record *rec)
 
 	if (err >= 0 && rec->smp)
 		sampled_attach_watch(rec->smp);   /* the samplers queued before the watch opened */
-	phase_mark("access source");
+	phase_mark(rec->r.soft && src_soft_core_btf_used(rec->r.soft) ?
+		   "access source (soft: CO-RE on the cached minimized BTF)" : "access source");
 	return err;
 }
 

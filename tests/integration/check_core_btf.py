@@ -4,13 +4,16 @@ cached under $XDG_CACHE_HOME/memprofd/btf (daemon/alloc/core_btf.h) instead of s
 the whole vmlinux BTF. The first run with an empty cache loads as before and leaves a
 detached bpftool making the file; the next run uses it (phase trace: `BPF open+load (CO-RE
 on the cached minimized BTF)`) and records the same contexts; a damaged file is not
-fatal: that run falls back to vmlinux and the file is made again. Skips where bpftool
+fatal: that run falls back to vmlinux and the file is made again. The soft access
+source's object gets its own file the same way (`access source (soft: CO-RE on the
+cached minimized BTF)`), and its samples still come. Skips where bpftool
 is not installed (nothing is cached then) or BPF cannot work.
 Usage: check_core_btf.py --memprofd PATH --workload PATH"""
 import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -21,6 +24,7 @@ import mpdtest  # noqa: E402
 
 MADE_WITHIN_S = 30   # bpftool at nice 19 on a loaded 2-core machine: ~0.2-2 s
 USED = "BPF open+load (CO-RE on the cached minimized BTF)"
+SOFT_USED = "access source (soft: CO-RE on the cached minimized BTF)"
 
 
 def run(a, d, n, cache, mode):
@@ -38,10 +42,25 @@ def run(a, d, n, cache, mode):
     return USED in p.stderr, key
 
 
-def wait_files(btf, n, pat="*.btf"):
+def run_soft(a, d, n, cache):
+    """A soft-access recording: whether its soft source used the minimized BTF, and how
+    many samples of the workload it read (record's closing line)."""
+    env = dict(os.environ, MEMPROFD_TRACE_PHASES="1", XDG_CACHE_HOME=cache)
+    db = os.path.join(d, "soft%d.db" % n)
+    cmd = [a.memprofd, "record", "--access", "soft", "--freq", "1000", "--db", db, "--",
+           a.workload]
+    p = mpdtest.run(cmd, timeout=120, env=env)
+    if p.returncode != 0:
+        sys.exit("FAIL: soft run %d: %s" % (n, mpdtest.describe(p)))
+    m = re.search(r"access: soft: (\d+) samples of the targets", p.stderr)
+    return SOFT_USED in p.stderr, int(m.group(1)) if m else -1
+
+
+def wait_files(btf, n, pat="*.btf", min_size=600):
+    """min_size: above the 504 bytes of a damaged file (the soft object's file is ~560)."""
     end = time.monotonic() + MADE_WITHIN_S
     while time.monotonic() < end:
-        files = [f for f in glob.glob(os.path.join(btf, pat)) if os.path.getsize(f) > 600]
+        files = [f for f in glob.glob(os.path.join(btf, pat)) if os.path.getsize(f) >= min_size]
         if len(files) >= n:
             return files
         time.sleep(0.1)
@@ -80,10 +99,20 @@ def main():
     used, _ = run(a, d, 4, cache, "sampled")
     if not used:
         errs.append("the damaged file was not made again")
+    used, samples = run_soft(a, d, 1, cache)
+    if used:
+        errs.append("soft: the first run used a minimized BTF it had no file for")
+    wait_files(btf, 1, "soft-*.btf", 1)
+    used, samples = run_soft(a, d, 2, cache)
+    if not used:
+        errs.append("soft: the second run did not use the minimized BTF")
+    if samples <= 0:
+        errs.append("soft: the run on the minimized BTF read %d samples" % samples)
     shutil.rmtree(d)
     if errs:
         sys.exit("FAIL: " + "; ".join(errs))
-    print("PASS: CO-RE on the cached minimized BTF, same contexts; a damaged file is remade")
+    print("PASS: CO-RE on the cached minimized BTF, same contexts; a damaged file is remade; "
+          "the soft source too (%d samples)" % samples)
 
 
 if __name__ == "__main__":
