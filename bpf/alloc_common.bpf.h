@@ -419,7 +419,7 @@ static __always_inline u64 hash_ip(u64 h, u64 ip)
 #include "exec_watch.bpf.h"
 #include "mmap_watch.bpf.h"
 
-SEC("tp_btf/sched_process_fork")
+SEC("raw_tp/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	u32 ptgid = BPF_CORE_READ(parent, tgid);
@@ -452,7 +452,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exec")
+SEC("raw_tp/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	u32 tgid = BPF_CORE_READ(p, tgid);
@@ -477,11 +477,11 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	/* Wake the reader: it decides from the new image how its stacks are taken. */
 	u64 start_ns = e->h.start_ns;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
-	exec_mappings(p, tgid, start_ns);
+	exec_mappings(tgid, start_ns);
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
+SEC("raw_tp/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
 	u32 tgid = BPF_CORE_READ(p, tgid);

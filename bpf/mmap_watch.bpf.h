@@ -103,7 +103,7 @@ static __always_inline void send_mapping(struct task_struct *task, u32 tgid, u64
 /* An mmap(2) of a target returned: the loader maps each library's text with its own
  * call. Attached by `memprofd record` only: a program on every syscall's exit puts all
  * of the host's syscalls on their slow path while attached. */
-SEC("tp_btf/sys_exit")
+SEC("raw_tp/sys_exit")
 int BPF_PROG(on_mmap, struct pt_regs *regs, long ret)
 {
 	u32 tgid;
@@ -119,9 +119,12 @@ int BPF_PROG(on_mmap, struct pt_regs *regs, long ret)
 }
 
 /* At exec (after its EV_EXEC): the executable's text and the loader's (the new image's
- * entry point, where it starts), mapped by the kernel itself. */
-static __always_inline void exec_mappings(struct task_struct *p, u32 tgid, u64 start_ns)
+ * entry point, where it starts), mapped by the kernel itself. The exec runs in the
+ * exec'ing task, so current is it, as the trusted pointer bpf_find_vma and
+ * bpf_task_pt_regs need (a raw_tp's arguments are plain values). */
+static __always_inline void exec_mappings(u32 tgid, u64 start_ns)
 {
+	struct task_struct *p = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(p);
 
 	send_mapping(p, tgid, start_ns, BPF_CORE_READ(p, mm, start_code), 1);

@@ -18,11 +18,11 @@ DEMO_PKGS=(
 )
 # Tests and benchmarks only: the PGO toolchain, reference profilers (valgrind, heaptrack),
 # clickhouse-server for the fleet test and benchmark,
-# protoc and sqlite3 to read outputs, git (a Debian binary for dwarf_stacks), Chromium for the HTML report, debug symbols for
+# protoc and sqlite3 to read outputs, strace (core_btf: which files a load opens), git (a Debian binary for dwarf_stacks), Chromium for the HTML report, debug symbols for
 # the symbolization checks, systemd for the unit checks, PyYAML.
 TEST_PKGS=(
   llvm-19 lld-19 libclang-rt-19-dev
-  sqlite3 protobuf-compiler valgrind heaptrack git
+  sqlite3 protobuf-compiler valgrind heaptrack git strace
   python3-yaml
   systemd
   chromium

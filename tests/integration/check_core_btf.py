@@ -6,7 +6,8 @@ detached bpftool making the file; the next run uses it (phase trace: `BPF open+l
 on the cached minimized BTF)`) and records the same contexts; a damaged file is not
 fatal: that run falls back to vmlinux and the file is made again. The soft access
 source's object gets its own file the same way (`access source (soft: CO-RE on the
-cached minimized BTF)`), and its samples still come. Skips where bpftool
+cached minimized BTF)`), and its samples still come. On the warm cache a recording
+opens no /sys/kernel/btf/vmlinux at all (strace). Skips where bpftool
 is not installed (nothing is cached then) or BPF cannot work.
 Usage: check_core_btf.py --memprofd PATH --workload PATH"""
 import argparse
@@ -25,6 +26,7 @@ import mpdtest  # noqa: E402
 MADE_WITHIN_S = 30   # bpftool at nice 19 on a loaded 2-core machine: ~0.2-2 s
 USED = "BPF open+load (CO-RE on the cached minimized BTF)"
 SOFT_USED = "access source (soft: CO-RE on the cached minimized BTF)"
+VMLINUX = "/sys/kernel/btf/vmlinux"
 
 
 def run(a, d, n, cache, mode):
@@ -54,6 +56,25 @@ def run_soft(a, d, n, cache):
         sys.exit("FAIL: soft run %d: %s" % (n, mpdtest.describe(p)))
     m = re.search(r"access: soft: (\d+) samples of the targets", p.stderr)
     return SOFT_USED in p.stderr, int(m.group(1)) if m else -1
+
+
+def vmlinux_opens(a, d, cache):
+    """The openat calls of a default-mode soft-access run on the warm cache (strace -f)
+    that name the kernel's BTF: none, since its programs attach as raw tracepoints (a
+    tp_btf program's attach id made libbpf read and parse all 5 MB of it) and every
+    object relocates against its minimized file."""
+    if not shutil.which("strace"):
+        sys.exit("FAIL: strace is not installed (deploy/bootstrap.sh installs it)")
+    env = dict(os.environ, XDG_CACHE_HOME=cache)
+    trace = os.path.join(d, "strace.txt")
+    cmd = ["strace", "-f", "-qq", "-e", "trace=openat,open", "-o", trace, a.memprofd,
+           "record", "--access", "soft", "--db", os.path.join(d, "strace.db"), "--",
+           a.workload]
+    p = mpdtest.run(cmd, timeout=120, env=env)
+    if p.returncode != 0:
+        sys.exit("FAIL: record under strace: %s" % mpdtest.describe(p))
+    with open(trace) as f:
+        return [ln.strip() for ln in f if VMLINUX in ln]
 
 
 def wait_files(btf, n, pat="*.btf", min_size=600):
@@ -108,6 +129,10 @@ def main():
         errs.append("soft: the second run did not use the minimized BTF")
     if samples <= 0:
         errs.append("soft: the run on the minimized BTF read %d samples" % samples)
+    opened = vmlinux_opens(a, d, cache)
+    if opened:
+        errs.append("a run on the warm cache opened %s: libbpf parsed the whole kernel BTF "
+                    "(%s)" % (VMLINUX, opened[0]))
     shutil.rmtree(d)
     if errs:
         sys.exit("FAIL: " + "; ".join(errs))
