@@ -541,51 +541,65 @@ void src_soft_set_rep_bytes_per_ns(struct src_soft *s, double bytes_per_ns)
 	s->rep_bpns = bytes_per_ns > 0 ? bytes_per_ns : 0;
 }
 
-/* Opens, configures and loads soft.bpf.c, against the cached minimized kernel BTF where
- * there is one (daemon/alloc/core_btf.h: its CO-RE relocation against the whole vmlinux
- * BTF was most of the soft source's start-up); a file that does not serve: the whole
- * vmlinux BTF, and remade for the next run. */
-static int soft_load(struct src_soft *s, const struct src_soft_opts *o, char *err, size_t errsz)
+/* soft.bpf.c as core_btf_load drives it (core_btf.h: its CO-RE relocation against the
+ * whole vmlinux BTF was most of the soft source's start-up). */
+struct soft_load {
+	struct src_soft *s;
+	const struct src_soft_opts *o;
+	char *err;
+	size_t errsz;
+};
+
+static int soft_skel_open(void *arg, const struct bpf_object_open_opts *oo)
 {
-	size_t objsz;
-	const void *obj = soft_bpf__elf_bytes(&objsz);
-	struct core_btf cb;
+	struct soft_load *l = arg;
+
+	l->s->skel = soft_bpf__open_opts(oo);
+	return l->s->skel ? 0 : (errno ? -errno : -EINVAL);
+}
+
+static int soft_skel_configure(void *arg)
+{
+	struct soft_load *l = arg;
 	int r;
 
-	core_btf_find(&cb, "soft", obj, objsz);
-	core_btf_make_later(&cb, obj, objsz);
-	for (;;) {
-		LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = cb.have ? cb.path : NULL);
-		s->skel = soft_bpf__open_opts(&oo);
-		if (!s->skel && cb.have) {
-			cb.have = false;
-			continue;
-		}
-		if (!s->skel) {
-			r = -errno;
-			snprintf(err, errsz, "soft source: opening the BPF object: %s", strerror(-r));
-			return r;
-		}
-		s->skel->rodata->all_processes = o && o->all_processes;
-		if (o && o->targets_fd >= 0 &&
-		    (r = bpf_map__reuse_fd(s->skel->maps.targets, o->targets_fd)) < 0) {
-			snprintf(err, errsz, "soft source: sharing the targets map: %s", strerror(-r));
-			return r;
-		}
-		r = soft_bpf__load(s->skel);
-		if (!r || !cb.have)
-			break;
-		soft_bpf__destroy(s->skel);
-		s->skel = NULL;
-		cb.have = false;
-		core_btf_make_later(&cb, obj, objsz);
-	}
-	if (r < 0) {
-		snprintf(err, errsz, "soft source: loading the BPF program: %s", strerror(-r));
+	l->s->skel->rodata->all_processes = l->o && l->o->all_processes;
+	if (l->o && l->o->targets_fd >= 0 &&
+	    (r = bpf_map__reuse_fd(l->s->skel->maps.targets, l->o->targets_fd)) < 0) {
+		snprintf(l->err, l->errsz, "soft source: sharing the targets map: %s", strerror(-r));
 		return r;
 	}
-	s->core_btf_used = cb.have;
 	return 0;
+}
+
+static int soft_skel_load(void *arg)
+{
+	return soft_bpf__load(((struct soft_load *)arg)->s->skel);
+}
+
+static void soft_skel_destroy(void *arg)
+{
+	struct soft_load *l = arg;
+
+	soft_bpf__destroy(l->s->skel);
+	l->s->skel = NULL;
+}
+
+static int soft_load(struct src_soft *s, const struct src_soft_opts *o, char *err, size_t errsz)
+{
+	struct soft_load l = { .s = s, .o = o, .err = err, .errsz = errsz };
+	struct core_btf_skel k = { .name = "soft", .open = soft_skel_open,
+				   .configure = soft_skel_configure, .load = soft_skel_load,
+				   .destroy = soft_skel_destroy, .arg = &l };
+	enum core_btf_stage stage;
+	int r;
+
+	k.obj = soft_bpf__elf_bytes(&k.objsz);
+	if ((r = core_btf_load(&k, &s->core_btf_used, &stage)) < 0 && stage != CORE_BTF_CONFIGURE)
+		snprintf(err, errsz, "soft source: %s the BPF %s: %s",
+			 stage == CORE_BTF_OPEN ? "opening" : "loading",
+			 stage == CORE_BTF_OPEN ? "object" : "program", strerror(-r));
+	return r;
 }
 
 int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft_cb cb,

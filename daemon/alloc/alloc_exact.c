@@ -122,42 +122,47 @@ static int exact_configure(struct recorder *r)
 	return 0;
 }
 
+/* alloc.bpf.c as core_btf_load drives it. */
+static int exact_skel_open(void *arg, const struct bpf_object_open_opts *oo)
+{
+	struct recorder *r = arg;
+
+	r->skel = alloc_bpf__open_opts(oo);
+	return r->skel ? 0 : (errno ? -errno : -EINVAL);
+}
+
+static int exact_skel_configure(void *arg)
+{
+	return exact_configure(arg);
+}
+
+static int exact_skel_load(void *arg)
+{
+	return alloc_bpf__load(((struct recorder *)arg)->skel);
+}
+
+static void exact_skel_destroy(void *arg)
+{
+	struct recorder *r = arg;
+
+	alloc_bpf__destroy(r->skel);
+	r->skel = NULL;
+}
+
 /* Opens and loads alloc.bpf.c, against the cached minimized kernel BTF where there is
- * one (core_btf.h; a file that does not serve: the whole vmlinux BTF, and remade). */
+ * one (core_btf.h). */
 static int exact_load(struct recorder *r)
 {
-	size_t objsz;
-	const void *obj = alloc_bpf__elf_bytes(&objsz);
-	struct core_btf cb;
+	struct core_btf_skel k = { .name = "alloc", .open = exact_skel_open,
+				   .configure = exact_skel_configure, .load = exact_skel_load,
+				   .destroy = exact_skel_destroy, .arg = r };
+	enum core_btf_stage stage;
 	int err;
 
-	core_btf_find(&cb, "alloc", obj, objsz);
-	core_btf_make_later(&cb, obj, objsz);
-	for (;;) {
-		LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = cb.have ? cb.path : NULL);
-		r->skel = alloc_bpf__open_opts(&oo);
-		if (!r->skel && cb.have) {
-			cb.have = false;
-			continue;
-		}
-		if (!r->skel)
-			return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r),
-					       strerror(errno));
-		if ((err = exact_configure(r)))
-			return err;
-		err = alloc_bpf__load(r->skel);
-		if (!err || !cb.have)
-			break;
-		alloc_bpf__destroy(r->skel);
-		r->skel = NULL;
-		cb.have = false;
-		core_btf_make_later(&cb, obj, objsz);
-	}
-	if (err)
-		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
-				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
-	r->core_btf_used = cb.have;
-	return 0;
+	k.obj = alloc_bpf__elf_bytes(&k.objsz);
+	if ((err = core_btf_load(&k, &r->core_btf_used, &stage)) >= 0)
+		return 0;
+	return recorder_bpf_load_error(r, err, (int)stage);
 }
 
 int exact_open(struct recorder *r)

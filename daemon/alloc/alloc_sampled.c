@@ -175,42 +175,55 @@ static int sampled_configure(struct sampled *s, struct recorder *r)
 	return 0;
 }
 
+/* sampled.bpf.c as core_btf_load drives it. */
+struct sampled_load_arg {
+	struct sampled *s;
+	struct recorder *r;
+};
+
+static int sampled_skel_open(void *arg, const struct bpf_object_open_opts *oo)
+{
+	struct sampled_load_arg *a = arg;
+
+	a->s->skel = sampled_bpf__open_opts(oo);
+	return a->s->skel ? 0 : (errno ? -errno : -EINVAL);
+}
+
+static int sampled_skel_configure(void *arg)
+{
+	struct sampled_load_arg *a = arg;
+
+	return sampled_configure(a->s, a->r);
+}
+
+static int sampled_skel_load(void *arg)
+{
+	return sampled_bpf__load(((struct sampled_load_arg *)arg)->s->skel);
+}
+
+static void sampled_skel_destroy(void *arg)
+{
+	struct sampled_load_arg *a = arg;
+
+	sampled_bpf__destroy(a->s->skel);
+	a->s->skel = NULL;
+}
+
 /* Opens and loads sampled.bpf.c, against the cached minimized kernel BTF where there is
- * one (core_btf.h; a file that does not serve: the whole vmlinux BTF, and remade). */
+ * one (core_btf.h). */
 static int sampled_load(struct sampled *s, struct recorder *r)
 {
-	size_t objsz;
-	const void *obj = sampled_bpf__elf_bytes(&objsz);
-	struct core_btf cb;
+	struct sampled_load_arg a = { .s = s, .r = r };
+	struct core_btf_skel k = { .name = "sampled", .open = sampled_skel_open,
+				   .configure = sampled_skel_configure, .load = sampled_skel_load,
+				   .destroy = sampled_skel_destroy, .arg = &a };
+	enum core_btf_stage stage;
 	int err;
 
-	core_btf_find(&cb, "sampled", obj, objsz);
-	core_btf_make_later(&cb, obj, objsz);
-	for (;;) {
-		LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = cb.have ? cb.path : NULL);
-		s->skel = sampled_bpf__open_opts(&oo);
-		if (!s->skel && cb.have) {
-			cb.have = false;
-			continue;
-		}
-		if (!s->skel)
-			return log_error_errno(-errno, "%s: opening BPF object: %s", recorder_cmd(r),
-					       strerror(errno));
-		if ((err = sampled_configure(s, r)))
-			return err;
-		err = sampled_bpf__load(s->skel);
-		if (!err || !cb.have)
-			break;
-		sampled_bpf__destroy(s->skel);
-		s->skel = NULL;
-		cb.have = false;
-		core_btf_make_later(&cb, obj, objsz);
-	}
-	if (err)
-		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r), strerror(-err),
-				       err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
-	r->core_btf_used = cb.have;
-	return 0;
+	k.obj = sampled_bpf__elf_bytes(&k.objsz);
+	if ((err = core_btf_load(&k, &r->core_btf_used, &stage)) >= 0)
+		return 0;
+	return recorder_bpf_load_error(r, err, (int)stage);
 }
 
 int sampled_open(struct sampled **out, struct recorder *r)

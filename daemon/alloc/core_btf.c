@@ -157,3 +157,37 @@ void core_btf_make_later(const struct core_btf *b, const void *obj, size_t size)
 	}
 	waitpid(pid, NULL, 0);
 }
+
+int core_btf_load(const struct core_btf_skel *k, bool *used, enum core_btf_stage *stage)
+{
+	struct core_btf cb;
+	int err;
+
+	core_btf_find(&cb, k->name, k->obj, k->objsz);
+	core_btf_make_later(&cb, k->obj, k->objsz);
+	for (;;) {
+		LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = cb.have ? cb.path : NULL);
+		*stage = CORE_BTF_OPEN;
+		if ((err = k->open(k->arg, &oo)) < 0 && cb.have) {
+			cb.have = false;
+			continue;
+		}
+		if (err < 0)
+			return err;
+		*stage = CORE_BTF_CONFIGURE;
+		if ((err = k->configure(k->arg)) < 0)
+			return err;
+		*stage = CORE_BTF_LOAD;
+		err = k->load(k->arg);
+		if (!err || !cb.have)
+			break;
+		k->destroy(k->arg);
+		cb.have = false;
+		core_btf_make_later(&cb, k->obj, k->objsz);
+	}
+	if (err < 0)
+		return err;
+	*used = cb.have;
+	return 0;
+}
+

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <bpf/libbpf.h>
 
 #define CORE_BTF_SUBDIR "memprofd/btf"
 #define CORE_BTF_MAX (1u << 20)          /* bytes of a minimized BTF file */
@@ -31,3 +32,28 @@ void core_btf_find(struct core_btf *b, const char *name, const void *obj, size_t
 /* Starts a detached process that makes b->path from obj with bpftool (nothing when
  * bpftool is not installed); returns at once. */
 void core_btf_make_later(const struct core_btf *b, const void *obj, size_t size);
+
+/* One BPF skeleton as core_btf_load drives it. open opens the object with oo (its
+ * btf_custom_path is the minimized file or NULL) and keeps the skeleton where arg says;
+ * configure sets what the load needs; destroy frees the skeleton and forgets it. Each
+ * returns 0 or -errno. */
+struct core_btf_skel {
+	const char *name;              /* the cache file's prefix */
+	const void *obj;               /* the object's ELF bytes (the cache key) */
+	size_t objsz;
+	int (*open)(void *arg, const struct bpf_object_open_opts *oo);
+	int (*configure)(void *arg);
+	int (*load)(void *arg);
+	void (*destroy)(void *arg);
+	void *arg;
+};
+
+enum core_btf_stage { CORE_BTF_OPEN, CORE_BTF_CONFIGURE, CORE_BTF_LOAD };
+
+/* Opens, configures and loads k against its cached minimized kernel BTF where there is
+ * one; a file that does not serve (open or load refused) is dropped for the whole
+ * vmlinux BTF and made again for the next run. 0 with *used telling whether the file
+ * served, or the failing stage's -errno with *stage set (the skeleton may be left for
+ * the caller's cleanup). */
+int core_btf_load(const struct core_btf_skel *k, bool *used, enum core_btf_stage *stage);
+

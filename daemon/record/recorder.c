@@ -11,6 +11,7 @@
 #include "daemon/record/recorder.h"
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/alloc_sampled.h"
+#include "daemon/alloc/core_btf.h"
 #include "daemon/alloc/unwind.h"
 #include "store/store.h"
 #include "symbolizer/symcache.h"
@@ -323,3 +324,16 @@ void recorder_bound_memory(struct recorder *r, uint64_t limit)
 		*logged = true;
 	}
 }
+
+int recorder_bpf_load_error(const struct recorder *r, int err, int stage)
+{
+	if (stage == CORE_BTF_OPEN)
+		return log_error_errno(err, "%s: opening BPF object: %s", recorder_cmd(r),
+				       strerror(-err));
+	if (stage == CORE_BTF_LOAD)
+		return log_error_errno(err, "%s: loading BPF programs: %s%s", recorder_cmd(r),
+				       strerror(-err), err == -EPERM ?
+				       " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+	return err;
+}
+

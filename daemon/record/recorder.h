@@ -137,6 +137,10 @@ static inline const char *recorder_cmd(const struct recorder *r)
 	return r->cmd ? r->cmd : "record";
 }
 
+/* Logs why an allocation object's core_btf_load failed at stage (core_btf.h; a
+ * configure stage logged its own) and returns err. */
+int recorder_bpf_load_error(const struct recorder *r, int err, int stage);
+
 /* The BPF targets map of the allocation mode in use: the processes recorded (the access
  * sources share it). */
 int recorder_targets_fd(const struct recorder *r);
