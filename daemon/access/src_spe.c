@@ -42,6 +42,7 @@ struct target_ent {
 	bool is_target;
 	uint64_t start_ns;
 	uint64_t checked_ns;         /* sample time of the answer (for rechecks) */
+	uint64_t gone_ns;            /* CLOCK_MONOTONIC of src_spe_forget (0: not forgotten) */
 };
 
 struct src_spe {
@@ -56,6 +57,7 @@ struct src_spe {
 	struct spe_decoder dec;
 	struct hmap tids;            /* hash(tid) -> packed (tid << 32 | pid), never 0 */
 	struct hmap targets;         /* hash(tgid) -> struct target_ent * */
+	size_t ngone;                /* targets forgotten, kept until the watermark passes */
 	int64_t clock_off;           /* CLOCK_MONOTONIC - perf clock */
 	uint64_t clock_at, flush_at; /* CLOCK_MONOTONIC of the last measure / flush */
 	uint64_t watermark;
@@ -234,6 +236,29 @@ static void targets_clear(struct src_spe *s)
 	hmap_foreach(&s->targets, i)
 		free(s->targets.vals[i]);
 	hmap_free(&s->targets);
+	s->ngone = 0;
+}
+
+/* Forgotten targets whose samples are all delivered (the watermark passed their forget)
+ * leave the table. */
+static void targets_prune(struct src_spe *s)
+{
+	struct target_ent *gone[64];
+	size_t n;
+
+	do {
+		n = 0;
+		hmap_foreach(&s->targets, i) {
+			struct target_ent *t = s->targets.vals[i];
+			if (t->gone_ns && t->gone_ns < s->watermark && n < sizeof(gone) / sizeof(gone[0]))
+				gone[n++] = t;
+		}
+		for (size_t i = 0; i < n; i++) {
+			hmap_remove(&s->targets, hash_u64(gone[i]->tgid) | 1, gone[i]);
+			free(gone[i]);
+			s->ngone--;
+		}
+	} while (n == sizeof(gone) / sizeof(gone[0]));
 }
 
 /* The target answer for tgid, asked once (a "no" again after SPE_TARGET_RECHECK_NS of
@@ -248,6 +273,13 @@ static bool is_target(struct src_spe *s, uint32_t tgid, uint64_t now, uint64_t *
 		return true;
 	}
 	t = hmap_find(&s->targets, h, target_eq, &tgid);
+	if (t && t->gone_ns && now > t->gone_ns) {
+		/* Taken after the forget: another process under the pid, or the new image. */
+		hmap_remove(&s->targets, h, t);
+		free(t);
+		s->ngone--;
+		t = NULL;
+	}
 	if (!t || (!t->is_target && now - t->checked_ns > SPE_TARGET_RECHECK_NS)) {
 		uint64_t start = 0;
 		bool yes = s->target(s->target_arg, tgid, &start) > 0;
@@ -538,6 +570,8 @@ static int poll_common(struct src_spe *s, bool force, bool final)
 	/* Everything the hardware took before t0 is now delivered. */
 	if (flushed && t0 > SPE_WATERMARK_SLACK_NS && t0 - SPE_WATERMARK_SLACK_NS > s->watermark)
 		s->watermark = t0 - SPE_WATERMARK_SLACK_NS;
+	if (flushed && s->ngone)
+		targets_prune(s);
 	return n;
 }
 
@@ -561,10 +595,18 @@ void src_spe_forget(struct src_spe *s, uint32_t tgid)
 	uint64_t h = hash_u64(tgid) | 1;
 	struct target_ent *t = hmap_find(&s->targets, h, target_eq, &tgid);
 
-	if (t) {
-		hmap_remove(&s->targets, h, t);
-		free(t);
+	if (!t || t->gone_ns)
+		return;
+	if (t->is_target) {
+		/* Its samples still in the AUX buffers were taken while it was one: answered
+		 * yes until the watermark passes now (the question asked again would be
+		 * answered no for a process gone). */
+		t->gone_ns = mono_ns();
+		s->ngone++;
+		return;
 	}
+	hmap_remove(&s->targets, h, t);
+	free(t);
 }
 
 void src_spe_stats(const struct src_spe *s, struct src_spe_stats *out)

@@ -76,7 +76,8 @@ int src_spe_poll(struct src_spe *s);
 int src_spe_finish(struct src_spe *s);
 /* Every sample with time < this (CLOCK_MONOTONIC ns) has been delivered. */
 uint64_t src_spe_watermark(const struct src_spe *s);
-/* A process exec'd or exited: its target answer is asked again. */
+/* A process exec'd or exited: its target answer is asked again, for samples taken after
+ * now; those taken before, still in the buffers, keep a yes until the watermark passes. */
 void src_spe_forget(struct src_spe *s, uint32_t tgid);
 void src_spe_stats(const struct src_spe *s, struct src_spe_stats *out);
 /* One line of what was delivered and lost, for the end of a run. */
