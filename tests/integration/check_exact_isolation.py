@@ -4,7 +4,10 @@ exact` records a command (which allocates 10 blocks at blip_site after a pause, 
 recorded; it waits for the loop to finish first), an untraced malloc/free loop beside it (bench/malloc_loop, thread CPU time
 per iteration, which a uprobe's trap would multiply ~50x) stays within noise of its bare
 speed: at most RATIO times, measured just before and during the recording (best of
-RUNS each). The same for `record --pid` of a running process whose child allocates: the
+RUNS each), against the slower of its bare speeds just before and just after (a noisy
+neighbour slowed the whole VM for seconds in one clean-clone ASan run: 1.72x and 2.01x
+with nothing of ours beside it, 0.97-1.05x in 5 runs right after; a trap per call is
+~50x either way). The same for `record --pid` of a running process whose child allocates: the
 probes are that process's and its children's alone (they trapped every process mapping
 its libc before), the child's 10 allocations are all recorded (a call left open across
 its exec made them count as nested in ~1 run of 5), and the target's libc frames, read
@@ -60,6 +63,7 @@ def check_pid(a, d, pre, bare, fails):
         f.write("go\n")
     target.wait(timeout=30)
     err = rec.communicate(timeout=60)[1]
+    bare = max(bare, loop_ns(pre, a.loop))
     t.log("malloc_loop beside record --alloc exact --pid: %.1f ns/iter (%.2fx)" %
           (during, during / bare))
     if rec.returncode != 0:
@@ -116,8 +120,10 @@ def main():
     alive = rec.poll() is None
     open(gate, "w").close()
     err = rec.communicate(timeout=60)[1]
-    t.log("malloc_loop beside nothing: %.1f ns/iter; beside record --alloc exact: %.1f ns/iter "
-          "(%.2fx)" % (bare, during, during / bare))
+    after = loop_ns(pre, a.loop)
+    t.log("malloc_loop beside nothing: %.1f ns/iter before, %.1f after; beside record --alloc "
+          "exact: %.1f ns/iter (%.2fx the slower)" % (bare, after, during, during / max(bare, after)))
+    bare = max(bare, after)
     if rec.returncode != 0:
         fails.append("record: rc %d: %s" % (rec.returncode, err))
     if not alive:
