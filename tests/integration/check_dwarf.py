@@ -38,7 +38,10 @@ def reaches_main(c):
 
 
 def stack_id(c):
-    return tuple((f["module"], f["address"]) for f in c["frames"])
+    """A stack by its objects' build-ids, not their paths: Debian ships git twice
+    (/usr/bin/git and /usr/lib/git-core/git, two files with one build-id), and a context
+    names the path of the process that recorded it first, which varies from run to run."""
+    return tuple((f["build_id"], f["address"]) for f in c["frames"])
 
 
 def check_run(memprofd, tmp, name, argv, alloc, errs, env=None):
