@@ -28,7 +28,9 @@ from overhead import private_libc  # noqa: E402
 from check_exact_isolation import loop_ns  # noqa: E402
 from check_daemon_blips import query  # noqa: E402
 
-RATIO = 2.0          # a trap per call costs ~50x here; noise on a loaded 2-core VM < 2x
+RATIO = 4.0          # a trap per call costs 25-50x here; a busy SMT sibling (2 vCPUs of one
+                     # core) slowed the loop 1.66x beside a fuzzer and 2.05x in a clean-clone
+                     # ASan run, with nothing trapping it
 PROCS, BATCH, COUNT = 40, 10, 10
 MIN_PROCS = 38       # blips recorded with their executable
 MIN_SHARE = 0.95     # of their blip_site allocations stored
@@ -129,15 +131,18 @@ def main():
     with open(conf, "w") as f:
         f.write(config(db, blip))
     pre = private_libc(d, a.loop)
-    # The live target below spins on the other CPU while the loop runs: on 2 vCPUs that
-    # share a core that alone slowed the loop's CPU time per call 2.05x in a clean-clone
-    # ASan run. So the bare speed is the slower of the loop alone and beside the same
-    # target spinning untraced (no daemon yet); a trap per call is ~50x either way.
-    alone = loop_ns(pre, a.loop)
-    spinner = subprocess.Popen(pre + [blip, "--count", str(COUNT), "--ms", str(LONG_MS)])
+    # The live target below spins while the loop runs. On the other of 2 vCPUs that share
+    # a core it slows the loop's CPU time per call up to 1.8x (6.7 -> 12.2 ns by hand; a
+    # clean-clone ASan run failed at 2.05x with nothing trapping it). So the loop and the
+    # spinning targets share one CPU (time-sliced: thread CPU time does not count the
+    # other's turns), and the bare speed is the slower of the loop alone and beside the
+    # same target spinning untraced (no daemon yet); a trap per call is ~50x either way.
+    pin = pre + ["taskset", "-c", str(min(os.sched_getaffinity(0)))]
+    alone = loop_ns(pin, a.loop)
+    spinner = subprocess.Popen(pin + [blip, "--count", str(COUNT), "--ms", str(LONG_MS)])
     try:
         time.sleep(0.05)
-        beside = loop_ns(pre, a.loop)
+        beside = loop_ns(pin, a.loop)
     finally:
         spinner.kill()
         spinner.wait()
@@ -148,14 +153,14 @@ def main():
     env = dict(os.environ, NOTIFY_SOCKET=d + "/notify.sock")
     # A live target, found by the daemon's first scan with its libc mapped (the old
     # host-wide probes went on that libc then); it spins for LONG_MS after allocating.
-    long = subprocess.Popen(pre + [blip, "--count", str(COUNT), "--ms", str(LONG_MS)])
+    long = subprocess.Popen(pin + [blip, "--count", str(COUNT), "--ms", str(LONG_MS)])
     dmn = subprocess.Popen(pre + [a.memprofd, "daemon", "--config", conf], env=env,
                            stderr=subprocess.PIPE, text=True)
     fails = []
     try:
         notify.ready(dmn, 30)
         notify.drain()
-        during = loop_ns(pre, a.loop)
+        during = loop_ns(pin, a.loop)
         alive = long.poll() is None
         long.wait()
         t.log("malloc_loop bare (the slower): %.1f ns/iter; beside the daemon in exact mode and "
