@@ -25,12 +25,9 @@ import mpdtest as t  # noqa: E402
 from check_daemon import Notify  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 from overhead import private_libc  # noqa: E402
-from check_exact_isolation import loop_ns  # noqa: E402
+from check_exact_isolation import RATIO, loop_ns  # noqa: E402
 from check_daemon_blips import query  # noqa: E402
 
-RATIO = 4.0          # a trap per call costs 25-50x here; a busy SMT sibling (2 vCPUs of one
-                     # core) slowed the loop 1.66x beside a fuzzer and 2.05x in a clean-clone
-                     # ASan run, with nothing trapping it
 PROCS, BATCH, COUNT = 40, 10, 10
 MIN_PROCS = 38       # blips recorded with their executable
 MIN_SHARE = 0.95     # of their blip_site allocations stored

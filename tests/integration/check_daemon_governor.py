@@ -16,7 +16,6 @@ SIGHUP brings a 0.01% budget. Asserts:
 Skips (77) where BPF cannot work."""
 import argparse
 import json
-import math
 import os
 import signal
 import subprocess
@@ -56,13 +55,6 @@ def churn_done(progress):
             return int(f.read().split()[1])
     except (OSError, IndexError, ValueError):
         return 0
-
-
-def rel_se(count, sizes, keep):
-    """Relative standard error of a Horvitz-Thompson count estimate of `count` objects
-    with these (equally likely) sizes, each kept with probability p(size) * keep."""
-    inv = sum(1 / (-math.expm1(-s / MEAN) * keep) for s in sizes) / len(sizes)
-    return math.sqrt(max(inv - 1, 0) / count)
 
 
 def main():
@@ -208,7 +200,7 @@ def main():
             cnt = sum(c["alloc_count"] for c in est)
             size = sum(c["total_size"] for c in est)
             mean = sum(SITES[fn]) / len(SITES[fn])
-            se = rel_se(n, SITES[fn], FLOOR)
+            se = t.sampled_rel_se(n, SITES[fn], MEAN, FLOOR)
             bound = max(0.03, 4.5 * se)
             ec, eb = cnt / n - 1, size / (n * mean) - 1
             t.log("%s: %d objects, estimated %d (%+.2f%%), bytes %+.2f%%; standard error at "

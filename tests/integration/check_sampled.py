@@ -49,13 +49,6 @@ def by_site(ctxs):
     return sites
 
 
-def standard_error(count, size, mean):
-    """Relative standard error of a site's weighted estimate (Horvitz-Thompson with
-    p = 1 - exp(-mean size / mean))."""
-    p = -math.expm1(-(size / count) / mean)
-    return math.sqrt((1 - p) / (p * count))
-
-
 def expected_samples(count, size, mean):
     """Samples a site gets on average if all its objects had its mean size."""
     if count == 0:
@@ -105,7 +98,8 @@ def main():
             exp = expected_samples(e["alloc_count"], e["total_size"], a.mean)
             ec = s["alloc_count"] / e["alloc_count"] - 1
             eb = s["total_size"] / e["total_size"] - 1
-            bound = max(FLOOR, Z_BOUND * standard_error(e["alloc_count"], e["total_size"], a.mean))
+            bound = max(FLOOR, Z_BOUND * t.sampled_rel_se(
+                e["alloc_count"], [e["total_size"] / e["alloc_count"]], a.mean))
             t.log("%-14s %12d %12d %+6.1f%% %14d %14d %+6.1f%% %8.0f %5.1f%%" % (
                 fn, e["alloc_count"], s["alloc_count"], 100 * ec, e["total_size"],
                 s["total_size"], 100 * eb, exp, 100 * bound))

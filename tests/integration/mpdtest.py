@@ -374,6 +374,14 @@ def contract_errors(ctxs):
     return errs
 
 
+def sampled_rel_se(count, sizes, mean, keep=1.0):
+    """Relative standard error of the sampler's weighted (Horvitz-Thompson) estimate of
+    `count` objects with these (equally likely) sizes, each sampled with probability
+    1 - exp(-size / mean) and then kept with probability keep."""
+    inv = sum(1 / (-math.expm1(-s / mean) * keep) for s in sizes) / len(sizes)
+    return math.sqrt(max(inv - 1, 0) / count)
+
+
 def first_fn(c):
     fr = c.get("frames") or []
     return fr[0].get("function") if fr and isinstance(fr[0], dict) else None
