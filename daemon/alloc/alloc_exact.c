@@ -176,7 +176,7 @@ static int exact_load(struct recorder *r)
  * probe, and with a return probe too, the best of EXACT_CALIB_ROUNDS rounds of
  * EXACT_CALIB_CALLS calls each (preemption only adds): ~5 ms where an entry hit costs
  * ~5 us. calib_ret's gaps (bpf/alloc.bpf.c) tell the part of both hits a call's gap
- * holds from the edges it does not. */
+ * holds from the edges it does not, and scale the costs to each target thread's gaps. */
 #define EXACT_CALIB_CALLS 200
 #define EXACT_CALIB_ROUNDS 3
 #define EXACT_CALIB_MAX_NS 100000   /* a hit measured above this is noise: not used */
@@ -282,6 +282,7 @@ static void exact_calibrate(struct recorder *r)
 				double gap = n ? (double)r->skel->bss->calib_gap_sum / (double)n : 0;
 				double edges = (double)(r->hit_entry_ns + r->hit_ret_ns) - gap;
 				r->hit_edges_ns = edges > 0 ? (uint64_t)(edges + 0.5) : 0;
+				r->calib_gap_ns = r->skel->bss->calib_gap_lo;
 			}
 		}
 	}
@@ -289,10 +290,11 @@ static void exact_calibrate(struct recorder *r)
 		log_warn("%s: measuring what a probe hit costs: %s (lifetimes are netted of the "
 			 "probes' programs alone)", recorder_cmd(r), strerror(-err));
 	if (r->hit_entry_ns > EXACT_CALIB_MAX_NS || r->hit_ret_ns > EXACT_CALIB_MAX_NS)
-		r->hit_entry_ns = r->hit_ret_ns = r->hit_edges_ns = 0;
+		r->hit_entry_ns = r->hit_ret_ns = r->hit_edges_ns = r->calib_gap_ns = 0;
 	r->skel->bss->hit_entry_ns = r->hit_entry_ns;
 	r->skel->bss->hit_ret_ns = r->hit_ret_ns;
 	r->skel->bss->hit_edges_ns = r->hit_edges_ns;
+	r->skel->bss->calib_gap_ns = r->calib_gap_ns;
 }
 #else
 static void exact_calibrate(struct recorder *r)

@@ -61,6 +61,7 @@ struct recorder {
 	uint64_t probe_net_objects;      /* ... of this many objects */
 	uint64_t hit_entry_ns, hit_ret_ns; /* a probe hit's cost beyond its program (exact_calibrate) */
 	uint64_t hit_edges_ns;           /* of a call's two, what its gap leaves out */
+	uint64_t calib_gap_ns;           /* the calibration's gaps, what target gaps scale by */
 	bool flush_error_logged;
 	struct symcache *symcache;       /* DWARF lines of frames, by build-id (NULL: ELF only) */
 	struct sym_warm *sym_warm;       /* a thread using symcache: joined before its next use */
