@@ -9,6 +9,7 @@
 #include "daemon/attrib/addrspace.h"
 #include "symbolizer/datasym.h"
 #include "symbolizer/maps.h"
+#include "daemon/alloc/procmaps.h"
 #include "base/clock.h"
 
 struct file_ent {
@@ -102,21 +103,20 @@ void addrspace_region(struct addrspace *as, uint32_t tgid, uint64_t start_ns, ui
 		p = proc_get(as->t, tgid, start_ns);
 	if (!p)
 		return;
+	/* procmaps, the one home of a process's maps: it frees what it replaces (an mmap
+	 * record marks them to be read again, p->maps still held: read over in place here,
+	 * they leaked, 4 KiB a time under `record --alloc off`), and where /proc is gone it
+	 * keeps what it had, joined with the mmap records. */
 	if (!p->maps_loaded) {
-		p->maps_loaded = true;
-		maps_read_pid(&p->maps, p->pid);
+		procmaps_load(p);
 		as->maps_reads++;
 	}
 	attrib_region_from_maps(&p->maps, addr, sp, out);
 	if (out->kind == REGION_NONE && may_reread(as, p)) {
 		/* New mappings (dlopen, mmap) appear later than the first read. */
-		struct maps m = { 0 };
 		as->maps_reads++;
-		if (maps_read_pid(&m, p->pid) == 0) {
-			maps_free(&p->maps);
-			p->maps = m;
-			attrib_region_from_maps(&p->maps, addr, sp, out);
-		}
+		procmaps_reload(p);
+		attrib_region_from_maps(&p->maps, addr, sp, out);
 	}
 }
 

@@ -18,6 +18,7 @@
 #include "tests/unit/mpd_cmocka.h"
 #include "daemon/attrib/addrspace.h"
 #include "daemon/alloc/intern.h"
+#include "daemon/alloc/procmaps.h"
 
 uint64_t addrspace_test_global[512];
 extern char _end[];                       /* the linker's end of .bss */
@@ -165,6 +166,38 @@ static uint64_t self_start_ns(void)
 	return ticks * (1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK)) - (uint64_t)off;
 }
 
+/* An mmap record marks a process's maps to be read again while it still holds them:
+ * the next lookup reads them again and frees the old ones (it read over them in place,
+ * and the ASan build's leak check failed `record --alloc off` in CI). */
+static void test_reread_after_mmap_record(void **state)
+{
+	struct interner in = { 0 };
+	struct proctab t = { .in = &in };
+	struct addrspace *as;
+	struct attrib_region r;
+	uint64_t lookups, hits, reads;
+	uint32_t pid = (uint32_t)getpid();
+
+	(void)state;
+	struct proc *p = proc_get(&t, pid, 1);
+	assert_non_null(p);
+	assert_int_equal(addrspace_open(&as, &t), 0);
+	addrspace_region(as, pid, 1, (uintptr_t)&addrspace_test_global[7], 0, &r);
+	assert_int_equal(r.kind, REGION_DATA);
+	assert_true(p->maps.n > 0);
+	struct map_entry e = { .start = 0x10000, .end = 0x11000, .prot = 1, .path = (char *)"" };
+	assert_int_equal(procmaps_mapped(p, p->mm_ev, &e), 0);
+	assert_false(p->maps_loaded);
+	addrspace_region(as, pid, 1, (uintptr_t)&addrspace_test_global[7], 0, &r);
+	assert_int_equal(r.kind, REGION_DATA);
+	assert_true(p->maps_loaded);
+	addrspace_stats(as, &lookups, &hits, &reads);
+	assert_int_equal(reads, 2);
+	addrspace_close(as);
+	proctab_free(&t);
+	interner_free(&in);
+}
+
 /* A running target none of whose allocations was seen (the daemon found it running; the
  * sampled mode sees few): its first sample makes it known, so its static data resolve.
  * A process that is not running under that start time stays unknown. */
@@ -203,6 +236,7 @@ int main(void)
 		cmocka_unit_test(test_self),
 		cmocka_unit_test(test_merged_bss),
 		cmocka_unit_test(test_running_unknown),
+		cmocka_unit_test(test_reread_after_mmap_record),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
