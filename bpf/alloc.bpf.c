@@ -10,8 +10,8 @@
 #include <bpf/bpf_core_read.h>
 #include "alloc.h"
 /* alloc_common.bpf.h's exit program keeps each exiting thread's probe time (below). */
-static __always_inline void thread_exit_probe_time(struct task_struct *p);
-#define ALLOC_ON_THREAD_EXIT(p) thread_exit_probe_time(p)
+static __always_inline void thread_exit_probe_time(void);
+#define ALLOC_ON_THREAD_EXIT() thread_exit_probe_time()
 #include "alloc_common.bpf.h"
 /* libbpf 1.1 has no BPF_UPROBE: BPF_KPROBE reads pt_regs the same way for uprobes. */
 
@@ -199,13 +199,11 @@ static __always_inline void proc_advance(u32 tgid, struct tstate *st)
 
 /* At sched_process_exit (a raw tracepoint: its task argument is a plain scalar to the
  * verifier), the exiting thread is the current task. */
-static __always_inline void thread_exit_probe_time(struct task_struct *p)
+static __always_inline void thread_exit_probe_time(void)
 {
 	struct tstate *st = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
 	u32 tid = (u32)bpf_get_current_pid_tgid();
 	u64 v;
-
-	(void)p;
 
 	if (!st)
 		return;

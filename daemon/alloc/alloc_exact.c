@@ -19,10 +19,12 @@
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/core_btf.h"
 #include "symbolizer/elfsym.h"
+#include "symbolizer/maps.h"
 #include "symbolizer/probesite.h"
 #include "daemon/attrib/attrib.h"
 #include "daemon/alloc/uprobe_multi.h"
 #include "base/array.h"
+#include "base/clock.h"
 
 /* Which program a function gets, and its attach cookie: an enum alloc_kind for
  * alloc_entry (plus alloc_ret), an enum free_kind for free_entry. */
@@ -192,14 +194,6 @@ __asm__(".pushsection .text\n"
 	".popsection\n");
 void exact_calib_fn(void);
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static double calib_per_call(void)
 {
 	double best = 0;
@@ -218,31 +212,18 @@ static double calib_per_call(void)
 /* The file and offset of code address a in this process, from its maps. */
 static int self_file_offset(uintptr_t a, char *path, size_t pathsz, uint64_t *off)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[PATH_MAX + 128];
-	int err = -ENOENT;
+	__attribute__((cleanup(maps_free))) struct maps m = { 0 };
+	const struct map_entry *e;
+	int err = maps_read_pid(&m, getpid());
 
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, pgoff;
-		int n = 0;
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &pgoff, &n) != 3 || !n)
-			continue;
-		if (a < lo || a >= hi)
-			continue;
-		char *p = line + n, *nl = strchr(p, '\n');
-		if (nl)
-			*nl = 0;
-		if (*p != '/' || strlen(p) >= pathsz)
-			break;
-		snprintf(path, pathsz, "%s", p);
-		*off = a - lo + pgoff;
-		err = 0;
-		break;
-	}
-	fclose(f);
-	return err;
+	if (err)
+		return err;
+	if (!(e = maps_find(&m, a)) || e->path[0] != '/' || e->deleted ||
+	    strlen(e->path) >= pathsz)
+		return -ENOENT;
+	snprintf(path, pathsz, "%s", e->path);
+	*off = a - e->start + e->offset;
+	return 0;
 }
 
 static int calib_attach(struct recorder *r, struct bpf_program *prog, const char *path,
@@ -601,16 +582,16 @@ int exact_reap(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts
 		/* The probes' share of its life, as bpf/alloc.bpf.c track_free takes it: the
 		 * larger of its thread's (which has exited, at the process's exit; at an exec
 		 * it still runs, and only the process's counts) and its process's. */
-		uint64_t tprobe = 0;
+		uint64_t tprobe = 0, pclock;
 		struct proc_probe pp;
 		if (p && bpf_map_lookup_elem(tfd, &v.tid, &tprobe) == 0 && tprobe > v.probe_ns)
 			tprobe -= v.probe_ns;
 		else
 			tprobe = 0;
 		if (p && bpf_map_lookup_elem(pfd, &keys[i].tgid, &pp) == 0 &&
-		    pp.clock + pp.win_max > v.proc_probe_ns &&
-		    pp.clock + pp.win_max - v.proc_probe_ns > tprobe)
-			tprobe = pp.clock + pp.win_max - v.proc_probe_ns;
+		    (pclock = pp.clock + pp.win_max) > v.proc_probe_ns &&
+		    pclock - v.proc_probe_ns > tprobe)
+			tprobe = pclock - v.proc_probe_ns;
 		if (p)
 			add_object(r, p, v.key, keys[i].addr, v.size, v.ts_ns,
 				   ts_ns > v.ts_ns ? ts_ns : v.ts_ns, v.cpu, cpu, tprobe);
