@@ -9,6 +9,9 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "alloc.h"
+/* alloc_common.bpf.h's exit program keeps each exiting thread's probe time (below). */
+static __always_inline void thread_exit_probe_time(void);
+#define ALLOC_ON_THREAD_EXIT() thread_exit_probe_time()
 #include "alloc_common.bpf.h"
 /* libbpf 1.1 has no BPF_UPROBE: BPF_KPROBE reads pt_regs the same way for uprobes. */
 
@@ -26,7 +29,65 @@ struct tstate {
 	unsigned long long stack_lo;  /* the mapping that holds the thread's stack: bounds the */
 	unsigned long long stack_hi;  /* frame-pointer walk (0, 0: not looked up yet) */
 	unsigned long long exec_id;   /* the image it was written under (task's self_exec_id) */
+	unsigned long long probe_ns;  /* time this thread has spent in our probes (below) */
+	unsigned long long entry_end; /* when its last entry program ended (0: consumed) */
+	unsigned long long proc_seen; /* probe_ns when it last went to the process's clock */
+	unsigned long long win_start; /* the process window its win_probe is of */
+	unsigned long long win_probe; /* its probe time in that window */
+	unsigned long long gap_lo;    /* its calls' gaps, a low running estimate (gap_lo_step) */
 };
+
+/* Lifetimes net of the probes. Exact mode traps every allocator call twice (entry and
+ * return) and every free once, and copies a stack: on a thread that allocates often
+ * that stretches its objects' lifetimes many times over (db_bench's main thread 26x,
+ * README), and short lives hit MemProf's 1 ms floor while long ones stretch, which
+ * reorders densities. Each program on a target thread adds its own run time (measured
+ * here) plus what a hit costs beyond it to the thread's probe_ns; an object's probe
+ * time is its allocating thread's probe_ns at its free (or at the thread's exit) less
+ * the value at its allocation. What a hit costs beyond the program (the trap, the
+ * kernel's uprobe dispatch, a single step where the probed instruction is not emulated,
+ * the return-address hijack: 4.7-6.6 us an entry hit and 0.8-1.9 us a return hit under
+ * this project's hypervisor, far more than the programs) is only partly visible from
+ * BPF. Between an entry program's end and its return program's start lie the entry
+ * trap's way out (and its single step), the allocator's own work (tens of ns) and the
+ * return trap's way in: that gap is measured per call (under ALLOC_PROBE_GAP_MAX_NS).
+ * The rest, the entry trap's way in and the return trap's way out, and a whole hit
+ * where no gap is seen (a free; an outer call whose inner call took the gap), user
+ * space measures before any target runs, by timing calls of its own function with
+ * calib_entry and calib_ret attached and without (alloc_exact.c exact_calibrate), and
+ * writes here. 0 (not measured) leaves the programs' time and the gaps.
+ * A thread's own probes are not all that stretch its objects: a thread that waits for
+ * another (db_bench's main thread holds the database's objects while its benchmark
+ * thread reads, 15 s of probes in 19 s) is stretched by the other's. Each process has a
+ * probe clock (proc_probe_ns): over each ALLOC_PROBE_WINDOW_NS window it advances by the
+ * most probe time any one of its threads had in that window. That is the critical path
+ * where one thread leads (a waiting thread's is its worker's), one thread's worth where
+ * several probe alike in parallel, and about as fast as wall time at most. An object's
+ * probe time is the larger of its own thread's and the process clock's over its life;
+ * one freed by another thread takes the clock's. */
+__u64 hit_entry_ns = 0;   /* an entry probe's hit, beyond its program */
+__u64 hit_ret_ns = 0;     /* a return probe's hit, beyond its program */
+__u64 hit_edges_ns = 0;   /* of both, what lies outside the gap */
+/* A hit costs more in some processes than in others (in an ASan-built recorder, 1.3-1.7x
+ * what it costs the targets): the three costs above scale by a thread's gaps against
+ * the recorder's own, each a low running estimate (gap_lo_step): calib_gap_lo, written
+ * by calib_ret; user space copies it to calib_gap_ns when the costs are set. */
+__u64 calib_gap_ns = 0;
+__u64 calib_entry_end = 0, calib_gap_sum = 0, calib_gap_n = 0, calib_gap_lo = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, ALLOC_TARGETS_MAX);
+	__type(key, u32);           /* tgid */
+	__type(value, struct proc_probe);
+} proc_probe_ns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, ALLOC_THREAD_PROBE_MAX);
+	__type(key, u32);           /* thread id */
+	__type(value, u64);         /* its probe_ns when it exited */
+} thread_probe_ns SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -74,6 +135,82 @@ static __always_inline struct tstate *thread_state(bool create)
 	return st;
 }
 
+/* A running estimate that follows a series of gaps down fast and up slowly: about a low
+ * quantile, so that preemption and an allocator's slow path weigh little. */
+static __always_inline u64 gap_lo_step(u64 lo, u64 gap)
+{
+	if (!lo)
+		return gap;
+	return gap < lo ? lo - (lo - gap) / 4 : lo + (gap - lo) / 64;
+}
+
+/* A measured hit cost (above) as it is for this thread: scaled by its gaps. */
+static __always_inline u64 hit_scaled(const struct tstate *st, u64 ns)
+{
+	u64 c = calib_gap_ns;
+
+	return st->gap_lo && c ? ns * st->gap_lo / c : ns;
+}
+
+/* A program that started at t0 ends: its run time and its hit's cost go to the thread. */
+static __always_inline void probe_done(struct tstate *st, u64 t0, u64 hit)
+{
+	st->probe_ns += bpf_ktime_get_ns() - t0 + hit;
+}
+
+/* The process's probe clock now, its open window's most included (0: none yet). */
+static __always_inline u64 proc_clock(u32 tgid)
+{
+	struct proc_probe *pp = bpf_map_lookup_elem(&proc_probe_ns, &tgid);
+
+	return pp ? pp->clock + pp->win_max : 0;
+}
+
+/* The thread's probe time since its last call goes to its share of the process's
+ * open window, which closes into the clock once ALLOC_PROBE_WINDOW_NS old. Called by
+ * return and free programs: an entry's time goes with its return. Threads of a process
+ * race here; a lost update costs at most one window's maximum. */
+static __always_inline void proc_advance(u32 tgid, struct tstate *st)
+{
+	u64 now = bpf_ktime_get_ns(), d = st->probe_ns - st->proc_seen;
+	struct proc_probe *pp = bpf_map_lookup_elem(&proc_probe_ns, &tgid);
+
+	st->proc_seen = st->probe_ns;
+	if (!pp) {
+		struct proc_probe init = { .win_start = now, .win_max = d };
+		bpf_map_update_elem(&proc_probe_ns, &tgid, &init, BPF_NOEXIST);
+		st->win_start = now;
+		st->win_probe = d;
+		return;
+	}
+	if (now - pp->win_start > ALLOC_PROBE_WINDOW_NS) {
+		pp->clock += pp->win_max;
+		pp->win_start = now;
+		pp->win_max = 0;
+	}
+	if (st->win_start != pp->win_start) {
+		st->win_start = pp->win_start;
+		st->win_probe = 0;
+	}
+	st->win_probe += d;
+	if (st->win_probe > pp->win_max)
+		pp->win_max = st->win_probe;
+}
+
+/* At sched_process_exit (a raw tracepoint: its task argument is a plain scalar to the
+ * verifier), the exiting thread is the current task. */
+static __always_inline void thread_exit_probe_time(void)
+{
+	struct tstate *st = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	u64 v;
+
+	if (!st)
+		return;
+	v = st->probe_ns;
+	bpf_map_update_elem(&thread_probe_ns, &tid, &v, BPF_ANY);
+}
+
 /* n * size, or ~0 when it overflows (the call then fails and returns NULL). */
 static __always_inline u64 mul_sat(u64 n, u64 size)
 {
@@ -86,7 +223,8 @@ static __always_inline u64 mul_sat(u64 n, u64 size)
 	return n * size;
 }
 
-static __always_inline int on_entry(struct pt_regs *ctx, u64 kind, u64 size, u64 old, u64 memptr)
+static __always_inline int on_entry(struct pt_regs *ctx, u64 t0, u64 kind, u64 size, u64 old,
+				    u64 memptr)
 {
 	u64 sp = PT_REGS_SP(ctx);
 	struct tstate *st;
@@ -97,6 +235,8 @@ static __always_inline int on_entry(struct pt_regs *ctx, u64 kind, u64 size, u64
 		/* Called from inside an allocator call still on the stack. */
 		st->depth++;
 		count(CNT_NESTED);
+		probe_done(st, t0, 0);
+		st->entry_end = bpf_ktime_get_ns();
 		return 0;
 	}
 	/* Outermost call (a stale state whose frame was unwound without a return is reset). */
@@ -106,6 +246,8 @@ static __always_inline int on_entry(struct pt_regs *ctx, u64 kind, u64 size, u64
 	st->old = old;
 	st->memptr = memptr;
 	st->sp = sp;
+	probe_done(st, t0, 0);
+	st->entry_end = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -262,7 +404,7 @@ static __always_inline u64 stack_key(struct pt_regs *ctx, struct tstate *st, u32
 }
 
 static __always_inline void track_alloc(struct pt_regs *ctx, struct tstate *st, u32 tgid,
-					u64 addr, u64 size)
+					u64 addr, u64 size, u64 t0, u64 hit)
 {
 	u64 start_ns = proc_start_ns();
 	struct live_key k = { .tgid = tgid, .addr = addr };
@@ -270,11 +412,14 @@ static __always_inline void track_alloc(struct pt_regs *ctx, struct tstate *st, 
 		.size = size,
 		.start_ns = start_ns,
 		.cpu = bpf_get_smp_processor_id(),
+		.tid = (u32)bpf_get_current_pid_tgid(),
 	};
 	long err;
 
 	v.key = stack_key(ctx, st, tgid, start_ns);
 	v.ts_ns = bpf_ktime_get_ns();
+	v.probe_ns = st->probe_ns + (v.ts_ns - t0) + hit;
+	v.proc_probe_ns = proc_clock(tgid);
 	err = bpf_map_update_elem(&live, &k, &v, BPF_NOEXIST);
 	if (err == -EEXIST) {
 		count(CNT_OVERWRITTEN);
@@ -286,8 +431,9 @@ static __always_inline void track_alloc(struct pt_regs *ctx, struct tstate *st, 
 		count(CNT_ALLOCS);
 }
 
-/* Returns true if ptr was a tracked allocation (its death has been sent). */
-static __always_inline bool track_free(u32 tgid, u64 ptr)
+/* Returns true if ptr was a tracked allocation (its death has been sent). st: the
+ * calling thread's state (NULL: none), whose program started at t0. */
+static __always_inline bool track_free(u32 tgid, u64 ptr, struct tstate *st, u64 t0)
 {
 	struct live_key k = { .tgid = tgid, .addr = ptr };
 	struct live_val *v = bpf_map_lookup_elem(&live, &k);
@@ -307,6 +453,12 @@ static __always_inline bool track_free(u32 tgid, u64 ptr)
 		e->size = v->size;
 		e->alloc_ns = v->ts_ns;
 		e->free_ns = bpf_ktime_get_ns();
+		e->probe_ns = 0;
+		u64 now = st ? st->probe_ns + (e->free_ns - t0) : 0, pnow = proc_clock(tgid);
+		if (st && v->tid == (u32)bpf_get_current_pid_tgid() && now > v->probe_ns)
+			e->probe_ns = now - v->probe_ns;
+		if (pnow > v->proc_probe_ns && pnow - v->proc_probe_ns > e->probe_ns)
+			e->probe_ns = pnow - v->proc_probe_ns;
 		e->alloc_cpu = v->cpu;
 		e->free_cpu = bpf_get_smp_processor_id();
 		bpf_ringbuf_submit(e, rb_flags());
@@ -321,13 +473,15 @@ static __always_inline bool track_free(u32 tgid, u64 ptr)
 SEC("uprobe")
 int BPF_KPROBE(alloc_entry, u64 a1, u64 a2, u64 a3)
 {
+	u64 t0 = bpf_ktime_get_ns();
+
 	switch (bpf_get_attach_cookie(ctx)) {
-	case AK_SIZE1: return on_entry(ctx, AK_SIZE1, a1, 0, 0);
-	case AK_CALLOC: return on_entry(ctx, AK_CALLOC, mul_sat(a1, a2), 0, 0);
-	case AK_SIZE2: return on_entry(ctx, AK_SIZE2, a2, 0, 0);
-	case AK_REALLOC: return on_entry(ctx, AK_REALLOC, a2, a1, 0);
-	case AK_REALLOCARRAY: return on_entry(ctx, AK_REALLOCARRAY, mul_sat(a2, a3), a1, 0);
-	case AK_POSIX_MEMALIGN: return on_entry(ctx, AK_POSIX_MEMALIGN, a3, 0, a1);
+	case AK_SIZE1: return on_entry(ctx, t0, AK_SIZE1, a1, 0, 0);
+	case AK_CALLOC: return on_entry(ctx, t0, AK_CALLOC, mul_sat(a1, a2), 0, 0);
+	case AK_SIZE2: return on_entry(ctx, t0, AK_SIZE2, a2, 0, 0);
+	case AK_REALLOC: return on_entry(ctx, t0, AK_REALLOC, a2, a1, 0);
+	case AK_REALLOCARRAY: return on_entry(ctx, t0, AK_REALLOCARRAY, mul_sat(a2, a3), a1, 0);
+	case AK_POSIX_MEMALIGN: return on_entry(ctx, t0, AK_POSIX_MEMALIGN, a3, 0, a1);
 	}
 	return 0;
 }
@@ -335,16 +489,27 @@ int BPF_KPROBE(alloc_entry, u64 a1, u64 a2, u64 a3)
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_ret, u64 ret)
 {
+	u64 t0 = bpf_ktime_get_ns();
 	u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct tstate *st = thread_state(false);
-	u64 kind, size, old, addr = ret;
+	u64 kind, size, old, addr = ret, hit;
 
 	if (!st && is_target(tgid))
 		count(CNT_DROP_STATE_FULL);
 	if (!st || st->depth == 0)
 		return 0;
+	/* This call's hits beyond the two programs: the gap and the edges, or as measured. */
+	if (st->entry_end && t0 > st->entry_end && t0 - st->entry_end < ALLOC_PROBE_GAP_MAX_NS) {
+		st->gap_lo = gap_lo_step(st->gap_lo, t0 - st->entry_end);
+		hit = t0 - st->entry_end + hit_scaled(st, hit_edges_ns);
+	} else {
+		hit = hit_scaled(st, hit_entry_ns + hit_ret_ns);
+	}
+	st->entry_end = 0;
 	if (st->depth > 1) {
 		st->depth--;
+		probe_done(st, t0, hit);
+		proc_advance(tgid, st);
 		return 0;
 	}
 	st->depth = 0;
@@ -357,11 +522,13 @@ int BPF_KRETPROBE(alloc_ret, u64 ret)
 			addr = 0;
 	}
 	if ((kind == AK_REALLOC || kind == AK_REALLOCARRAY) && old && (addr || size == 0)) {
-		if (!track_free(tgid, old))
+		if (!track_free(tgid, old, st, t0))
 			count(CNT_UNMATCHED_FREE);
 	}
 	if (addr)
-		track_alloc(ctx, st, tgid, addr, size);
+		track_alloc(ctx, st, tgid, addr, size, t0, hit);
+	probe_done(st, t0, hit);
+	proc_advance(tgid, st);
 	return 0;
 }
 
@@ -370,28 +537,58 @@ int BPF_KRETPROBE(alloc_ret, u64 ret)
 SEC("uprobe")
 int BPF_KPROBE(free_entry, u64 ptr)
 {
+	u64 t0 = bpf_ktime_get_ns();
 	u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct tstate *st;
 
 	if (!ptr || !is_target(tgid))
 		return 0;
+	st = thread_state(false);
 	if (bpf_get_attach_cookie(ctx) == FK_DELETE) {
-		if (!track_free(tgid, ptr)) {
+		if (!track_free(tgid, ptr, st, t0)) {
 			count(CNT_UNMATCHED_FREE);
-			return 0;
+			goto out;
 		}
-		st = thread_state(true);
+		if (!st)
+			st = thread_state(true);
 		if (st)
 			st->freed = ptr;
-		return 0;
+		goto out;
 	}
-	if (track_free(tgid, ptr))
-		return 0;
-	st = thread_state(false);
+	if (track_free(tgid, ptr, st, t0))
+		goto out;
 	if (st && st->freed == ptr) {
 		st->freed = 0;     /* operator delete's own free: already accounted */
-		return 0;
+		goto out;
 	}
 	count(CNT_UNMATCHED_FREE);
+out:
+	if (st) {
+		probe_done(st, t0, hit_scaled(st, hit_entry_ns));
+		proc_advance(tgid, st);
+	}
+	return 0;
+}
+
+/* exact_calibrate's probes on a function of the recorder's own: they cost what any hit
+ * costs beyond its program, and nothing more. */
+SEC("uprobe")
+int BPF_KPROBE(calib_entry)
+{
+	calib_entry_end = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(calib_ret)
+{
+	u64 now = bpf_ktime_get_ns(), end = calib_entry_end;
+
+	if (end && now > end && now - end < ALLOC_PROBE_GAP_MAX_NS) {
+		calib_gap_sum += now - end;
+		calib_gap_n++;
+		calib_gap_lo = gap_lo_step(calib_gap_lo, now - end);
+	}
+	calib_entry_end = 0;
 	return 0;
 }

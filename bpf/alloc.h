@@ -150,6 +150,9 @@ struct ev_free {
 	unsigned long long size;
 	unsigned long long alloc_ns, free_ns;   /* CLOCK_MONOTONIC */
 	unsigned int alloc_cpu, free_cpu;
+	unsigned long long probe_ns;   /* of [alloc_ns, free_ns), the time our probes took from
+	                                * the allocating thread or the process's leading
+	                                * one, the larger (an estimate: bpf/alloc.bpf.c) */
 };
 
 struct ev_fork {
@@ -246,5 +249,24 @@ struct live_val {
 	unsigned long long key;        /* stack key */
 	unsigned long long start_ns;   /* owning process instance */
 	unsigned int cpu;
-	unsigned int pad;
+	unsigned int tid;              /* the allocating thread */
+	unsigned long long probe_ns;   /* that thread's probe time (tstate.probe_ns) at ts_ns:
+	                                * what it is at the free, or in thread_probe_ns at the
+	                                * thread's exit, less this, is the probes' share of
+	                                * the object's lifetime */
+	unsigned long long proc_probe_ns; /* its process's probe clock (proc_probe_ns) at
+	                                   * ts_ns: the same with the clock at the free or exit */
 };
+
+#define ALLOC_THREAD_PROBE_MAX 16384  /* thread_probe_ns: exited threads kept for the reap */
+#define ALLOC_PROBE_WINDOW_NS 10000000 /* a process's probe clock advances by its busiest
+                                        * thread's probe time in windows this long */
+
+/* proc_probe_ns values (bpf/alloc.bpf.c): a process's probe clock. */
+struct proc_probe {
+	unsigned long long clock;      /* ns: the closed windows' maxima, summed */
+	unsigned long long win_start;  /* the open window's start */
+	unsigned long long win_max;    /* the most probe time one thread has had in it */
+};
+#define ALLOC_PROBE_GAP_MAX_NS 100000 /* an entry-to-return gap counted as the probes' (above:
+                                       * the allocator's own work, a page fault, preemption) */

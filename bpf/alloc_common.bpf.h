@@ -489,6 +489,9 @@ int BPF_PROG(on_exit, struct task_struct *p)
 
 	if (!is_target(tgid))
 		return 0;
+#ifdef ALLOC_ON_THREAD_EXIT
+	ALLOC_ON_THREAD_EXIT();   /* every thread's exit (the current task), before the process's */
+#endif
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;   /* other threads of the process still run */
 	bpf_map_delete_elem(&targets, &tgid);

@@ -63,6 +63,18 @@ void mib_from_object(struct mib *m, uint64_t size, uint64_t alloc_ts_ns, uint64_
 	m->max_lifetime_access_density = m->min_lifetime_access_density;
 }
 
+void mib_net_of_probes(struct mib *m, uint64_t probe_ns)
+{
+	uint64_t life = m->total_lifetime_ns > probe_ns ? m->total_lifetime_ns - probe_ns : 0;
+
+	if (!probe_ns || m->alloc_count != 1)
+		return;
+	m->total_lifetime_ns = m->min_lifetime_ns = m->max_lifetime_ns = life;
+	if (m->has_density)
+		m->min_lifetime_access_density = m->max_lifetime_access_density =
+			mib_lifetime_density(m->total_access_count, m->total_size, life);
+}
+
 void mib_mark_live_at_exit(struct mib *m)
 {
 	m->live_at_exit_count = m->alloc_count;

@@ -64,6 +64,13 @@ void mib_density_extremes(const struct mib *m, double *min_ad, double *max_ad,
 void mib_from_object(struct mib *m, uint64_t size, uint64_t alloc_ts_ns, uint64_t dealloc_ts_ns,
 		     uint32_t alloc_cpu, uint32_t dealloc_cpu, uint64_t access_count);
 
+/* Takes probe_ns, the time exact mode's probes took during the object's life (bpf/
+ * alloc.h ev_free.probe_ns), out of the lifetime of m, a one-object MIB from
+ * mib_from_object, and recomputes its lifetime density. The timestamps stay as seen: they
+ * order objects (overlaps) and place them in time buckets. A lifetime shorter than
+ * probe_ns becomes 0 (MemProf's 1 ms floor then rates it). */
+void mib_net_of_probes(struct mib *m, uint64_t probe_ns);
+
 /* Marks every object of m as still allocated when its process ended (issue 21): the
  * live_at_exit fields take m's count, bytes and lifetimes. */
 void mib_mark_live_at_exit(struct mib *m);

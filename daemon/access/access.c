@@ -72,6 +72,7 @@ static void op_object(void *arg, const struct attrib_object *o)
 	m.access_samples = o->samples;
 	m.access_est_err = o->est_err;
 	m.total_access_bytes = o->est_bytes;
+	recorder_net_of_probes(r, &m, o->probe_ns);
 	if (p->exit_mono_ns && o->free_ns >= p->exit_mono_ns)
 		mib_mark_live_at_exit(&m);   /* reaped at its process's exit */
 	recorder_add_mib_hist(r, p, o->ctx, o->free_ns, &m, o->hist, o->hist_len);

@@ -3,6 +3,7 @@
  * object the kernel tracked ends up in exactly one aggregate (at its free, at its
  * process's exit or exec, or when recording stops), or in a counted drop. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,12 @@
 #include "daemon/alloc/alloc_exact.h"
 #include "daemon/alloc/core_btf.h"
 #include "symbolizer/elfsym.h"
+#include "symbolizer/maps.h"
 #include "symbolizer/probesite.h"
 #include "daemon/attrib/attrib.h"
 #include "daemon/alloc/uprobe_multi.h"
 #include "base/array.h"
+#include "base/clock.h"
 
 /* Which program a function gets, and its attach cookie: an enum alloc_kind for
  * alloc_entry (plus alloc_ret), an enum free_kind for free_entry. */
@@ -99,7 +102,11 @@ static int exact_configure(struct recorder *r)
 		bpf_program__set_autoload(r->skel->progs.alloc_entry, false);
 		bpf_program__set_autoload(r->skel->progs.alloc_ret, false);
 		bpf_program__set_autoload(r->skel->progs.free_entry, false);
+		bpf_program__set_autoload(r->skel->progs.calib_entry, false);
+		bpf_program__set_autoload(r->skel->progs.calib_ret, false);
 	} else if (r->uprobe_multi) {
+		bpf_program__set_expected_attach_type(r->skel->progs.calib_entry, UPROBE_MULTI_ATTACH_TYPE);
+		bpf_program__set_expected_attach_type(r->skel->progs.calib_ret, UPROBE_MULTI_ATTACH_TYPE);
 		bpf_program__set_expected_attach_type(r->skel->progs.alloc_entry, UPROBE_MULTI_ATTACH_TYPE);
 		bpf_program__set_expected_attach_type(r->skel->progs.alloc_ret, UPROBE_MULTI_ATTACH_TYPE);
 		bpf_program__set_expected_attach_type(r->skel->progs.free_entry, UPROBE_MULTI_ATTACH_TYPE);
@@ -165,6 +172,118 @@ static int exact_load(struct recorder *r)
 	return recorder_bpf_load_error(r, err, (int)stage);
 }
 
+/* What a probe hit costs its thread beyond the program's own run time: exact_calibrate
+ * times calls of calib_fn (x86-64: a frame push the kernel emulates, as it does the
+ * instructions probesite.h moves allocator probes to, and a return) bare, with an entry
+ * probe, and with a return probe too, the best of EXACT_CALIB_ROUNDS rounds of
+ * EXACT_CALIB_CALLS calls each (preemption only adds): ~5 ms where an entry hit costs
+ * ~5 us. calib_ret's gaps (bpf/alloc.bpf.c) tell the part of both hits a call's gap
+ * holds from the edges it does not, and scale the costs to each target thread's gaps. */
+#define EXACT_CALIB_CALLS 200
+#define EXACT_CALIB_ROUNDS 3
+#define EXACT_CALIB_MAX_NS 100000   /* a hit measured above this is noise: not used */
+#if defined(__x86_64__)
+__asm__(".pushsection .text\n"
+	".type exact_calib_fn, @function\n"
+	"exact_calib_fn:\n"
+	"\tpush %rbp\n"
+	"\tmov %rsp, %rbp\n"
+	"\tpop %rbp\n"
+	"\tret\n"
+	".size exact_calib_fn, .-exact_calib_fn\n"
+	".popsection\n");
+void exact_calib_fn(void);
+
+static double calib_per_call(void)
+{
+	double best = 0;
+
+	for (int k = 0; k < EXACT_CALIB_ROUNDS; k++) {
+		uint64_t t0 = mono_ns();
+		for (int i = 0; i < EXACT_CALIB_CALLS; i++)
+			exact_calib_fn();
+		double v = (double)(mono_ns() - t0) / EXACT_CALIB_CALLS;
+		if (!k || v < best)
+			best = v;
+	}
+	return best;
+}
+
+/* The file and offset of code address a in this process, from its maps. */
+static int self_file_offset(uintptr_t a, char *path, size_t pathsz, uint64_t *off)
+{
+	__attribute__((cleanup(maps_free))) struct maps m = { 0 };
+	const struct map_entry *e;
+	int err = maps_read_pid(&m, getpid());
+
+	if (err)
+		return err;
+	if (!(e = maps_find(&m, a)) || e->path[0] != '/' || e->deleted ||
+	    strlen(e->path) >= pathsz)
+		return -ENOENT;
+	snprintf(path, pathsz, "%s", e->path);
+	*off = a - e->start + e->offset;
+	return 0;
+}
+
+static int calib_attach(struct recorder *r, struct bpf_program *prog, const char *path,
+			uint64_t off, bool ret)
+{
+	uint64_t cookie = 0;
+
+	if (r->uprobe_multi)
+		return multi_attach(r, prog, path, &off, &cookie, 1, ret, getpid());
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret);
+	struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, getpid(), path, off, &o);
+	if (!l)
+		return -errno;
+	return events_link_push(&r->links, &r->nlinks, &r->links_cap, l);
+}
+
+/* Measures the hit costs and hands them to the BPF programs (bpf/alloc.bpf.c
+ * hit_entry_ns, hit_ret_ns, hit_edges_ns). A failure leaves them 0 and says so:
+ * lifetimes are then netted of the programs' time and the calls' gaps alone. The links
+ * stay until exact_close: detaching costs an RCU grace period, and nothing calls
+ * exact_calib_fn again. */
+static void exact_calibrate(struct recorder *r)
+{
+	char path[PATH_MAX];
+	uint64_t off = 0;
+	int err = self_file_offset((uintptr_t)exact_calib_fn, path, sizeof(path), &off);
+
+	if (!err) {
+		double bare = calib_per_call();
+		if (!(err = calib_attach(r, r->skel->progs.calib_entry, path, off, false))) {
+			double entry = calib_per_call();
+			if (!(err = calib_attach(r, r->skel->progs.calib_ret, path, off, true))) {
+				double both = calib_per_call();
+				r->hit_entry_ns = entry > bare ? (uint64_t)(entry - bare + 0.5) : 0;
+				r->hit_ret_ns = both > entry ? (uint64_t)(both - entry + 0.5) : 0;
+				uint64_t n = r->skel->bss->calib_gap_n;
+				double gap = n ? (double)r->skel->bss->calib_gap_sum / (double)n : 0;
+				double edges = (double)(r->hit_entry_ns + r->hit_ret_ns) - gap;
+				r->hit_edges_ns = edges > 0 ? (uint64_t)(edges + 0.5) : 0;
+				r->calib_gap_ns = r->skel->bss->calib_gap_lo;
+			}
+		}
+	}
+	if (err)
+		log_warn("%s: measuring what a probe hit costs: %s (lifetimes are netted of the "
+			 "probes' programs alone)", recorder_cmd(r), strerror(-err));
+	if (r->hit_entry_ns > EXACT_CALIB_MAX_NS || r->hit_ret_ns > EXACT_CALIB_MAX_NS)
+		r->hit_entry_ns = r->hit_ret_ns = r->hit_edges_ns = r->calib_gap_ns = 0;
+	r->skel->bss->hit_entry_ns = r->hit_entry_ns;
+	r->skel->bss->hit_ret_ns = r->hit_ret_ns;
+	r->skel->bss->hit_edges_ns = r->hit_edges_ns;
+	r->skel->bss->calib_gap_ns = r->calib_gap_ns;
+}
+#else
+static void exact_calibrate(struct recorder *r)
+{
+	(void)r;   /* calib_fn is x86-64 assembly: the programs' time alone */
+}
+#endif
+
 int exact_open(struct recorder *r)
 {
 	int err;
@@ -174,6 +293,8 @@ int exact_open(struct recorder *r)
 
 	if ((err = exact_load(r)))
 		return err;
+	if (!r->alloc_off)
+		exact_calibrate(r);
 	r->unwind_modes_fd = bpf_map__fd(r->skel->maps.unwind_modes);
 	r->sent_stacks_fd = bpf_map__fd(r->skel->maps.sent_stacks);
 	err = events_attach_lifecycle(r->skel->progs.on_fork, r->skel->progs.on_exec,
@@ -352,9 +473,21 @@ void recorder_add_mib_hist(struct recorder *r, struct proc *p, struct istack *s,
 		r->objects++;
 }
 
+void recorder_net_of_probes(struct recorder *r, struct mib *m, uint64_t probe_ns)
+{
+	uint64_t life = m->total_lifetime_ns;
+
+	mib_net_of_probes(m, probe_ns);
+	if (life > m->total_lifetime_ns) {
+		r->probe_net_ns += life - m->total_lifetime_ns;
+		r->probe_net_objects++;
+	}
+}
+
+/* probe_ns: the probes' share of its lifetime (bpf/alloc.h ev_free.probe_ns). */
 static void add_object(struct recorder *r, struct proc *p, uint64_t key, uint64_t addr,
 		       uint64_t size, uint64_t alloc_ns, uint64_t dead_ns, uint32_t acpu,
-		       uint32_t dcpu)
+		       uint32_t dcpu, uint64_t probe_ns)
 {
 	struct istack *s = key ? hmap_find(&p->stacks, stack_slot(key), NULL, NULL) : NULL;
 	struct mib m;
@@ -369,9 +502,10 @@ static void add_object(struct recorder *r, struct proc *p, uint64_t key, uint64_
 	/* With access sampling, the object waits in attribution until no sample older
 	 * than its death can still come; it is aggregated then (access.c op_object). */
 	if (r->attrib && attrib_object(r->attrib, p->pid, p->start_ns, addr, size, s, alloc_ns,
-				       dead_ns, acpu, dcpu) == 0)
+				       dead_ns, acpu, dcpu, probe_ns) == 0)
 		return;
 	mib_from_object(&m, size, alloc_ns, dead_ns, acpu, dcpu, 0);
+	recorder_net_of_probes(r, &m, probe_ns);
 	if (p->exit_mono_ns && dead_ns >= p->exit_mono_ns)
 		mib_mark_live_at_exit(&m);   /* reaped at its process's exit */
 	recorder_add_mib(r, p, s, dead_ns, &m);
@@ -397,7 +531,7 @@ static int handle_event(struct recorder *r, void *data, size_t len)
 		if (len < sizeof(*e) || !(p = events_proc(r, h->tgid, h->start_ns)))
 			return 0;
 		add_object(r, p, e->key, e->addr, e->size, e->alloc_ns, e->free_ns, e->alloc_cpu,
-			   e->free_cpu);
+			   e->free_cpu, e->probe_ns);
 		return 0;
 	}
 	events_common(r, data, len, reap_cb);
@@ -428,6 +562,8 @@ int exact_poll(struct recorder *r, int timeout_ms, bool *more)
 int exact_reap(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts_ns, uint32_t cpu)
 {
 	int fd = bpf_map__fd(r->skel->maps.live);
+	int tfd = bpf_map__fd(r->skel->maps.thread_probe_ns);
+	int pfd = bpf_map__fd(r->skel->maps.proc_probe_ns);
 	struct live_key *keys;
 	size_t n;
 	int err = events_live_keys(fd, tgid, &keys, &n);
@@ -443,12 +579,29 @@ int exact_reap(struct recorder *r, uint32_t tgid, uint64_t start_ns, uint64_t ts
 		if (v.ts_ns > ts_ns)
 			continue;   /* made after the event (exec): the new image's */
 		struct proc *p = proc_get(&r->procs, keys[i].tgid, v.start_ns);
+		/* The probes' share of its life, as bpf/alloc.bpf.c track_free takes it: the
+		 * larger of its thread's (which has exited, at the process's exit; at an exec
+		 * it still runs, and only the process's counts) and its process's. */
+		uint64_t tprobe = 0, pclock;
+		struct proc_probe pp;
+		if (p && bpf_map_lookup_elem(tfd, &v.tid, &tprobe) == 0 && tprobe > v.probe_ns)
+			tprobe -= v.probe_ns;
+		else
+			tprobe = 0;
+		if (p && bpf_map_lookup_elem(pfd, &keys[i].tgid, &pp) == 0 &&
+		    (pclock = pp.clock + pp.win_max) > v.proc_probe_ns &&
+		    pclock - v.proc_probe_ns > tprobe)
+			tprobe = pclock - v.proc_probe_ns;
 		if (p)
 			add_object(r, p, v.key, keys[i].addr, v.size, v.ts_ns,
-				   ts_ns > v.ts_ns ? ts_ns : v.ts_ns, v.cpu, cpu);
+				   ts_ns > v.ts_ns ? ts_ns : v.ts_ns, v.cpu, cpu, tprobe);
 		bpf_map_delete_elem(fd, &keys[i]);
 	}
 	free(keys);
+	/* Its threads' probe times start again after an exec (their states reset) and
+	 * mean nothing after its exit. */
+	if (tgid)
+		bpf_map_delete_elem(pfd, &tgid);
 	return 0;
 }
 

@@ -33,6 +33,7 @@ struct aobj {
 	uint64_t weight_q16;
 	uint32_t acpu, fcpu;
 	bool live_at_end;
+	uint64_t probe_ns;
 	uint64_t samples, est, est_bytes;
 	double est_var;           /* the samples' weight_err squared, summed */
 	uint64_t *hist;
@@ -452,7 +453,7 @@ int attrib_free(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t add
 
 int attrib_object(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t addr,
 		  uint64_t size, void *ctx, uint64_t alloc_ns, uint64_t free_ns,
-		  uint32_t alloc_cpu, uint32_t free_cpu)
+		  uint32_t alloc_cpu, uint32_t free_cpu, uint64_t probe_ns)
 {
 	struct aproc *p = proc_get(a, tgid, start_ns);
 	struct aobj *o;
@@ -463,6 +464,7 @@ int attrib_object(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t a
 	o->ctx = ctx;
 	o->alloc_ns = alloc_ns;
 	o->acpu = alloc_cpu;
+	o->probe_ns = probe_ns;
 	if (free_ns < alloc_ns)
 		free_ns = alloc_ns;
 	set_free(a, o, free_ns == LIVE ? LIVE - 1 : free_ns, free_cpu);
@@ -657,7 +659,7 @@ static void settle(struct attrib *a, uint64_t before)
 			.tgid = p->tgid, .start_ns = p->start_ns, .addr = o->node.start, .size = size,
 			.ctx = o->ctx, .alloc_ns = o->alloc_ns, .free_ns = o->free_ns,
 			.alloc_cpu = o->acpu, .free_cpu = o->fcpu, .live_at_end = o->live_at_end,
-			.weight_q16 = o->weight_q16,
+			.probe_ns = o->probe_ns, .weight_q16 = o->weight_q16,
 			.samples = o->samples, .est_accesses = o->est,
 			.est_bytes = o->est_bytes, .est_err = (uint64_t)(sqrt(o->est_var) + 0.5), .hist = o->hist,
 			.hist_len = o->hist ? (uint32_t)((size + ATTRIB_GRANULE - 1) / ATTRIB_GRANULE) : 0,

@@ -83,6 +83,8 @@ struct attrib_object {
 	uint64_t alloc_ns, free_ns;
 	uint32_t alloc_cpu, free_cpu;
 	bool live_at_end;         /* free_ns is the end of the run, not a free */
+	uint64_t probe_ns;        /* of its lifetime, the time exact mode's probes took
+	                           * (attrib_object's; mib_net_of_probes) */
 	uint64_t weight_q16;      /* objects it stands for, Q48.16 (ATTRIB_WEIGHT_ONE: itself) */
 	uint64_t samples, est_accesses;   /* of this object alone, never weighted */
 	uint64_t est_err;         /* the samples' weight_err in quadrature (access_sample.h) */
@@ -145,7 +147,7 @@ int attrib_free(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t add
 		uint64_t free_ns, uint32_t cpu);
 int attrib_object(struct attrib *a, uint32_t tgid, uint64_t start_ns, uint64_t addr,
 		  uint64_t size, void *ctx, uint64_t alloc_ns, uint64_t free_ns,
-		  uint32_t alloc_cpu, uint32_t free_cpu);
+		  uint32_t alloc_cpu, uint32_t free_cpu, uint64_t probe_ns);
 
 /* One access sample. Returns the class it was counted in, or -1 while it is held
  * waiting for its object (heap candidates that hit no known object yet) or deferred

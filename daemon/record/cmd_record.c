@@ -1023,6 +1023,15 @@ static void print_summary(struct record *rec)
 			(unsigned long long)cnt[CNT_UNMATCHED_FREE]);
 	} else {
 		exact_counters(&rec->r, cnt);
+		if (!r->alloc_off)   /* no allocator probe, no lifetime */
+			fprintf(stderr, "memprofd: exact: lifetimes net of the probes: %llu "
+				"objects' lifetimes shortened, by %.3f s summed over them (a hit "
+				"costs %llu ns at entry, %llu at return, beyond its program; %llu "
+				"outside a call's gap; scaled by the targets' gaps against %llu)\n",
+				(unsigned long long)r->probe_net_objects,
+				(double)r->probe_net_ns / 1e9, (unsigned long long)r->hit_entry_ns,
+				(unsigned long long)r->hit_ret_ns, (unsigned long long)r->hit_edges_ns,
+				(unsigned long long)r->calib_gap_ns);
 	}
 	access_report(&rec->r);
 	getrusage(RUSAGE_SELF, &ru);   /* our own CPU, not the child's */

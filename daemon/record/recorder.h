@@ -57,6 +57,11 @@ struct recorder {
 	uint64_t unknown_stack_objs;     /* objects attributed to unknown_stack */
 	uint64_t unknown_stack_why[3];   /* of those: enum unknown_stack_why */
 	uint64_t objects;                /* objects aggregated (deaths + live at end) */
+	uint64_t probe_net_ns;           /* probe time taken out of their lifetimes (exact) */
+	uint64_t probe_net_objects;      /* ... of this many objects */
+	uint64_t hit_entry_ns, hit_ret_ns; /* a probe hit's cost beyond its program (exact_calibrate) */
+	uint64_t hit_edges_ns;           /* of a call's two, what its gap leaves out */
+	uint64_t calib_gap_ns;           /* the calibration's gaps, what target gaps scale by */
 	bool flush_error_logged;
 	struct symcache *symcache;       /* DWARF lines of frames, by build-id (NULL: ELF only) */
 	struct sym_warm *sym_warm;       /* a thread using symcache: joined before its next use */
@@ -167,6 +172,9 @@ void recorder_bound_memory(struct recorder *r, uint64_t limit);
 /* Folds one object's MIB into its context's aggregate (bucket from dead_ns, monotonic). */
 void recorder_add_mib(struct recorder *r, struct proc *p, struct istack *s, uint64_t dead_ns,
 		      const struct mib *m);
+/* Takes the probes' share of one object's lifetime out of m (store/mib.h
+ * mib_net_of_probes), counted in probe_net_ns and probe_net_objects. */
+void recorder_net_of_probes(struct recorder *r, struct mib *m, uint64_t probe_ns);
 /* The same with the object's AccessHistogram (daemon/attrib/attrib.h: per ATTRIB_GRANULE bytes). */
 void recorder_add_mib_hist(struct recorder *r, struct proc *p, struct istack *s,
 			   uint64_t dead_ns, const struct mib *m, const uint64_t *hist,

@@ -54,11 +54,12 @@ static void test_time_and_address(void **state)
 	s.bytes = 9000;                               /* bytes the source gave: kept */
 	assert_int_equal(attrib_sample(a, &s), -1);
 	assert_int_equal(attrib_counts(a)->pending, 1);
-	assert_int_equal(attrib_object(a, 10, 5, 0x1000, 0x100, &c1, 100, 200, 0, 1), 0);
+	/* with 30 ns of exact mode's probe time in its life, handed on with the object */
+	assert_int_equal(attrib_object(a, 10, 5, 0x1000, 0x100, &c1, 100, 200, 0, 1, 30), 0);
 	assert_int_equal(attrib_counts(a)->pending, 0);
 	assert_int_equal(attrib_counts(a)->pending_resolved, 1);
 	/* the same address reused by another context later */
-	assert_int_equal(attrib_object(a, 10, 5, 0x1000, 0x40, &c2, 300, 400, 1, 1), 0);
+	assert_int_equal(attrib_object(a, 10, 5, 0x1000, 0x40, &c2, 300, 400, 1, 1, 0), 0);
 	s = smp(0x1010, 350, 7);
 	assert_int_equal(attrib_sample(a, &s), ATTRIB_HEAP);
 	s = smp(0x1000 + 130, 160, 5);                /* offset 130: granule 2 of c1's object */
@@ -81,6 +82,7 @@ static void test_time_and_address(void **state)
 	assert_int_equal(g.o[0].hist_len, 4);
 	assert_int_equal(g.hist2[0], 5);
 	assert_int_equal(g.o[0].free_cpu, 1);
+	assert_int_equal(g.o[0].probe_ns, 30);
 	attrib_advance(a, 100);                       /* watermarks never go back */
 	s = smp(0x1010, 150, 1);                      /* a straggler: counted late */
 	attrib_sample(a, &s);
@@ -90,6 +92,7 @@ static void test_time_and_address(void **state)
 	assert_ptr_equal(g.o[1].ctx, &c2);
 	assert_int_equal(g.o[1].samples, 1);
 	assert_false(g.o[1].live_at_end);
+	assert_int_equal(g.o[1].probe_ns, 0);
 	assert_int_equal(attrib_counts(a)->by_class[ATTRIB_UNKNOWN], 3);
 	assert_int_equal(attrib_counts(a)->by_class[ATTRIB_HEAP], 3);
 	assert_int_equal(attrib_counts(a)->pending, 0);
@@ -351,7 +354,7 @@ static void test_exit_releases(void **state)
 	assert_int_equal(attrib_sample(a, &s), -1);
 	s = smp(0x1000200, 12, 1);
 	assert_int_equal(attrib_sample(a, &s), -1);
-	assert_int_equal(attrib_object(a, 10, 5, 0x1000200, 16, &c1, 11, 30, 0, 0), 0);
+	assert_int_equal(attrib_object(a, 10, 5, 0x1000200, 16, &c1, 11, 30, 0, 0, 0), 0);
 	assert_int_equal(c->pending, 1);
 	attrib_process_exit(a, 10, 5, 40);
 	assert_int_equal(c->pending, 0);
@@ -523,7 +526,7 @@ static void sim_run(bool both_ends, uint64_t lag, uint64_t jitter)
 			break;
 		case SE_OBJECT:
 			assert_int_equal(attrib_object(a, 10, 5, o->addr, o->size, o, o->alloc_ns,
-						       o->free_ns, 0, 0), 0);
+						       o->free_ns, 0, 0, 0), 0);
 			break;
 		default: {
 			struct access_sample smpl = smp(e->addr, e->t, 1);
@@ -614,7 +617,7 @@ static void test_many_live(void **state)
 			*o = (struct sobj){ .addr = 0x40000000 + (uint64_t)perm[i] * 64, .size = 48,
 					    .alloc_ns = 1000 + i, .free_ns = 2000000 + perm[i] };
 			int r = exact ? attrib_object(a, 10, 5, o->addr, o->size, o, o->alloc_ns,
-						      o->free_ns, 0, 0)
+						      o->free_ns, 0, 0, 0)
 				      : attrib_alloc(a, 10, 5, o->addr, o->size, o, o->alloc_ns, 0, W1);
 			assert_int_equal(r, 0);
 		}
@@ -717,7 +720,7 @@ static void test_forget(void **state)
 	assert_true(attrib_holds(a, 10, 5));
 	assert_false(attrib_holds(a, 10, 6));         /* another instance of the PID */
 	assert_int_equal(attrib_forget_gone(a, gone_none, NULL), 0);
-	assert_int_equal(attrib_object(a, 10, 5, 0x1000200, 16, &c1, 11, 30, 0, 0), 0);
+	assert_int_equal(attrib_object(a, 10, 5, 0x1000200, 16, &c1, 11, 30, 0, 0, 0), 0);
 	attrib_process_exit(a, 10, 5, 40);            /* the held sample goes to its class */
 	assert_true(attrib_holds(a, 10, 5));          /* the object is not settled yet */
 	assert_int_equal(attrib_forget_gone(a, gone_all, NULL), 0);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <stdlib.h>
@@ -103,6 +104,32 @@ static void test_from_object(void **state)
 	mib_from_object(&m, 8, 5000, 4000, 0, 0, 0);
 	assert_int_equal(m.total_lifetime_ns, 0);
 	assert_int_equal(m.num_migrated_cpu, 0);
+}
+
+/* Exact mode's probes' time comes out of the lifetime and its density; the timestamps
+ * (overlaps, buckets) stay as seen; more probe time than life leaves 0, never wraps. */
+static void test_net_of_probes(void **state)
+{
+	struct mib m;
+
+	(void)state;
+	mib_from_object(&m, 100, 1000000, 5001000000ull, 0, 0, 500);
+	assert_int_equal(m.total_lifetime_ns, 5000000000ull);
+	double before = m.min_lifetime_access_density;
+	mib_net_of_probes(&m, 4000000000ull);
+	assert_int_equal(m.total_lifetime_ns, 1000000000ull);
+	assert_int_equal(m.min_lifetime_ns, 1000000000ull);
+	assert_int_equal(m.max_lifetime_ns, 1000000000ull);
+	assert_int_equal(m.alloc_ts_ns, 1000000);
+	assert_int_equal(m.dealloc_ts_ns, 5001000000ull);
+	assert_true(fabs(m.min_lifetime_access_density - 5 * before) < 1e-9 * before);
+	assert_true(m.max_lifetime_access_density == m.min_lifetime_access_density);
+	mib_net_of_probes(&m, 0);
+	assert_int_equal(m.total_lifetime_ns, 1000000000ull);
+	mib_net_of_probes(&m, 3000000000ull);
+	assert_int_equal(m.total_lifetime_ns, 0);
+	assert_true(m.min_lifetime_access_density ==
+		    mib_lifetime_density(500, 100, 0));
 }
 
 static void test_merge_by_hand(void **state)
@@ -385,6 +412,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_from_object),
+		cmocka_unit_test(test_net_of_probes),
 		cmocka_unit_test(test_merge_by_hand),
 		cmocka_unit_test(test_merge_overlap_boundary),
 		cmocka_unit_test(test_merge_matches_llvm_random),

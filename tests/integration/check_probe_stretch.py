@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""check_probe_stretch: exact mode takes its probes' time out of lifetimes (issue 17).
+tests/workloads/probe_stretch holds one object (long_site) across --allocs short
+allocations on its thread, then another (wait_site) while a second thread makes as many
+(the holder's own probes are few: its process's leading thread's count), and keeps a
+third (exit_site) until it exits. Untraced (three runs, the fastest), the program times
+each hold itself; under `record --alloc exact` every
+malloc/free pair traps three times and copies a stack, which stretches the hold the
+program sees RECORDED_MIN x or more (a premise: below that the check cannot tell a
+netted lifetime from a stretched one, and says so). The recorded lifetime of long_site's
+object must have lost at least half of that stretch, and stay above NET_FLOOR x the
+untraced hold (not over-corrected); the same for wait_site's, and for exit_site's, live
+at exit (netted with the probe time at its process's exit), with EXIT_SLACK_MS for the
+process's teardown. Without the netting the recorded hold is the stretched one; netted
+by its own thread's probes alone, wait_site's is."""
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpdtest  # noqa: E402
+
+ARGS = ["--allocs", "100000", "--work", "1000"]
+RECORDED_MIN = 2.0    # the stretch the premise needs: traced hold / untraced hold
+KEEP_OUT = 0.5        # at least this share of the stretch taken out
+NET_FLOOR = 0.25      # netted lifetime / untraced hold, at least (the per-hit cost is
+                      # measured once, under whatever load the machine has then)
+EXIT_SLACK_MS = 100   # the exit object's recorded life ends at the process's exit event
+
+
+def times(p):
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    return json.loads(line[-1]) if line else None
+
+
+def one(ctxs, fn):
+    cs = [c for c in ctxs if mpdtest.first_fn(c) == fn]
+    return cs[0] if len(cs) == 1 and cs[0]["alloc_count"] == 1 else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--memprofd", required=True)
+    ap.add_argument("--workload", required=True)
+    a = ap.parse_args()
+    mpdtest.require_bpf()
+    tmp = tempfile.mkdtemp(prefix="check_probe_stretch.")
+    errs = []
+    bare = []
+    for _ in range(3):
+        p = mpdtest.run([a.workload, *ARGS], timeout=60)
+        t = times(p)
+        if p.returncode != 0 or not t:
+            mpdtest.finish(["untraced run failed: " + mpdtest.describe(p)], "probe_stretch", tmp)
+        bare.append(t)
+    # The fastest of three: a busy machine only slows an untraced run.
+    bare_ms = {k: min(t[k + "_ns"] for t in bare) / 1e6 for k in ("hold", "wait", "exit")}
+    db = os.path.join(tmp, "p.db")
+    p = mpdtest.record(a.memprofd, db, [a.workload, *ARGS], timeout=120)
+    t = times(p)
+    if p.returncode != 0 or not t:
+        mpdtest.finish(["record failed: " + mpdtest.describe(p)], "probe_stretch", tmp)
+    for ln in p.stderr.splitlines():
+        if "net of the probes" in ln:
+            mpdtest.log(ln)
+    seen = {k: t[k + "_ns"] / 1e6 for k in bare_ms}
+    ctxs = mpdtest.query_contexts(a.memprofd, db)
+    for fn, k, slack in (("long_site", "hold", 0), ("wait_site", "wait", 0),
+                         ("exit_site", "exit", EXIT_SLACK_MS)):
+        bare, seen_ms = bare_ms[k], seen[k]
+        c = one(ctxs, fn)
+        if not c:
+            errs.append("%s: no single context with its one object: %s" %
+                        (fn, [(mpdtest.first_fn(x), x["alloc_count"]) for x in ctxs][:12]))
+            continue
+        rec = c["max_lifetime_ms"]
+        hi = bare + (1 - KEEP_OUT) * (seen_ms - bare) + slack
+        lo = NET_FLOOR * bare
+        mpdtest.log("%-9s untraced %7.1f ms, traced (as the program saw it) %7.1f ms (x%.1f), "
+                    "recorded %6d ms; bound [%.1f, %.1f]%s" %
+                    (fn, bare, seen_ms, seen_ms / max(bare, 1e-3), rec, lo, hi,
+                     " (live at exit)" if c.get("live_at_exit_count") else ""))
+        if seen_ms < RECORDED_MIN * bare:
+            errs.append("%s: the probes stretched the program's own %.1f ms only to %.1f ms "
+                        "(< %.1fx): the premise fails, raise --allocs" %
+                        (fn, bare, seen_ms, RECORDED_MIN))
+        elif not lo <= rec <= hi:
+            errs.append("%s: recorded lifetime %d ms is outside [%.1f, %.1f]: untraced %.1f ms, "
+                        "the program saw %.1f ms under the probes" %
+                        (fn, rec, lo, hi, bare, seen_ms))
+        if fn == "exit_site" and not c.get("live_at_exit_count"):
+            errs.append("exit_site: its object is not counted live at exit")
+    mpdtest.finish(errs, "lifetimes net of exact mode's probes", tmp)
+
+
+if __name__ == "__main__":
+    main()
