@@ -173,64 +173,76 @@ static int exact_load(struct recorder *r)
 }
 
 /* What a probe hit costs its thread beyond the program's own run time: exact_calibrate
- * times calls of calib_fn (x86-64: a frame push the kernel emulates, as it does the
- * instructions probesite.h moves allocator probes to, and a return) bare, with an entry
- * probe, and with a return probe too, the best of EXACT_CALIB_ROUNDS rounds of
- * EXACT_CALIB_CALLS calls each (preemption only adds): ~5 ms where an entry hit costs
- * ~5 us. calib_ret's gaps (bpf/alloc.bpf.c) tell the part of both hits a call's gap
- * holds from the edges it does not, and scale the costs to each target thread's gaps. */
-#define EXACT_CALIB_CALLS 200
-#define EXACT_CALIB_ROUNDS 3
+ * times calls of three functions of its own (x86-64: a frame push the kernel emulates,
+ * as it does the instructions probesite.h moves allocator probes to, and a return), one
+ * bare, one with an entry probe, one with an entry and a return probe, EXACT_CALIB_CALLS
+ * calls of each in turn, EXACT_CALIB_ROUNDS times. Each round's differences (entry less
+ * bare, both less entry) are taken side by side, under the same load, and the costs are
+ * the rounds' medians: timed one after the other, once each, the entry hit measured
+ * 4.9-6.9 us and the return hit 0.07-2.0 us in runs minutes apart on an idle host, as
+ * the load moved between the measurements. ~10 ms where an entry hit costs ~5 us.
+ * calib_ret's gaps (bpf/alloc.bpf.c) tell the part of both hits a call's gap holds from
+ * the edges it does not, and scale the costs to each target thread's gaps. */
+#define EXACT_CALIB_CALLS 32
+#define EXACT_CALIB_ROUNDS 25
 #define EXACT_CALIB_MAX_NS 100000   /* a hit measured above this is noise: not used */
 #if defined(__x86_64__)
+#define CALIB_FN(name)                                   \
+	".type " name ", @function\n" name ":\n"         \
+	"\tpush %rbp\n\tmov %rsp, %rbp\n\tpop %rbp\n\tret\n" \
+	".size " name ", .-" name "\n"
 __asm__(".pushsection .text\n"
-	".type exact_calib_fn, @function\n"
-	"exact_calib_fn:\n"
-	"\tpush %rbp\n"
-	"\tmov %rsp, %rbp\n"
-	"\tpop %rbp\n"
-	"\tret\n"
-	".size exact_calib_fn, .-exact_calib_fn\n"
+	CALIB_FN("exact_calib_bare") CALIB_FN("exact_calib_entry") CALIB_FN("exact_calib_both")
 	".popsection\n");
-void exact_calib_fn(void);
+void exact_calib_bare(void);
+void exact_calib_entry(void);
+void exact_calib_both(void);
 
-static double calib_per_call(void)
+/* ns per call of fn, over EXACT_CALIB_CALLS calls. */
+static double calib_per_call(void (*fn)(void))
 {
-	double best = 0;
+	uint64_t t0 = mono_ns();
 
-	for (int k = 0; k < EXACT_CALIB_ROUNDS; k++) {
-		uint64_t t0 = mono_ns();
-		for (int i = 0; i < EXACT_CALIB_CALLS; i++)
-			exact_calib_fn();
-		double v = (double)(mono_ns() - t0) / EXACT_CALIB_CALLS;
-		if (!k || v < best)
-			best = v;
-	}
-	return best;
+	for (int i = 0; i < EXACT_CALIB_CALLS; i++)
+		fn();
+	return (double)(mono_ns() - t0) / EXACT_CALIB_CALLS;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* The file and offset of code address a in this process, from its maps. */
-static int self_file_offset(uintptr_t a, char *path, size_t pathsz, uint64_t *off)
+static int self_file_offset(const struct maps *m, uintptr_t a, char *path, size_t pathsz,
+			    uint64_t *off)
 {
-	__attribute__((cleanup(maps_free))) struct maps m = { 0 };
-	const struct map_entry *e;
-	int err = maps_read_pid(&m, getpid());
+	const struct map_entry *e = maps_find(m, a);
 
-	if (err)
-		return err;
-	if (!(e = maps_find(&m, a)) || e->path[0] != '/' || e->deleted ||
-	    strlen(e->path) >= pathsz)
+	if (!e || e->path[0] != '/' || e->deleted || strlen(e->path) >= pathsz)
 		return -ENOENT;
 	snprintf(path, pathsz, "%s", e->path);
 	*off = a - e->start + e->offset;
 	return 0;
 }
 
-static int calib_attach(struct recorder *r, struct bpf_program *prog, const char *path,
-			uint64_t off, bool ret)
+static int calib_attach(struct recorder *r, const struct maps *m, struct bpf_program *prog,
+			void (*fn)(void), bool ret)
 {
-	uint64_t cookie = 0;
+	char path[PATH_MAX];
+	uint64_t off = 0, cookie = 0;
+	int err = self_file_offset(m, (uintptr_t)fn, path, sizeof(path), &off);
 
+	if (err)
+		return err;
 	if (r->uprobe_multi)
 		return multi_attach(r, prog, path, &off, &cookie, 1, ret, getpid());
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret);
@@ -244,28 +256,35 @@ static int calib_attach(struct recorder *r, struct bpf_program *prog, const char
  * hit_entry_ns, hit_ret_ns, hit_edges_ns). A failure leaves them 0 and says so:
  * lifetimes are then netted of the programs' time and the calls' gaps alone. The links
  * stay until exact_close: detaching costs an RCU grace period, and nothing calls
- * exact_calib_fn again. */
+ * the functions again. */
 static void exact_calibrate(struct recorder *r)
 {
-	char path[PATH_MAX];
-	uint64_t off = 0;
-	int err = self_file_offset((uintptr_t)exact_calib_fn, path, sizeof(path), &off);
+	__attribute__((cleanup(maps_free))) struct maps m = { 0 };
+	double entry[EXACT_CALIB_ROUNDS], ret[EXACT_CALIB_ROUNDS];
+	int err = maps_read_pid(&m, getpid());
 
+	if (!err)
+		err = calib_attach(r, &m, r->skel->progs.calib_entry, exact_calib_entry, false);
+	if (!err)
+		err = calib_attach(r, &m, r->skel->progs.calib_entry, exact_calib_both, false);
+	if (!err)
+		err = calib_attach(r, &m, r->skel->progs.calib_ret, exact_calib_both, true);
 	if (!err) {
-		double bare = calib_per_call();
-		if (!(err = calib_attach(r, r->skel->progs.calib_entry, path, off, false))) {
-			double entry = calib_per_call();
-			if (!(err = calib_attach(r, r->skel->progs.calib_ret, path, off, true))) {
-				double both = calib_per_call();
-				r->hit_entry_ns = entry > bare ? (uint64_t)(entry - bare + 0.5) : 0;
-				r->hit_ret_ns = both > entry ? (uint64_t)(both - entry + 0.5) : 0;
-				uint64_t n = r->skel->bss->calib_gap_n;
-				double gap = n ? (double)r->skel->bss->calib_gap_sum / (double)n : 0;
-				double edges = (double)(r->hit_entry_ns + r->hit_ret_ns) - gap;
-				r->hit_edges_ns = edges > 0 ? (uint64_t)(edges + 0.5) : 0;
-				r->calib_gap_ns = r->skel->bss->calib_gap_lo;
-			}
+		for (int k = 0; k < EXACT_CALIB_ROUNDS; k++) {
+			double bare = calib_per_call(exact_calib_bare);
+			double e = calib_per_call(exact_calib_entry);
+			double both = calib_per_call(exact_calib_both);
+			entry[k] = e - bare;
+			ret[k] = both - e;
 		}
+		double he = median(entry, EXACT_CALIB_ROUNDS), hr = median(ret, EXACT_CALIB_ROUNDS);
+		r->hit_entry_ns = he > 0 ? (uint64_t)(he + 0.5) : 0;
+		r->hit_ret_ns = hr > 0 ? (uint64_t)(hr + 0.5) : 0;
+		uint64_t n = r->skel->bss->calib_gap_n;
+		double gap = n ? (double)r->skel->bss->calib_gap_sum / (double)n : 0;
+		double edges = (double)(r->hit_entry_ns + r->hit_ret_ns) - gap;
+		r->hit_edges_ns = edges > 0 ? (uint64_t)(edges + 0.5) : 0;
+		r->calib_gap_ns = r->skel->bss->calib_gap_lo;
 	}
 	if (err)
 		log_warn("%s: measuring what a probe hit costs: %s (lifetimes are netted of the "
