@@ -133,6 +133,8 @@ static void on_stack(struct recorder *r, const struct ev_stack *e, size_t len)
 		if (p->fp_reached_own)
 			ustack_fp_cut(r, p, outer);
 	}
+	if (!n)
+		return;   /* not one frame: the key's objects count as a stack lost (ustack.c) */
 	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
 	if (!s)
 		return;

@@ -436,6 +436,12 @@ void ustack_handle(struct recorder *r, const struct ev_ustack *e, size_t len)
 		for (i = 0; i < n; i++)
 			unresolved += !*f[i].build_id;
 	}
+	/* Not one frame (the process's maps gone with it, its first IP in none of them): no
+	 * context. The key's objects go to the lost-stack context, counted there as a copy
+	 * lost (alloc_exact.c add_object), not to a frameless "truncated" context that looks
+	 * like a stack of its own. */
+	if (!n)
+		return;
 	struct istack *s = intern_stack_cut(&r->in, f, n, truncated);
 	struct istack *old = hmap_find(&p->stacks, stack_slot(e->key), NULL, NULL);
 	if (!s)
