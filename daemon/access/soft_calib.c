@@ -1,9 +1,11 @@
 /* Clock-rate calibration of the soft source (soft_calib.h). Each iteration is eight
  * dependent adds (8 cycles: an add's latency is one cycle); the counter and branch run
  * beside them. So iterations x 8 / thread CPU ns is the clock in cycles per ns. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include "daemon/access/soft_calib.h"
 
@@ -66,38 +68,97 @@ double soft_calib_insns_per_ns(double fallback)
 	return ghz > 0 ? ghz * SOFT_EST_IPC : fallback;
 }
 
-double soft_calib_rep_bytes_per_ns(void)
+/* Times copies of bytes from blk to blk + the bytes' page span + skew (blk holds both). */
+static double rep_rate_in(char *blk, size_t bytes, unsigned skew)
 {
 #if defined(__x86_64__)
-	char *src = malloc(SOFT_CALIB_REP_BYTES), *dst = malloc(SOFT_CALIB_REP_BYTES);
+	size_t span = (bytes + 4095) / 4096 * 4096;
+	size_t copies = SOFT_CALIB_REP_MOVED / bytes ? SOFT_CALIB_REP_MOVED / bytes : 1;
+	char *src = blk, *dst = blk + span + skew;
 	uint64_t best = 0;
 
-	if (!src || !dst) {
-		free(src);
-		free(dst);
-		return 0;
-	}
-	memset(src, 1, SOFT_CALIB_REP_BYTES);
-	memset(dst, 2, SOFT_CALIB_REP_BYTES);
 	for (int r = 0; r < SOFT_CALIB_REPEATS + 1; r++) {   /* the first warms the caches */
 		uint64_t t0 = thread_ns();
-		for (int c = 0; c < SOFT_CALIB_REP_COPIES; c++) {
+		for (size_t c = 0; c < copies; c++) {
 			void *d = dst;
 			const void *sp = src;
-			size_t n = SOFT_CALIB_REP_BYTES;
+			size_t n = bytes;
 			__asm__ volatile("rep movsb" : "+D"(d), "+S"(sp), "+c"(n) : : "memory");
 		}
 		uint64_t t1 = thread_ns();
 		if (r && t0 && t1 > t0 && (!best || t1 - t0 < best))
 			best = t1 - t0;
 	}
-	free(src);
-	free(dst);
 	if (!best)
 		return 0;
-	double bpns = (double)SOFT_CALIB_REP_BYTES * SOFT_CALIB_REP_COPIES / (double)best;
+	double bpns = (double)bytes * (double)copies / (double)best;
 	return bpns >= SOFT_CALIB_REP_MIN && bpns <= SOFT_CALIB_REP_MAX ? bpns : 0;
 #else
+	(void)blk;
+	(void)bytes;
+	(void)skew;
 	return 0;
 #endif
+}
+
+/* A block for copies of up to bytes at any skew, written once (faulted in: a first
+ * touch costs ~12 us a page under this project's hypervisor; huge pages where the
+ * kernel gives them), or NULL. */
+static char *rep_block(size_t bytes, size_t *len)
+{
+	size_t span = (bytes + 4095) / 4096 * 4096;
+
+	*len = 2 * span + 4096;
+	char *blk = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (blk == MAP_FAILED)
+		return NULL;
+	(void)madvise(blk, *len, MADV_HUGEPAGE);   /* a hint: EINVAL without THP */
+	memset(blk, 1, *len);
+	return blk;
+}
+
+double soft_calib_rep_bytes_per_ns_at(size_t bytes, unsigned skew)
+{
+	size_t len;
+	char *blk;
+
+	if (!bytes || !skew || skew >= 4096 || !(blk = rep_block(bytes, &len)))
+		return 0;
+	double r = rep_rate_in(blk, bytes, skew);
+	munmap(blk, len);
+	return r;
+}
+
+void soft_calib_rep_curve(struct soft_rep_curve *c)
+{
+	size_t size = SOFT_REP_SIZE0, len;
+	char *blk = rep_block((size_t)SOFT_REP_SIZE0 << (2 * (SOFT_REP_SIZES - 1)), &len);
+
+	c->n = 0;
+	if (!blk)
+		return;
+	for (unsigned i = 0; i < SOFT_REP_SIZES; i++, size *= 4) {
+		double r = rep_rate_in(blk, size, SOFT_CALIB_REP_SKEW);
+		if (r > 0) {
+			c->size[c->n] = (double)size;
+			c->bpns[c->n++] = r;
+		}
+	}
+	munmap(blk, len);
+}
+
+double soft_rep_rate(const struct soft_rep_curve *c, double bytes)
+{
+	unsigned i;
+
+	if (!c->n)
+		return 0;
+	if (bytes <= c->size[0])
+		return c->bpns[0];
+	for (i = 1; i < c->n && bytes > c->size[i]; i++)
+		;
+	if (i == c->n)
+		return c->bpns[c->n - 1];
+	double f = log(bytes / c->size[i - 1]) / log(c->size[i] / c->size[i - 1]);
+	return c->bpns[i - 1] + f * (c->bpns[i] - c->bpns[i - 1]);
 }

@@ -21,13 +21,40 @@ double soft_calib_cycles_per_ns(void);
  * fallback when the clock cannot be measured. */
 double soft_calib_insns_per_ns(double fallback);
 
-#define SOFT_CALIB_REP_BYTES 32768  /* copied by one rep movsb measurement (L1/L2-resident) */
-#define SOFT_CALIB_REP_COPIES 64    /* copies per measurement (~100 us: above the clock's cost) */
+#define SOFT_CALIB_REP_MOVED (2u << 20) /* bytes moved per rep movsb measurement (~20 us at
+                                        * L2 rates: above the clock's cost) */
 #define SOFT_CALIB_REP_MIN 0.5      /* bytes per ns accepted from a measurement */
 #define SOFT_CALIB_REP_MAX 1024.0
+#define SOFT_CALIB_REP_SKEW 2048    /* (dst - src) mod 4096 of the calibration's copies */
+#define SOFT_REP_SIZES 5            /* copy sizes the rep rate is measured at: */
+#define SOFT_REP_SIZE0 (16u << 10)  /* 16 KiB x 4^i: 16 KiB .. 4 MiB */
 
-/* This CPU's rep movsb rate, bytes per ns of thread CPU time (best of SOFT_CALIB_REPEATS
- * runs of SOFT_CALIB_REP_COPIES copies of SOFT_CALIB_REP_BYTES, cache-resident: a copy from memory is slower, so a
- * sample in a rep string instruction is over- rather than under-counted), or 0 when it
- * cannot be measured. */
-double soft_calib_rep_bytes_per_ns(void);
+/* This CPU's rep movsb rate for copies of one size, bytes per ns of thread CPU time:
+ * the best of SOFT_CALIB_REPEATS runs (after one that warms the caches) of copies
+ * moving SOFT_CALIB_REP_MOVED bytes in all, back and forth between the same two buffers,
+ * the destination skew bytes past the source modulo 4096 (0 < skew < 4096). 0 when it
+ * cannot be measured. Where the destination lies less than 64 bytes past the source
+ * modulo 4 KiB, the stores alias the next loads (4K aliasing) and rep movsb runs ~1.6x
+ * slower (76 against 123 bytes/ns on the AMD EPYC of this project's CI): two
+ * back-to-back mallocs always do (16 bytes apart: the chunk header), and where the
+ * calibration used them its rate was 76-85 or 115-125 bytes/ns from one process to the
+ * next as the heap's state fell; SOFT_CALIB_REP_SKEW does not. */
+double soft_calib_rep_bytes_per_ns_at(size_t bytes, unsigned skew);
+
+/* The rep rate by copy size: a copy whose buffers fit a cache runs at its rate, a larger
+ * one at the next level's (the AMD EPYC of CI: 122-129 bytes/ns at 16 KiB, 97-103 at 64
+ * and 256 KiB, 46-56 at 1 MiB, 44-54 at 4 MiB, 22-37 at 16 MiB, not measured: its 32 MiB
+ * of page faults cost ~100 ms here). */
+struct soft_rep_curve {
+	unsigned n;                      /* points measured, sizes ascending (0: none) */
+	double size[SOFT_REP_SIZES];     /* bytes copied */
+	double bpns[SOFT_REP_SIZES];     /* bytes per ns at that size */
+};
+/* Measures the curve in one 8 MiB mapping, unmapped after: ~5 ms, plus its page faults
+ * (8.6-22 ms in all under this project's hypervisor, where a first touch costs ~12 us a
+ * page without huge pages). Sizes that cannot be measured are left out; c->n says how
+ * many were. */
+void soft_calib_rep_curve(struct soft_rep_curve *c);
+/* The rate for a copy of bytes: between two measured sizes, interpolated in log size;
+ * below the first and above the last, theirs. 0 when nothing was measured. */
+double soft_rep_rate(const struct soft_rep_curve *c, double bytes);

@@ -55,7 +55,8 @@ struct src_soft {
 	struct src_events ev;
 	double scale;                /* of every event's configured rate (src_soft_set_scale) */
 	double ipns;                 /* instructions per ns of CPU a timer sample stands for */
-	double rep_bpns;             /* rep movsb bytes per ns (0: unmeasured, ipns used) */
+	struct soft_rep_curve rep;   /* rep movsb bytes per ns by copy size (n 0: unmeasured,
+	                              * ipns used) */
 	double mpi_sum;              /* window samples' memory operands per instruction, summed */
 	uint64_t mpi_n;              /* ... over this many */
 	struct insn_decoder *dec;
@@ -360,19 +361,23 @@ static int handle_pmu(struct src_soft *s, const struct soft_event *e, const stru
 
 /* A sample inside a rep string instruction stands for its iterations: period x this
  * CPU's rep rate in 8-byte words, for each of its accesses (source and destination);
- * in bytes, period x the rate, whatever the operand's width. */
+ * in bytes, period x the rate, whatever the operand's width. The rate is the one for
+ * the copy's size (soft_calib.h): the copy is rcx elements from its end, and a sample
+ * falls anywhere in it alike, so twice that is what its whole size is taken to be. */
 static int deliver_rep(struct src_soft *s, const struct soft_event *e,
 		       const struct insn_win_result *wres, uint64_t w)
 {
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, rcx = e->regs[offsetof(struct insn_regs, rcx) / 8];
 	int n = 0;
 
-	if (s->rep_bpns > 0) {
-		bytes = (uint64_t)((double)e->period * s->rep_bpns + 0.5);
-		w = (uint64_t)((double)e->period * s->rep_bpns / SOFT_REP_WORD + 0.5);
-	}
 	for (unsigned i = 0; i < wres->n; i++)
 		if (wres->acc[i].flags & INSN_F_REP) {
+			double left = (double)rcx * (wres->acc[i].size ? wres->acc[i].size : 1);
+			double rate = soft_rep_rate(&s->rep, 2 * left);
+			if (rate > 0) {
+				bytes = (uint64_t)((double)e->period * rate + 0.5);
+				w = (uint64_t)((double)e->period * rate / SOFT_REP_WORD + 0.5);
+			}
 			deliver_err(s, e, wres->acc[i].addr, wres->acc[i].size, wres->acc[i].rw,
 				    wres->acc[i].flags, w ? w : 1, 0, bytes);
 			n++;
@@ -531,14 +536,14 @@ bool src_soft_core_btf_used(const struct src_soft *s)
 	return s->core_btf_used;
 }
 
-double src_soft_rep_bytes_per_ns(const struct src_soft *s)
+const struct soft_rep_curve *src_soft_rep_curve(const struct src_soft *s)
 {
-	return s->rep_bpns;
+	return &s->rep;
 }
 
-void src_soft_set_rep_bytes_per_ns(struct src_soft *s, double bytes_per_ns)
+void src_soft_set_rep_curve(struct src_soft *s, const struct soft_rep_curve *c)
 {
-	s->rep_bpns = bytes_per_ns > 0 ? bytes_per_ns : 0;
+	s->rep = *c;
 }
 
 /* soft.bpf.c as core_btf_load drives it (core_btf.h: its CO-RE relocation against the
@@ -620,7 +625,7 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 		src_pmu_soft(&po, &s->ev, why, sizeof(why));
 	}
 	s->ipns = soft_calib_insns_per_ns(SOFT_EST_INSNS_PER_NS);   /* this run, this CPU */
-	s->rep_bpns = soft_calib_rep_bytes_per_ns();
+	soft_calib_rep_curve(&s->rep);
 	/* MEMPROFD_SOFT_STALL=off: the clock x IPC weights alone (bench/access_dhat*.py's
 	 * side-by-side). A table that cannot be allocated leaves them so too. */
 	const char *stall = getenv("MEMPROFD_SOFT_STALL");

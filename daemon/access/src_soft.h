@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "daemon/access/access_sample.h"
+#include "daemon/access/soft_calib.h"
 #include "daemon/access/src_pmu.h"
 #include "symbolizer/insn.h"
 #include "symbolizer/insn_window.h"
@@ -89,10 +90,11 @@ const struct insn_win_stats *src_soft_win_stats(const struct src_soft *s);
 double src_soft_insns_per_ns(const struct src_soft *s);
 /* Whether soft.bpf.c was loaded against the cached minimized kernel BTF (core_btf.h). */
 bool src_soft_core_btf_used(const struct src_soft *s);
-/* The rep movsb rate a sample inside a rep string instruction stands for (0: unmeasured). */
-double src_soft_rep_bytes_per_ns(const struct src_soft *s);
-/* Sets it (replays and tests of an offline instance; src_soft_open measures it). */
-void src_soft_set_rep_bytes_per_ns(struct src_soft *s, double bytes_per_ns);
+/* The rep movsb rates, by copy size, a sample inside a rep string instruction stands for
+ * (n 0: unmeasured). */
+const struct soft_rep_curve *src_soft_rep_curve(const struct src_soft *s);
+/* Sets them (replays and tests of an offline instance; src_soft_open measures them). */
+void src_soft_set_rep_curve(struct src_soft *s, const struct soft_rep_curve *c);
 void src_soft_close(struct src_soft *s);
 
 /* Decodes one ring record (struct soft_event) into access samples; no BPF needed, so it
