@@ -26,8 +26,8 @@ double soft_calib_insns_per_ns(double fallback);
 #define SOFT_CALIB_REP_MIN 0.5      /* bytes per ns accepted from a measurement */
 #define SOFT_CALIB_REP_MAX 1024.0
 #define SOFT_CALIB_REP_SKEW 2048    /* (dst - src) mod 4096 of the calibration's copies */
-#define SOFT_REP_SIZES 5            /* copy sizes the rep rate is measured at: */
-#define SOFT_REP_SIZE0 (16u << 10)  /* 16 KiB x 4^i: 16 KiB .. 4 MiB */
+#define SOFT_REP_SIZES 7            /* copy sizes the rep rate is measured at: */
+#define SOFT_REP_SIZE0 (1u << 10)   /* 1 KiB x 4^i: 1 KiB .. 4 MiB */
 
 /* This CPU's rep movsb rate for copies of one size, bytes per ns of thread CPU time:
  * the best of SOFT_CALIB_REPEATS runs (after one that warms the caches) of copies
@@ -42,15 +42,16 @@ double soft_calib_insns_per_ns(double fallback);
 double soft_calib_rep_bytes_per_ns_at(size_t bytes, unsigned skew);
 
 /* The rep rate by copy size: a copy whose buffers fit a cache runs at its rate, a larger
- * one at the next level's (the AMD EPYC of CI: 122-129 bytes/ns at 16 KiB, 97-103 at 64
- * and 256 KiB, 46-56 at 1 MiB, 44-54 at 4 MiB, 22-37 at 16 MiB, not measured: its 32 MiB
- * of page faults cost ~100 ms here). */
+ * one at the next level's, and a short one pays rep's start-up (the AMD EPYC of CI:
+ * 72-74 bytes/ns at 1 KiB, 111-115 at 4 KiB, 122-130 at 16 KiB, 97-104 at 64 and 256
+ * KiB, 46-56 at 1 MiB, 44-54 at 4 MiB, 22-37 at 16 MiB, not measured: its 32 MiB of page
+ * faults cost ~100 ms here). */
 struct soft_rep_curve {
 	unsigned n;                      /* points measured, sizes ascending (0: none) */
 	double size[SOFT_REP_SIZES];     /* bytes copied */
 	double bpns[SOFT_REP_SIZES];     /* bytes per ns at that size */
 };
-/* Measures the curve in one 8 MiB mapping, unmapped after: ~5 ms, plus its page faults
+/* Measures the curve in one 8 MiB mapping, unmapped after: ~6 ms, plus its page faults
  * (8.6-22 ms in all under this project's hypervisor, where a first touch costs ~12 us a
  * page without huge pages). Sizes that cannot be measured are left out; c->n says how
  * many were. */
