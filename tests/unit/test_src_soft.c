@@ -125,6 +125,20 @@ static void test_handle_offline(void **state)
 	src_soft_close(ss);
 }
 
+/* A 1 ms sample in probe_rep's rep movsb from hot[] to its second half, rcx left. */
+static void rep_event(struct soft_event *e, uint64_t rcx)
+{
+	memset(e, 0, sizeof(*e));
+	e->tgid = e->tid = (uint32_t)getpid();
+	e->time_ns = 1000;
+	e->period = 1000000;
+	e->regs[offsetof(struct insn_regs, rip) / 8] = (uintptr_t)probe_rep;
+	e->regs[offsetof(struct insn_regs, rsi) / 8] = (uintptr_t)&hot[0];
+	e->regs[offsetof(struct insn_regs, rdi) / 8] = (uintptr_t)&hot[HOT_WORDS / 2];
+	e->regs[offsetof(struct insn_regs, rcx) / 8] = rcx;
+	e->regs[offsetof(struct insn_regs, rsp) / 8] = (uintptr_t)e;
+}
+
 /* A sample in rep movsb stands for period x the rep rate in bytes, for its read and for
  * its write, whatever the operand's width; its weight counts 8-byte words. */
 static void test_rep_bytes(void **state)
@@ -136,15 +150,7 @@ static void test_rep_bytes(void **state)
 	assert_int_equal(src_soft_open_offline(&ss, on_access, &seen), 0);
 	struct soft_rep_curve flat = { .n = 1, .size = { 16384 }, .bpns = { 16.0 } };
 	src_soft_set_rep_curve(ss, &flat);
-	memset(&e, 0, sizeof(e));
-	e.tgid = e.tid = (uint32_t)getpid();
-	e.time_ns = 1000;
-	e.period = 1000000;
-	e.regs[offsetof(struct insn_regs, rip) / 8] = (uintptr_t)probe_rep;
-	e.regs[offsetof(struct insn_regs, rsi) / 8] = (uintptr_t)&hot[0];
-	e.regs[offsetof(struct insn_regs, rdi) / 8] = (uintptr_t)&hot[HOT_WORDS / 2];
-	e.regs[offsetof(struct insn_regs, rcx) / 8] = 4096;
-	e.regs[offsetof(struct insn_regs, rsp) / 8] = (uintptr_t)&e;
+	rep_event(&e, 4096);
 	assert_true(src_soft_handle(ss, &e, sizeof(e)) >= 2);
 	assert_int_equal(seen.in_hot, 2);
 	assert_int_equal(seen.w, 1000000ULL * 16 / SOFT_REP_WORD);
@@ -170,15 +176,7 @@ static void test_rep_by_size(void **state)
 		struct seen seen = {0};
 		assert_int_equal(src_soft_open_offline(&ss, on_access, &seen), 0);
 		src_soft_set_rep_curve(ss, &c);
-		memset(&e, 0, sizeof(e));
-		e.tgid = e.tid = (uint32_t)getpid();
-		e.time_ns = 1000;
-		e.period = 1000000;
-		e.regs[offsetof(struct insn_regs, rip) / 8] = (uintptr_t)probe_rep;
-		e.regs[offsetof(struct insn_regs, rsi) / 8] = (uintptr_t)&hot[0];
-		e.regs[offsetof(struct insn_regs, rdi) / 8] = (uintptr_t)&hot[HOT_WORDS / 2];
-		e.regs[offsetof(struct insn_regs, rcx) / 8] = k ? 8u << 20 : 1024;
-		e.regs[offsetof(struct insn_regs, rsp) / 8] = (uintptr_t)&e;
+		rep_event(&e, k ? 8u << 20 : 1024);
 		assert_true(src_soft_handle(ss, &e, sizeof(e)) >= 2);
 		assert_int_equal(seen.in_hot, 2);
 		w[k] = seen.w;

@@ -59,19 +59,26 @@ static void unwind_one(uint32_t pid, uint64_t key, uint64_t ip, struct istack **
 	interner_free(&r.in);
 }
 
-static void test_gone_process_no_frame(void **state)
+/* A process gone and reaped: no /proc entry, no maps. */
+static uint32_t reaped_pid(void)
 {
-	struct istack *s;
-	uint64_t n;
 	pid_t child = fork();
 
-	(void)state;
 	assert_true(child >= 0);
 	if (child == 0)
 		_exit(0);
 	assert_int_equal(waitpid(child, NULL, 0), child);
-	/* Gone and reaped: no /proc entry, no maps; 0x1000 is in no mapping anyway. */
-	unwind_one((uint32_t)child, ALLOC_USTACK_KEY | 7, 0x1000, &s, &n);
+	return (uint32_t)child;
+}
+
+static void test_gone_process_no_frame(void **state)
+{
+	struct istack *s;
+	uint64_t n;
+
+	(void)state;
+	/* 0x1000 is in no mapping anyway. */
+	unwind_one(reaped_pid(), ALLOC_USTACK_KEY | 7, 0x1000, &s, &n);
 	assert_null(s);
 	assert_int_equal(n, 0);
 }
@@ -112,14 +119,9 @@ static void fp_one(uint32_t pid, uint64_t key, uint64_t ip, unsigned *nframes)
 static void test_fp_stack_no_frame(void **state)
 {
 	unsigned n;
-	pid_t child = fork();
 
 	(void)state;
-	assert_true(child >= 0);
-	if (child == 0)
-		_exit(0);
-	assert_int_equal(waitpid(child, NULL, 0), child);
-	fp_one((uint32_t)child, 9, 0x1000, &n);
+	fp_one(reaped_pid(), 9, 0x1000, &n);
 	assert_int_equal(n, 0);
 	fp_one((uint32_t)getpid(), 10, (uint64_t)(uintptr_t)test_fp_stack_no_frame + 4, &n);
 	assert_int_equal(n, 2);   /* one frame */
