@@ -138,13 +138,8 @@ static int setup(struct recorder *r, enum access_src req, uint64_t freq, uint64_
 		return e;
 	}
 	if (r->access.src == ACCESS_SOFT) {
-		const struct soft_rep_curve *c = src_soft_rep_curve(r->soft);
-		char rep[256] = "rep movs not measured";
-		size_t at = 0;
-		for (unsigned i = 0; i < c->n && at < sizeof(rep); i++)
-			at += (size_t)snprintf(rep + at, sizeof(rep) - at, "%s%.0f%s at %.0f KiB",
-					       i ? ", " : "rep movs ", c->bpns[i],
-					       i ? "" : " bytes per ns", c->size[i] / 1024);
+		char rep[256];
+		soft_rep_curve_describe(src_soft_rep_curve(r->soft), rep, sizeof(rep));
 		fprintf(stderr, "memprofd: access: soft: %.2f instructions per ns of CPU time, "
 			"%s (measured on this CPU)\n", src_soft_insns_per_ns(r->soft), rep);
 	}

@@ -2,6 +2,7 @@
  * dependent adds (8 cycles: an add's latency is one cycle); the counter and branch run
  * beside them. So iterations x 8 / thread CPU ns is the clock in cycles per ns. */
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,13 +69,18 @@ double soft_calib_insns_per_ns(double fallback)
 	return ghz > 0 ? ghz * SOFT_EST_IPC : fallback;
 }
 
+/* bytes rounded up to whole 4 KiB pages. */
+static size_t page_span(size_t bytes)
+{
+	return (bytes + 4095) / 4096 * 4096;
+}
+
 /* Times copies of bytes from blk to blk + the bytes' page span + skew (blk holds both). */
 static double rep_rate_in(char *blk, size_t bytes, unsigned skew)
 {
 #if defined(__x86_64__)
-	size_t span = (bytes + 4095) / 4096 * 4096;
 	size_t copies = SOFT_CALIB_REP_MOVED / bytes ? SOFT_CALIB_REP_MOVED / bytes : 1;
-	char *src = blk, *dst = blk + span + skew;
+	char *src = blk, *dst = blk + page_span(bytes) + skew;
 	uint64_t best = 0;
 
 	for (int r = 0; r < SOFT_CALIB_REPEATS + 1; r++) {   /* the first warms the caches */
@@ -106,9 +112,7 @@ static double rep_rate_in(char *blk, size_t bytes, unsigned skew)
  * kernel gives them), or NULL. */
 static char *rep_block(size_t bytes, size_t *len)
 {
-	size_t span = (bytes + 4095) / 4096 * 4096;
-
-	*len = 2 * span + 4096;
+	*len = 2 * page_span(bytes) + 4096;
 	char *blk = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (blk == MAP_FAILED)
 		return NULL;
@@ -161,4 +165,14 @@ double soft_rep_rate(const struct soft_rep_curve *c, double bytes)
 		return c->bpns[c->n - 1];
 	double f = log(bytes / c->size[i - 1]) / log(c->size[i] / c->size[i - 1]);
 	return c->bpns[i - 1] + f * (c->bpns[i] - c->bpns[i - 1]);
+}
+
+void soft_rep_curve_describe(const struct soft_rep_curve *c, char *buf, size_t n)
+{
+	size_t at = 0;
+
+	snprintf(buf, n, "rep movs not measured");
+	for (unsigned i = 0; i < c->n && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, "%s%.0f%s at %.0f KiB", i ? ", " : "rep movs ",
+				       c->bpns[i], i ? "" : " bytes per ns", c->size[i] / 1024);
 }

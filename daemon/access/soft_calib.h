@@ -6,6 +6,7 @@
  * memory retires fewer instructions per cycle (its accesses are over-estimated), tight
  * loops of L1 hits more (under-estimated); bench/access_dhat.py measures both. */
 #pragma once
+#include <stddef.h>
 
 #define SOFT_EST_IPC 1.0           /* instructions per cycle: the order of what warehouse-scale
                                     * fleets measure (Kanev et al., ISCA 2015: IPC about 1) */
@@ -59,3 +60,6 @@ void soft_calib_rep_curve(struct soft_rep_curve *c);
 /* The rate for a copy of bytes: between two measured sizes, interpolated in log size;
  * below the first and above the last, theirs. 0 when nothing was measured. */
 double soft_rep_rate(const struct soft_rep_curve *c, double bytes);
+/* The curve as `record` prints it ("rep movs 74 bytes per ns at 1 KiB, 113 at 4 KiB, ...",
+ * or "rep movs not measured"), cut to n bytes. */
+void soft_rep_curve_describe(const struct soft_rep_curve *c, char *buf, size_t n);

@@ -25,6 +25,7 @@
 #include "daemon/alloc/uprobe_multi.h"
 #include "base/array.h"
 #include "base/clock.h"
+#include "base/stats.h"
 
 /* Which program a function gets, and its attach cookie: an enum alloc_kind for
  * alloc_entry (plus alloc_ret), an enum free_kind for free_entry. */
@@ -208,19 +209,6 @@ static double calib_per_call(void (*fn)(void))
 	return (double)(mono_ns() - t0) / EXACT_CALIB_CALLS;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* The file and offset of code address a in this process, from its maps. */
 static int self_file_offset(const struct maps *m, uintptr_t a, char *path, size_t pathsz,
 			    uint64_t *off)
@@ -277,7 +265,8 @@ static void exact_calibrate(struct recorder *r)
 			entry[k] = e - bare;
 			ret[k] = both - e;
 		}
-		double he = median(entry, EXACT_CALIB_ROUNDS), hr = median(ret, EXACT_CALIB_ROUNDS);
+		double he = stats_median(entry, EXACT_CALIB_ROUNDS);
+		double hr = stats_median(ret, EXACT_CALIB_ROUNDS);
 		r->hit_entry_ns = he > 0 ? (uint64_t)(he + 0.5) : 0;
 		r->hit_ret_ns = hr > 0 ? (uint64_t)(hr + 0.5) : 0;
 		uint64_t n = r->skel->bss->calib_gap_n;

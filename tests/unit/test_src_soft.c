@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include "tests/unit/mpd_cmocka.h"
+#include "base/stats.h"
 #include "daemon/access/src_soft.h"
 #include "daemon/access/soft_calib.h"
 
@@ -172,6 +173,11 @@ static void test_rep_by_size(void **state)
 	assert_true(soft_rep_rate(&c, 100) == 100.0 && soft_rep_rate(&c, 1e9) == 10.0);
 	assert_true(fabs(soft_rep_rate(&c, 262144) - 55.0) < 1e-9);   /* halfway in log size */
 	assert_true(soft_rep_rate(&(struct soft_rep_curve){ .n = 0 }, 4096) == 0);
+	char line[128];
+	soft_rep_curve_describe(&c, line, sizeof(line));
+	assert_string_equal(line, "rep movs 100 bytes per ns at 16 KiB, 10 at 4096 KiB");
+	soft_rep_curve_describe(&(struct soft_rep_curve){ .n = 0 }, line, sizeof(line));
+	assert_string_equal(line, "rep movs not measured");
 	for (int k = 0; k < 2; k++) {
 		struct seen seen = {0};
 		assert_int_equal(src_soft_open_offline(&ss, on_access, &seen), 0);
@@ -366,13 +372,6 @@ static void test_calib(void **state)
 #endif
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* The rep movsb calibration measures the rate of a typical copy: within [0.75, 1.33] of the
  * median over destinations 128 + 512k bytes past the source modulo 4 KiB. Its old buffers,
  * two back-to-back mallocs, sat 16 bytes apart modulo 4 KiB, where the stores alias the
@@ -390,8 +389,7 @@ static void test_calib_rep_skew(void **state)
 	for (unsigned k = 0; k < 8; k++)
 		at[k] = fmax(soft_calib_rep_bytes_per_ns_at(SOFT_REP_SIZE0, 128 + 512 * k),
 			     soft_calib_rep_bytes_per_ns_at(SOFT_REP_SIZE0, 128 + 512 * k));
-	qsort(at, 8, sizeof(at[0]), cmp_double);
-	double median = (at[3] + at[4]) / 2;
+	double median = stats_median(at, 8);   /* at[] sorted */
 	print_message("  rep movsb: calibrated %.1f bytes/ns; over 8 skews %.1f-%.1f, median %.1f; "
 		      "16 bytes past: %.1f\n", rep, at[0], at[7], median,
 		      soft_calib_rep_bytes_per_ns_at(SOFT_REP_SIZE0, 16));
