@@ -50,8 +50,10 @@ void stash_tick(struct stash *s)
 	if (!room(s))
 		return;   /* full: the ring holds the rest, as without a stash */
 	s->on = true;
+	s->tick_left = STASH_TICK_BYTES;
 	ring_buffer__consume(s->rb);
 	s->on = false;
+	s->next_ns = mono_ns() + STASH_TICK_NS;   /* the flush's own work in between */
 }
 
 int stash_take(struct stash *s, const void *data, size_t len)
@@ -62,7 +64,10 @@ int stash_take(struct stash *s, const void *data, size_t len)
 	memcpy(s->buf + s->len + sizeof(len), data, len);
 	s->len += rec_size(len);
 	s->records++;
-	return room(s) ? 0 : -ENOSPC;   /* < 0: libbpf stops after this record */
+	s->tick_left = s->tick_left > rec_size(len) ? s->tick_left - rec_size(len) : 0;
+	if (!s->tick_left)
+		return -EAGAIN;   /* this tick's share: libbpf stops after this record */
+	return room(s) ? 0 : -ENOSPC;
 }
 
 void stash_replay(struct stash *s)
