@@ -9,9 +9,11 @@
  * producer keeps it from running empty would otherwise copy until the stash is full, and
  * the flush whose commit it interrupts would wait for it (a first flush beside a python
  * allocating ~50k stack copies a second spent 0.7 s copying 24 MiB, under ASan on a busy
- * host: fresh pages cost ~12 us each under this hypervisor). At one tick per
- * STASH_TICK_NS that is up to 800 MB/s, above the ~430 MB/s a program without frame
- * pointers writes; the ring holds what a tick leaves, for the next. */
+ * host: fresh pages cost ~12 us each under this hypervisor). The next tick comes
+ * STASH_TICK_NS after one ends, so the flush's own work goes on in between: 4 MiB per
+ * 5 ms and the copy's time (~1 ms, ~12 ms where every page is a fresh one here), 240-670
+ * MB/s against the ~430 MB/s a program without frame pointers writes; the ring holds what
+ * a tick leaves, for the next. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
