@@ -142,6 +142,10 @@ static int setup(struct recorder *r, enum access_src req, uint64_t freq, uint64_
 		soft_rep_curve_describe(src_soft_rep_curve(r->soft), rep, sizeof(rep));
 		fprintf(stderr, "memprofd: access: soft: %.2f instructions per ns of CPU time, "
 			"%s (measured on this CPU)\n", src_soft_insns_per_ns(r->soft), rep);
+		const char *nofault;
+		if (!src_soft_faults_told(r->soft, &nofault))
+			fprintf(stderr, "memprofd: access: soft: page faults not told apart (%s): a "
+				"sample due during one weighs as accesses\n", nofault);
 	}
 	return 0;
 }
@@ -266,8 +270,10 @@ void access_report(struct recorder *r)
 			n += (size_t)snprintf(cls + n, sizeof(cls) - n, "%s%s %llu", n ? ", " : "",
 					      attrib_class_name(i), (unsigned long long)c->by_class[i]);
 	fprintf(stderr, "memprofd: access: %s: %llu samples of the targets (%llu with no memory "
-		"access, %llu dropped), %llu accesses: %s\n", access_src_name(r->access.src),
+		"access, %llu at page faults' instructions: fault time, %llu dropped), %llu "
+		"accesses: %s\n", access_src_name(r->access.src),
 		(unsigned long long)st.events, (unsigned long long)st.no_access,
+		(unsigned long long)st.fault_time,
 		(unsigned long long)st.bpf[SOFTCNT_DROP_RINGBUF], (unsigned long long)c->samples,
 		n ? cls : "none");
 	if (r->watch) {

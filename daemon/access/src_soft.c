@@ -57,6 +57,8 @@ struct src_soft {
 	double ipns;                 /* instructions per ns of CPU a timer sample stands for */
 	struct soft_rep_curve rep;   /* rep movsb bytes per ns by copy size (n 0: unmeasured,
 	                              * ipns used) */
+	struct bpf_link *fault_link; /* exceptions:page_fault_user (NULL: faults not told apart) */
+	char fault_why[96];          /* why they are not ("" when they are) */
 	double mpi_sum;              /* window samples' memory operands per instruction, summed */
 	uint64_t mpi_n;              /* ... over this many */
 	struct insn_decoder *dec;
@@ -412,6 +414,25 @@ static int deliver_window(struct src_soft *s, const struct soft_event *e,
 	return (int)wres->n;
 }
 
+/* Whether a sample marked SOFT_F_FAULT stands for its fault's time: an access it
+ * recovers lies in the fault's page (counted). */
+static bool fault_time(struct src_soft *s, const struct soft_event *e,
+		       const struct insn_access *acc, unsigned n)
+{
+	uint64_t page = e->fault_addr >> 12;
+
+	if (!(e->flags & SOFT_F_FAULT))
+		return false;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t last = acc[i].addr + (acc[i].size ? acc[i].size - 1 : 0);
+		if (acc[i].addr >> 12 == page || last >> 12 == page) {
+			s->st.fault_time++;
+			return true;
+		}
+	}
+	return false;
+}
+
 int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 {
 	const struct soft_event *e = data;
@@ -442,6 +463,8 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 	if (!m)
 		s->st.no_mapping++;
 	if (m && m->path[0] == '/' && window_access(s, p, m, ip, &ctx, &wres)) {
+		if (fault_time(s, e, wres.acc, wres.n))
+			return 0;
 		if (wres.ip_rep)
 			return deliver_rep(s, e, &wres, w);
 		/* The median rule only where a load waits on a load: elsewhere samples also
@@ -487,6 +510,8 @@ int src_soft_handle(struct src_soft *s, const void *data, size_t len)
 		s->st.no_access++;
 		return 0;
 	}
+	if (fault_time(s, e, res.acc, res.n))
+		return 0;
 	double mpi = (s->mpi_sum + SOFT_MEM_PER_INSN * SOFT_MEM_PER_INSN_WEIGHT) /
 		     ((double)s->mpi_n + SOFT_MEM_PER_INSN_WEIGHT);
 	uint64_t wa = (uint64_t)((double)w * mpi / res.n + 0.5);
@@ -534,6 +559,12 @@ double src_soft_insns_per_ns(const struct src_soft *s)
 bool src_soft_core_btf_used(const struct src_soft *s)
 {
 	return s->core_btf_used;
+}
+
+bool src_soft_faults_told(const struct src_soft *s, const char **why)
+{
+	*why = s->fault_why;
+	return s->fault_link != NULL;
 }
 
 const struct soft_rep_curve *src_soft_rep_curve(const struct src_soft *s)
@@ -626,6 +657,7 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 	}
 	s->ipns = soft_calib_insns_per_ns(SOFT_EST_INSNS_PER_NS);   /* this run, this CPU */
 	soft_calib_rep_curve(&s->rep);
+
 	/* MEMPROFD_SOFT_STALL=off: the clock x IPC weights alone (bench/access_dhat*.py's
 	 * side-by-side). A table that cannot be allocated leaves them so too. */
 	const char *stall = getenv("MEMPROFD_SOFT_STALL");
@@ -675,6 +707,16 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 		}
 	}
 	s->st.nevents_open = s->nlinks;
+	/* Faults matter to timer samples only: a PMU's count of events has no host time. */
+	if (s->ev.n && s->ev.ev[0].attr.type == PERF_TYPE_SOFTWARE) {
+		s->fault_link = bpf_program__attach_tracepoint(s->skel->progs.on_fault, "exceptions",
+							       "page_fault_user");
+		if (!s->fault_link)   /* not x86, or no tracefs: samples weighed as before */
+			snprintf(s->fault_why, sizeof(s->fault_why),
+				 "exceptions:page_fault_user: %s", strerror(errno));
+	} else {
+		snprintf(s->fault_why, sizeof(s->fault_why), "not a timer source");
+	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.soft_events), on_ring, s, NULL);
 	if (!s->rb) {
 		r = -errno;
@@ -848,6 +890,7 @@ void src_soft_close(struct src_soft *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->rb);
+	bpf_link__destroy(s->fault_link);
 	for (size_t i = 0; i < s->nlinks; i++) {
 		bpf_link__destroy(s->links[i]);
 		close(s->fds[i]);

@@ -52,6 +52,8 @@ struct src_soft_stats {
 	uint64_t prev_unknown;            /* predecessor not decodable: no function symbol */
 	uint64_t cfi_starts;              /* functions found by their FDE, not a symbol (decodes) */
 	uint64_t no_access;               /* samples with no access from either */
+	uint64_t fault_time;              /* a page fault's time, at its instruction and page
+	                                   * (bpf/soft.h SOFT_F_FAULT): weighed as no access */
 	uint64_t code_from_file, code_from_bpf, code_unavailable;
 	uint64_t no_mapping;              /* IP in no mapping of the process */
 	uint64_t pmu_no_addr;             /* PMU samples without a data address (dropped) */
@@ -90,6 +92,9 @@ const struct insn_win_stats *src_soft_win_stats(const struct src_soft *s);
 double src_soft_insns_per_ns(const struct src_soft *s);
 /* Whether soft.bpf.c was loaded against the cached minimized kernel BTF (core_btf.h). */
 bool src_soft_core_btf_used(const struct src_soft *s);
+/* Whether timer samples on a page fault's time are told apart (bpf/soft.h
+ * SOFT_F_FAULT); if not, *why says why. */
+bool src_soft_faults_told(const struct src_soft *s, const char **why);
 /* The rep movsb rates, by copy size, a sample inside a rep string instruction stands for
  * (n 0: unmeasured). */
 const struct soft_rep_curve *src_soft_rep_curve(const struct src_soft *s);

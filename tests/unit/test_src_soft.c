@@ -140,6 +140,55 @@ static void rep_event(struct soft_event *e, uint64_t rcx)
 	e->regs[offsetof(struct insn_regs, rsp) / 8] = (uintptr_t)e;
 }
 
+/* A timer sample marked SOFT_F_FAULT (due during its thread's last page fault, near its
+ * instruction: bpf/soft.h) is that fault's time when an access it recovers lies in the
+ * fault's page: no access delivered, counted. One whose accesses lie elsewhere (a generic
+ * load at the same instruction, another page) is the program's, weighed as before. */
+static void test_fault_time(void **state)
+{
+	struct src_soft *ss;
+	struct seen seen = {0};
+	struct soft_event e;
+	struct src_soft_stats st;
+
+	assert_int_equal(src_soft_open_offline(&ss, on_access, &seen), 0);
+	memset(&e, 0, sizeof(e));
+	e.tgid = e.tid = (uint32_t)getpid();
+	e.time_ns = 1000;
+	e.period = 1000000;
+	e.regs[offsetof(struct insn_regs, rip) / 8] = (uintptr_t)probe_load;
+	e.regs[offsetof(struct insn_regs, rdi) / 8] = (uintptr_t)&target_word;
+	e.regs[offsetof(struct insn_regs, rsp) / 8] = (uintptr_t)&e;
+	e.flags = SOFT_F_FAULT;
+	e.fault_addr = ((uintptr_t)&target_word & ~(uintptr_t)4095) + 8;   /* its page */
+	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 0);
+	assert_int_equal(seen.n, 0);
+	src_soft_stats(ss, &st);
+	assert_int_equal(st.fault_time, 1);
+	/* the fault was on another page: the load is the program's */
+	e.fault_addr = ((uintptr_t)&target_word | 4095) + 1 + 4096;
+	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 2);
+	assert_int_equal(seen.in_target, 1);
+	assert_int_equal(seen.w, 1000000ULL * SOFT_EST_INSNS_PER_NS / 2);
+	/* unmarked: the same */
+	e.flags = 0;
+	e.fault_addr = 0;
+	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 2);
+	assert_int_equal(seen.in_target, 2);
+	src_soft_stats(ss, &st);
+	assert_int_equal(st.fault_time, 1);
+	/* a rep movsb stopped at a fault of its destination: the fault's time */
+	rep_event(&e, 4096);
+	e.flags = SOFT_F_FAULT;
+	e.fault_addr = (uintptr_t)&hot[HOT_WORDS / 2];
+	seen.n = 0;
+	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 0);
+	assert_int_equal(seen.n, 0);
+	src_soft_stats(ss, &st);
+	assert_int_equal(st.fault_time, 2);
+	src_soft_close(ss);
+}
+
 /* A sample in rep movsb stands for period x the rep rate in bytes, for its read and for
  * its write, whatever the operand's width; its weight counts 8-byte words. */
 static void test_rep_bytes(void **state)
@@ -407,6 +456,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_handle_offline),
+		cmocka_unit_test(test_fault_time),
 		cmocka_unit_test(test_rep_bytes),
 		cmocka_unit_test(test_rep_by_size),
 		cmocka_unit_test(test_calib),
