@@ -12,6 +12,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Every process, not only those in targets (the daemon's fleet mode). */
 const volatile bool all_processes = false;
+/* The fault window (bpf/soft.h), set from the first-touch time measured at start. */
+const volatile __u64 fault_window_ns = SOFT_FAULT_WINDOW_MIN_NS;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -136,8 +138,8 @@ static __always_inline bool near(u64 ip, u64 at)
 	return ip - at + SOFT_FAULT_NEAR < 2 * SOFT_FAULT_NEAR;
 }
 
-/* The fault whose time a timer sample of tid (taken now) may stand for: near the
- * thread's last fault's instruction, and due within SOFT_FAULT_WINDOW_NS after it began,
+/* The fault whose time a timer sample of tid (taken now) may stand for (bpf/soft.h):
+ * near the thread's last fault's instruction, and due within the window after it began,
  * or after the fault before it began, near it too and less than the window before the
  * last (faults one after another: the sample was due during the earlier one and came
  * once the thread was in the next). NULL: none. */
@@ -150,10 +152,14 @@ static __always_inline struct last_fault *fault_of(struct bpf_perf_event_data *c
 	if (!f || !near(ip, f->ip))
 		return NULL;
 	due = due_ns(ctx, now);
-	if (due >= f->ns && due - f->ns < SOFT_FAULT_WINDOW_NS)
+	/* Within the window; or later in a long fault: a sample due during one comes once it
+	 * ends, later after its due time than it is past the fault's start (one due after
+	 * the fault, in the program's own run, comes ~the timer's latency after it). */
+	if (due >= f->ns && (due - f->ns < fault_window_ns ||
+			     (now - due > due - f->ns && due - f->ns < SOFT_FAULT_WINDOW_MAX_NS)))
 		return f;
 	if (f->prev_ns && near(ip, f->prev_ip) && due >= f->prev_ns && due < f->ns &&
-	    f->ns - f->prev_ns < SOFT_FAULT_WINDOW_NS)
+	    f->ns - f->prev_ns < fault_window_ns)
 		return f;
 	return NULL;
 }

@@ -13,12 +13,19 @@
  * time the guest cannot see: the thread is back in user mode at the faulting instruction
  * when it ends, and a cpu-clock sample due meanwhile lands there, weighed as a period of
  * the program's instructions (here a first touch takes ~10-13 us, with a tail to ~0.5
- * ms; a buffer written once, a store per page, was estimated at 4600x its writes). A
- * sample due after its thread's last user fault began and within this window, at (or
- * SOFT_FAULT_NEAR bytes about) the fault's instruction, is marked SOFT_F_FAULT; src_soft.c takes it as the fault's time
+ * ms; blocks written one store per page were estimated at 5000x their stores). A sample
+ * due within the fault window after its thread's last user fault began, at (or
+ * SOFT_FAULT_NEAR bytes about) the fault's instruction, is marked SOFT_F_FAULT, as is
+ * one due after the fault before it began while faults come closer than the window
+ * (a stream of faults: the long ones are in it); src_soft.c takes it as the fault's time
  * when an access it recovers lies in the fault's page (a later run of a generic copy at
- * the same instruction, on other pages, is the program's). */
-#define SOFT_FAULT_WINDOW_NS 2000000
+ * the same instruction, on other pages, is the program's). The window is
+ * SOFT_FAULT_WINDOW_PER_TOUCH first touches as measured at start (soft_calib.h), within
+ * [MIN, MAX]: a loop that computes what it stores into fresh pages keeps the samples due
+ * past it on each page. */
+#define SOFT_FAULT_WINDOW_PER_TOUCH 2
+#define SOFT_FAULT_WINDOW_MIN_NS 2000
+#define SOFT_FAULT_WINDOW_MAX_NS 2000000
 #define SOFT_FAULT_NEAR 256        /* bytes of code either side of the fault's instruction
 				    * (the sample may come an instruction or two on) */
 #define SOFT_FAULT_THREADS 16384   /* threads whose last fault is kept (LRU) */

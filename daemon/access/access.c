@@ -143,7 +143,13 @@ static int setup(struct recorder *r, enum access_src req, uint64_t freq, uint64_
 		fprintf(stderr, "memprofd: access: soft: %.2f instructions per ns of CPU time, "
 			"%s (measured on this CPU)\n", src_soft_insns_per_ns(r->soft), rep);
 		const char *nofault;
-		if (!src_soft_faults_told(r->soft, &nofault))
+		double touch;
+		uint64_t win;
+		if (src_soft_faults_told(r->soft, &touch, &win, &nofault))
+			fprintf(stderr, "memprofd: access: soft: a page's first touch takes %.1f us "
+				"here: a sample due within %.1f us of a fault, at its instruction "
+				"and page, is the fault's time\n", touch / 1e3, (double)win / 1e3);
+		else
 			fprintf(stderr, "memprofd: access: soft: page faults not told apart (%s): a "
 				"sample due during one weighs as accesses\n", nofault);
 	}

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include "base/clock.h"
+#include "base/stats.h"
 #include "daemon/access/soft_calib.h"
 
 #define CALIB_CYCLES_PER_ITER 8
@@ -175,4 +177,34 @@ void soft_rep_curve_describe(const struct soft_rep_curve *c, char *buf, size_t n
 	for (unsigned i = 0; i < c->n && at < n; i++)
 		at += (size_t)snprintf(buf + at, n - at, "%s%.0f%s at %.0f KiB", i ? ", " : "rep movs ",
 				       c->bpns[i], i ? "" : " bytes per ns", c->size[i] / 1024);
+}
+
+/* One round: ns per first touch of SOFT_CALIB_FAULT_PAGES fresh pages, or 0. */
+static double first_touch_round(void)
+{
+	size_t len = (size_t)SOFT_CALIB_FAULT_PAGES * 4096;
+	char *blk = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (blk == MAP_FAILED)
+		return 0;
+	(void)madvise(blk, len, MADV_NOHUGEPAGE);   /* one fault per 4 KiB page */
+	uint64_t t0 = mono_ns();
+	for (size_t off = 0; off < len; off += 4096)
+		*(volatile char *)(blk + off) = 1;
+	uint64_t t1 = mono_ns();
+	munmap(blk, len);
+	return t1 > t0 ? (double)(t1 - t0) / SOFT_CALIB_FAULT_PAGES : 0;
+}
+
+double soft_calib_first_touch_ns(void)
+{
+	double v[SOFT_CALIB_FAULT_ROUNDS];
+	size_t n = 0;
+
+	for (unsigned i = 0; i < SOFT_CALIB_FAULT_ROUNDS; i++) {
+		double r = first_touch_round();
+		if (r > 0)
+			v[n++] = r;
+	}
+	return n ? stats_median(v, n) : 0;
 }

@@ -63,3 +63,12 @@ double soft_rep_rate(const struct soft_rep_curve *c, double bytes);
 /* The curve as `record` prints it ("rep movs 74 bytes per ns at 1 KiB, 113 at 4 KiB, ...",
  * or "rep movs not measured"), cut to n bytes. */
 void soft_rep_curve_describe(const struct soft_rep_curve *c, char *buf, size_t n);
+
+/* The wall time of a first touch of a 4 KiB page (fault, zeroing, and whatever a host
+ * adds: ~10-13 us under this project's hypervisor, ~1 us on bare metal), ns: the median
+ * of SOFT_CALIB_FAULT_ROUNDS runs touching SOFT_CALIB_FAULT_PAGES fresh pages each,
+ * without huge pages (~2.5 ms in all here); 0 when it cannot be measured. Wall time: a
+ * host's share is in no clock of the guest thread's own. */
+#define SOFT_CALIB_FAULT_PAGES 64
+#define SOFT_CALIB_FAULT_ROUNDS 3
+double soft_calib_first_touch_ns(void);

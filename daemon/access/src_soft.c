@@ -58,6 +58,8 @@ struct src_soft {
 	struct soft_rep_curve rep;   /* rep movsb bytes per ns by copy size (n 0: unmeasured,
 	                              * ipns used) */
 	struct bpf_link *fault_link; /* exceptions:page_fault_user (NULL: faults not told apart) */
+	double first_touch_ns;       /* a page's first touch here, wall ns (0: not measured) */
+	uint64_t fault_window_ns;    /* soft.bpf.c's (bpf/soft.h) */
 	char fault_why[96];          /* why they are not ("" when they are) */
 	double mpi_sum;              /* window samples' memory operands per instruction, summed */
 	uint64_t mpi_n;              /* ... over this many */
@@ -561,8 +563,11 @@ bool src_soft_core_btf_used(const struct src_soft *s)
 	return s->core_btf_used;
 }
 
-bool src_soft_faults_told(const struct src_soft *s, const char **why)
+bool src_soft_faults_told(const struct src_soft *s, double *first_touch_ns,
+			  uint64_t *window_ns, const char **why)
 {
+	*first_touch_ns = s->first_touch_ns;
+	*window_ns = s->fault_window_ns;
 	*why = s->fault_why;
 	return s->fault_link != NULL;
 }
@@ -600,6 +605,7 @@ static int soft_skel_configure(void *arg)
 	int r;
 
 	l->s->skel->rodata->all_processes = l->o && l->o->all_processes;
+	l->s->skel->rodata->fault_window_ns = l->s->fault_window_ns;
 	if (l->o && l->o->targets_fd >= 0 &&
 	    (r = bpf_map__reuse_fd(l->s->skel->maps.targets, l->o->targets_fd)) < 0) {
 		snprintf(l->err, l->errsz, "soft source: sharing the targets map: %s", strerror(-r));
@@ -638,6 +644,16 @@ static int soft_load(struct src_soft *s, const struct src_soft_opts *o, char *er
 	return r;
 }
 
+/* bpf/soft.h's fault window for a first touch of t ns (0: not measured, the minimum). */
+static uint64_t fault_window(double t)
+{
+	double w = t * SOFT_FAULT_WINDOW_PER_TOUCH;
+
+	if (!(w >= SOFT_FAULT_WINDOW_MIN_NS))
+		return SOFT_FAULT_WINDOW_MIN_NS;
+	return w > SOFT_FAULT_WINDOW_MAX_NS ? SOFT_FAULT_WINDOW_MAX_NS : (uint64_t)w;
+}
+
 int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft_cb cb,
 		  void *arg, char *err, size_t errsz)
 {
@@ -657,6 +673,8 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 	}
 	s->ipns = soft_calib_insns_per_ns(SOFT_EST_INSNS_PER_NS);   /* this run, this CPU */
 	soft_calib_rep_curve(&s->rep);
+	s->first_touch_ns = soft_calib_first_touch_ns();
+	s->fault_window_ns = fault_window(s->first_touch_ns);
 
 	/* MEMPROFD_SOFT_STALL=off: the clock x IPC weights alone (bench/access_dhat*.py's
 	 * side-by-side). A table that cannot be allocated leaves them so too. */

@@ -93,8 +93,10 @@ double src_soft_insns_per_ns(const struct src_soft *s);
 /* Whether soft.bpf.c was loaded against the cached minimized kernel BTF (core_btf.h). */
 bool src_soft_core_btf_used(const struct src_soft *s);
 /* Whether timer samples on a page fault's time are told apart (bpf/soft.h
- * SOFT_F_FAULT); if not, *why says why. */
-bool src_soft_faults_told(const struct src_soft *s, const char **why);
+ * SOFT_F_FAULT); if not, *why says why. The first touch measured at start and the
+ * window it gave, ns. */
+bool src_soft_faults_told(const struct src_soft *s, double *first_touch_ns,
+			  uint64_t *window_ns, const char **why);
 /* The rep movsb rates, by copy size, a sample inside a rep string instruction stands for
  * (n 0: unmeasured). */
 const struct soft_rep_curve *src_soft_rep_curve(const struct src_soft *s);
