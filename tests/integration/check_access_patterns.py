@@ -36,15 +36,10 @@ REP_WORDS = REP_PASSES * 64 * (3 * 256 * 1024 // 2) // 8
 FIXED = (("chase", CHASE_LOADS), ("rep", REP_WORDS))
 
 
-def frames_have(c, name):
-    return any(f.get("function") == name for f in c.get("frames", []))
-
-
 def check_one(memprofd, workload, seconds, tmp, errs):
     name = os.path.basename(workload)
     db = os.path.join(tmp, name + ".db")
-    p = mpdtest.record(memprofd, db, [workload, "--seconds", seconds],
-                       extra=("--access", "soft", "--freq", "1000"), timeout=120)
+    p = mpdtest.record_soft(memprofd, db, [workload, "--seconds", seconds])
     if p.returncode != 0:
         errs.append("%s: record failed: %s" % (name, mpdtest.describe(p)))
         return
@@ -65,9 +60,7 @@ def check_one(memprofd, workload, seconds, tmp, errs):
         errs.append("%s: query data lists a row without a symbol" % name)
 
     def sums(fn):
-        cs = [c for c in ctxs if frames_have(c, fn)]
-        return (sum(c.get("access_samples", 0) for c in cs),
-                sum(c.get("est_accesses", 0) for c in cs), len(cs))
+        return mpdtest.access_sums(ctxs, fn)
 
     for pat in PATTERNS:
         (hs, he, hn), (cs, ce, cn) = sums("hot_" + pat), sums("cold_" + pat)
@@ -86,9 +79,8 @@ def check_one(memprofd, workload, seconds, tmp, errs):
 def check_chase(memprofd, workload, tmp, errs):
     name = os.path.basename(workload)
     db = os.path.join(tmp, name + ".chase.db")
-    p = mpdtest.record(memprofd, db, [workload, "--passes", str(CHASE_PASSES),
-                                      "--rep-passes", str(REP_PASSES)],
-                       extra=("--access", "soft", "--freq", "1000"), timeout=120)
+    p = mpdtest.record_soft(memprofd, db, [workload, "--passes", str(CHASE_PASSES),
+                                           "--rep-passes", str(REP_PASSES)])
     if p.returncode != 0:
         errs.append("%s --passes: record failed: %s" % (name, mpdtest.describe(p)))
         return
@@ -98,7 +90,7 @@ def check_chase(memprofd, workload, tmp, errs):
         errs.append("%s --passes: %s" % (name, e))
         return
     for pat, truth in FIXED:
-        cs = [c for c in ctxs if frames_have(c, "hot_" + pat)]
+        cs = [c for c in ctxs if mpdtest.frames_have(c, "hot_" + pat)]
         est = sum(c.get("est_accesses", 0) for c in cs)
         samples = sum(c.get("access_samples", 0) for c in cs)
         ratio = est / truth

@@ -22,10 +22,6 @@ MAX_OVER = 50.0
 MIN_SAMPLES = 20
 
 
-def frames_have(c, name):
-    return any((f.get("function") or "").split("(")[0] == name for f in c.get("frames", []))
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
@@ -36,8 +32,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="check_key_chase.")
     db = os.path.join(tmp, "k.db")
     errs = []
-    p = mpdtest.record(a.memprofd, db, [a.workload, "--seconds", a.seconds],
-                       extra=("--access", "soft", "--freq", "1000"), timeout=120)
+    p = mpdtest.record_soft(a.memprofd, db, [a.workload, "--seconds", a.seconds])
     if p.returncode != 0:
         mpdtest.finish(["record failed: " + mpdtest.describe(p)], "key_chase", tmp)
     words = p.stdout.split()
@@ -45,13 +40,11 @@ def main():
     ctxs = mpdtest.query_contexts(a.memprofd, db)
     est = exact = 0
     for name, fn in SITES:
-        cs = [c for c in ctxs if frames_have(c, fn)]
-        s = sum(c.get("access_samples", 0) for c in cs)
-        e = sum(c.get("est_accesses", 0) for c in cs)
+        s, e, n = mpdtest.access_sums(ctxs, fn)
         t = truth.get(name, 0)
         est, exact = est + e, exact + t
         mpdtest.log("%-5s %5d samples est %12d exact %12d x%.2f" % (name, s, e, t, e / max(t, 1)))
-        if not cs or not t:
+        if not n or not t:
             errs.append("%s: no context reaching %s, or no exact count printed" % (name, fn))
         elif s < MIN_SAMPLES:
             errs.append("%s: %d samples, expected >= %d" % (name, s, MIN_SAMPLES))

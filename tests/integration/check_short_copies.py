@@ -33,10 +33,6 @@ MIN_SAMPLES = 20
 RUNTIME = ("libstdc++.so", "libc.so", "ld-linux")
 
 
-def frames_have(c, name):
-    return any((f.get("function") or "").split("(")[0] == name for f in c.get("frames", []))
-
-
 def runtime_only(c):
     mods = [os.path.basename(f.get("module") or "") for f in c.get("frames", [])]
     return bool(mods) and all(any(m.startswith(r) for r in RUNTIME) for m in mods)
@@ -52,8 +48,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="check_short_copies.")
     db = os.path.join(tmp, "s.db")
     errs = []
-    p = mpdtest.record(a.memprofd, db, [a.workload, "--seconds", a.seconds],
-                       extra=("--access", "soft", "--freq", "1000"), timeout=120)
+    p = mpdtest.record_soft(a.memprofd, db, [a.workload, "--seconds", a.seconds])
     if p.returncode != 0:
         mpdtest.finish(["record failed: " + mpdtest.describe(p)], "short_copies", tmp)
     words = p.stdout.split()
@@ -65,9 +60,7 @@ def main():
                         % (c["alloc_count"], [f.get("function") for f in c["frames"]]))
 
     def sums(fn):
-        cs = [c for c in ctxs if frames_have(c, fn)]
-        return (sum(c.get("access_samples", 0) for c in cs),
-                sum(c.get("est_accesses", 0) for c in cs), len(cs))
+        return mpdtest.access_sums(ctxs, fn)
 
     for pat in PATTERNS:
         (hs, he, hn), (cs, ce, cn) = sums("hot_" + pat), sums("cold_" + pat)

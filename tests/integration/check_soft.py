@@ -31,10 +31,6 @@ def query(memprofd, db, what, extra=()):
     return json.loads(p.stdout)
 
 
-def frames_have(c, name):
-    return any(f.get("function") == name for f in c.get("frames", []))
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
@@ -76,7 +72,7 @@ def main():
         errs.append("query data lists cold_global before hot_global")
 
     def ctx_samples(fn):
-        return sum(c.get("access_samples", 0) for c in ctxs if frames_have(c, fn))
+        return sum(c.get("access_samples", 0) for c in ctxs if mpdtest.frames_have(c, fn))
 
     hot_c, cold_c = ctx_samples("alloc_hot"), ctx_samples("alloc_cold")
     mpdtest.log("query contexts: alloc_hot %d samples, alloc_cold %d" % (hot_c, cold_c))
@@ -85,7 +81,7 @@ def main():
     if hot_c < RATIO * max(cold_c, 1):
         errs.append("alloc_hot (%d) does not rank far above alloc_cold (%d)" % (hot_c, cold_c))
     for c in ctxs:
-        if frames_have(c, "alloc_hot") and c.get("est_accesses", 0) <= 0:
+        if mpdtest.frames_have(c, "alloc_hot") and c.get("est_accesses", 0) <= 0:
             errs.append("alloc_hot's context has no est_accesses")
 
     st = mpdtest.run([a.memprofd, "query", "status", "--db", db, "--format", "json"], timeout=60)
@@ -110,7 +106,7 @@ def main():
 
 def check_weighting(ctxs, cls, pieces, errs):
     """Sampled mode: weights scale the accesses of sampled objects; misses are unsampled."""
-    hot = [c for c in ctxs if frames_have(c, "alloc_hot")]
+    hot = [c for c in ctxs if mpdtest.frames_have(c, "alloc_hot")]
     est_hot = sum(c.get("est_accesses", 0) for c in hot)
     est_heap = cls("heap", "est_accesses")
     n_hot = sum(c.get("alloc_count", 0) for c in hot)

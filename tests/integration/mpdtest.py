@@ -249,6 +249,25 @@ def describe(p):
         (p.stderr.strip() or "(empty)").replace("\n", "\n          "))
 
 
+def record_soft(memprofd, db, argv, freq="1000", timeout=120):
+    """record --alloc exact --access soft --freq FREQ (the access checks' recording)."""
+    return record(memprofd, db, argv, extra=("--access", "soft", "--freq", freq),
+                  timeout=timeout)
+
+
+def frames_have(c, name):
+    """Whether context c has a frame in function name (C++ names without their
+    parameter list)."""
+    return any((f.get("function") or "").split("(")[0] == name for f in c.get("frames", []))
+
+
+def access_sums(ctxs, fn):
+    """(access_samples, est_accesses, contexts) summed over the contexts through fn."""
+    cs = [c for c in ctxs if frames_have(c, fn)]
+    return (sum(c.get("access_samples", 0) for c in cs),
+            sum(c.get("est_accesses", 0) for c in cs), len(cs))
+
+
 def query_contexts(memprofd, db, extra=(), timeout=60):
     """All contexts as parsed JSON; raises RuntimeError with the reason on failure."""
     cmd = [memprofd, "query", "contexts", "--db", db, "--format", "json", "--limit", "0", *extra]
