@@ -35,6 +35,7 @@ struct tstate {
 	unsigned long long win_start; /* the process window its win_probe is of */
 	unsigned long long win_probe; /* its probe time in that window */
 	unsigned long long gap_lo;    /* its calls' gaps, a low running estimate (gap_lo_step) */
+	unsigned long long entry_flt; /* its page faults (minor + major) at entry_end */
 };
 
 /* Lifetimes net of the probes. Exact mode traps every allocator call twice (entry and
@@ -144,6 +145,18 @@ static __always_inline u64 gap_lo_step(u64 lo, u64 gap)
 	return gap < lo ? lo - (lo - gap) / 4 : lo + (gap - lo) / 64;
 }
 
+/* The current thread's page faults so far. A gap a fault fell in is the allocator's
+ * time (under this project's hypervisor a first touch costs 10-16 us: a short-lived
+ * process's first mallocs grow the heap), not the probes': taken as such, it made one
+ * call's hit 5-25x the calibrated cost, through gap_lo too, and a killed process's
+ * blocks, live ~1 ms, came out with no lifetime left. */
+static __always_inline u64 thread_faults(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	return t->min_flt + t->maj_flt;
+}
+
 /* A measured hit cost (above) as it is for this thread: scaled by its gaps. */
 static __always_inline u64 hit_scaled(const struct tstate *st, u64 ns)
 {
@@ -236,6 +249,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, u64 t0, u64 kind, u64 s
 		st->depth++;
 		count(CNT_NESTED);
 		probe_done(st, t0, 0);
+		st->entry_flt = thread_faults();
 		st->entry_end = bpf_ktime_get_ns();
 		return 0;
 	}
@@ -247,6 +261,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, u64 t0, u64 kind, u64 s
 	st->memptr = memptr;
 	st->sp = sp;
 	probe_done(st, t0, 0);
+	st->entry_flt = thread_faults();
 	st->entry_end = bpf_ktime_get_ns();
 	return 0;
 }
@@ -498,9 +513,13 @@ int BPF_KRETPROBE(alloc_ret, u64 ret)
 		count(CNT_DROP_STATE_FULL);
 	if (!st || st->depth == 0)
 		return 0;
-	/* This call's hits beyond the two programs: the gap and the edges, or as measured. */
-	if (st->entry_end && t0 > st->entry_end && t0 - st->entry_end < ALLOC_PROBE_GAP_MAX_NS) {
-		st->gap_lo = gap_lo_step(st->gap_lo, t0 - st->entry_end);
+	/* This call's hits beyond the two programs: the gap and the edges, or as measured
+	 * (a gap with a page fault in it is the allocator's: thread_faults). */
+	if (st->entry_end && t0 > st->entry_end && t0 - st->entry_end < ALLOC_PROBE_GAP_MAX_NS &&
+	    thread_faults() == st->entry_flt) {
+		/* From the recorder's own gap: a process's first calls (cold caches, the
+		 * uprobes' first slot) would set a thread's scale high for its next ones. */
+		st->gap_lo = gap_lo_step(st->gap_lo ? st->gap_lo : calib_gap_ns, t0 - st->entry_end);
 		hit = t0 - st->entry_end + hit_scaled(st, hit_edges_ns);
 	} else {
 		hit = hit_scaled(st, hit_entry_ns + hit_ret_ns);
