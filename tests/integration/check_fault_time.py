@@ -10,8 +10,8 @@ instructions they made the fresh blocks (a few thousand stores) 1.5x the hot buf
 (17-60x here idle, 9x beside a parallel build: a thread preempted in a fault takes
 longer than the window to come back). And the samples due after a fault, while a fill loop computes
 and stores on that page, are the program's: the fill context's est_accesses must be >=
-FILL_MIN x its stores (0.25-1.0x here; a rule that took every sample within 2 ms of a
-fault at its instruction and page left it 0). The hot context needs >= MIN_SAMPLES
+FILL_MIN x its stores (0.31-0.43x here idle, 0.14-0.24x in a CI run; a rule that took
+every sample within 2 ms of a fault at its instruction and page left it 0). The hot context needs >= MIN_SAMPLES
 samples. Prints the three contexts' samples and estimates, the workload's counts, and
 how many samples were taken as fault time. Skips (77) without BPF."""
 import argparse
@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpdtest  # noqa: E402
 
 RATIO = 5
-FILL_MIN = 0.1
+FILL_MIN = 0.05
 MIN_SAMPLES = 100
 
 
