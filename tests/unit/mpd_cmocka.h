@@ -12,6 +12,7 @@
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MPD_CMOCKA_SKIP_EXIT 77
@@ -65,3 +66,16 @@ static inline __attribute__((unused)) const char *mpd_breakpoints_unavailable(vo
 		skip(); \
 	} \
 } while (0)
+
+/* A process gone and reaped: a forked child that exited at once, waited for. Its pid has
+ * no /proc entry and no maps, as a short-lived target's has once it is gone. */
+static inline __attribute__((unused)) uint32_t mpd_reaped_pid(void)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	return (uint32_t)pid;
+}

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/unit/mpd_cmocka.h"
@@ -301,13 +300,8 @@ static void test_read_self(void **state UNUSED)
 static void test_read_dead(void **state UNUSED)
 {
 	struct maps m;
-	pid_t pid = fork();
-	int st;
+	pid_t pid = (pid_t)mpd_reaped_pid();
 
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(0);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_int_equal(maps_read_pid(&m, pid), -ESRCH);
 	assert_null(m.v);
 	assert_int_equal(maps_read_pid(&m, 0), -EINVAL);

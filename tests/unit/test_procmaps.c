@@ -13,7 +13,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/unit/mpd_cmocka.h"
@@ -29,22 +28,9 @@ static struct map_entry entry(uint64_t start, uint64_t end, const char *path)
 				   .dev_major = 8, .dev_minor = 1, .inode = 7, .path = (char *)path };
 }
 
-/* A reaped child's pid: its /proc is gone, as a short-lived target's is. */
-static uint32_t dead_pid(void)
-{
-	int st;
-	pid_t pid = fork();
-
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(0);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return (uint32_t)pid;
-}
-
 static void test_join_gone(void **state UNUSED)
 {
-	struct proc p = { .pid = dead_pid() };
+	struct proc p = { .pid = mpd_reaped_pid() };
 	struct map_entry kept[] = { entry(0x1000, 0x2000, "/bin/a"), entry(0x10000, 0x11000, "/lib/old") };
 	struct maps k = { kept, 2 };
 	struct map_entry e = entry(0x10000, 0x12000, "/lib/new");
@@ -90,7 +76,7 @@ static void test_on_mmap(void **state UNUSED)
 	int fd = mkstemp(path);
 	struct stat st;
 	struct ev_mmap *e = calloc(1, sizeof(*e));
-	struct proc p = { .pid = dead_pid() };
+	struct proc p = { .pid = mpd_reaped_pid() };
 
 	assert_true(fd >= 0 && e);
 	assert_int_equal(fstat(fd, &st), 0);

@@ -816,12 +816,8 @@ static void test_crashed_run(void **state)
 	struct store_run_stats st = { .status = "running", .missed_exec = 1, .missed_late = 2,
 				      .missed_unknown = 3, .flushed_ns = 500 };
 	int64_t dead, live;
-	pid_t child = fork();
+	pid_t child = (pid_t)mpd_reaped_pid();
 
-	if (child == 0)
-		_exit(0);
-	assert_true(child > 0);
-	waitpid(child, NULL, 0);
 	OK(store_begin(s));
 	OK(store_run_begin(s, &rd, &dead));
 	OK(store_run_update(s, dead, &st));

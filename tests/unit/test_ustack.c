@@ -12,7 +12,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "tests/unit/mpd_cmocka.h"
 #include "bpf/alloc.h"
@@ -59,18 +58,6 @@ static void unwind_one(uint32_t pid, uint64_t key, uint64_t ip, struct istack **
 	interner_free(&r.in);
 }
 
-/* A process gone and reaped: no /proc entry, no maps. */
-static uint32_t reaped_pid(void)
-{
-	pid_t child = fork();
-
-	assert_true(child >= 0);
-	if (child == 0)
-		_exit(0);
-	assert_int_equal(waitpid(child, NULL, 0), child);
-	return (uint32_t)child;
-}
-
 static void test_gone_process_no_frame(void **state)
 {
 	struct istack *s;
@@ -78,7 +65,7 @@ static void test_gone_process_no_frame(void **state)
 
 	(void)state;
 	/* 0x1000 is in no mapping anyway. */
-	unwind_one(reaped_pid(), ALLOC_USTACK_KEY | 7, 0x1000, &s, &n);
+	unwind_one(mpd_reaped_pid(), ALLOC_USTACK_KEY | 7, 0x1000, &s, &n);
 	assert_null(s);
 	assert_int_equal(n, 0);
 }
@@ -121,7 +108,7 @@ static void test_fp_stack_no_frame(void **state)
 	unsigned n;
 
 	(void)state;
-	fp_one(reaped_pid(), 9, 0x1000, &n);
+	fp_one(mpd_reaped_pid(), 9, 0x1000, &n);
 	assert_int_equal(n, 0);
 	fp_one((uint32_t)getpid(), 10, (uint64_t)(uintptr_t)test_fp_stack_no_frame + 4, &n);
 	assert_int_equal(n, 2);   /* one frame */
