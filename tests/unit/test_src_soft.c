@@ -53,6 +53,18 @@ static void on_access(void *arg, const struct access_sample *a)
 	}
 }
 
+/* A 1 ms sample (1 ms of CPU time) at probe_load, loading target_word. */
+static void load_event(struct soft_event *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->tgid = e->tid = (uint32_t)getpid();
+	e->time_ns = 1000;
+	e->period = 1000000;
+	e->regs[offsetof(struct insn_regs, rip) / 8] = (uintptr_t)probe_load;
+	e->regs[offsetof(struct insn_regs, rdi) / 8] = (uintptr_t)&target_word;
+	e->regs[offsetof(struct insn_regs, rsp) / 8] = (uintptr_t)e;
+}
+
 static void test_handle_offline(void **state)
 {
 	struct src_soft *ss;
@@ -61,14 +73,7 @@ static void test_handle_offline(void **state)
 	struct src_soft_stats st;
 
 	assert_int_equal(src_soft_open_offline(&ss, on_access, &seen), 0);
-	memset(&e, 0, sizeof(e));
-	e.tgid = (uint32_t)getpid();
-	e.tid = e.tgid;
-	e.time_ns = 1000;
-	e.period = 1000000;   /* 1 ms of CPU time */
-	e.regs[offsetof(struct insn_regs, rip) / 8] = (uintptr_t)probe_load;
-	e.regs[offsetof(struct insn_regs, rdi) / 8] = (uintptr_t)&target_word;
-	e.regs[offsetof(struct insn_regs, rsp) / 8] = (uintptr_t)&e;
+	load_event(&e);
 	/* The window of a sample at probe_load: its load and its ret's stack read, each
 	 * standing for half the sample's instructions. */
 	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 2);
@@ -152,13 +157,7 @@ static void test_fault_time(void **state)
 	struct src_soft_stats st;
 
 	assert_int_equal(src_soft_open_offline(&ss, on_access, &seen), 0);
-	memset(&e, 0, sizeof(e));
-	e.tgid = e.tid = (uint32_t)getpid();
-	e.time_ns = 1000;
-	e.period = 1000000;
-	e.regs[offsetof(struct insn_regs, rip) / 8] = (uintptr_t)probe_load;
-	e.regs[offsetof(struct insn_regs, rdi) / 8] = (uintptr_t)&target_word;
-	e.regs[offsetof(struct insn_regs, rsp) / 8] = (uintptr_t)&e;
+	load_event(&e);
 	e.flags = SOFT_F_FAULT;
 	e.fault_addr = ((uintptr_t)&target_word & ~(uintptr_t)4095) + 8;   /* its page */
 	assert_int_equal(src_soft_handle(ss, &e, sizeof(e)), 0);
