@@ -171,6 +171,15 @@ static __always_inline void probe_done(struct tstate *st, u64 t0, u64 hit)
 	st->probe_ns += bpf_ktime_get_ns() - t0 + hit;
 }
 
+/* An entry program that started at t0 ends: its run time goes to the thread, and the gap
+ * its return program measures starts, with the thread's fault count then. */
+static __always_inline void entry_done(struct tstate *st, u64 t0)
+{
+	probe_done(st, t0, 0);
+	st->entry_flt = thread_faults();
+	st->entry_end = bpf_ktime_get_ns();
+}
+
 /* The process's probe clock now, its open window's most included (0: none yet). */
 static __always_inline u64 proc_clock(u32 tgid)
 {
@@ -248,9 +257,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, u64 t0, u64 kind, u64 s
 		/* Called from inside an allocator call still on the stack. */
 		st->depth++;
 		count(CNT_NESTED);
-		probe_done(st, t0, 0);
-		st->entry_flt = thread_faults();
-		st->entry_end = bpf_ktime_get_ns();
+		entry_done(st, t0);
 		return 0;
 	}
 	/* Outermost call (a stale state whose frame was unwound without a return is reset). */
@@ -260,9 +267,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, u64 t0, u64 kind, u64 s
 	st->old = old;
 	st->memptr = memptr;
 	st->sp = sp;
-	probe_done(st, t0, 0);
-	st->entry_flt = thread_faults();
-	st->entry_end = bpf_ktime_get_ns();
+	entry_done(st, t0);
 	return 0;
 }
 
