@@ -34,8 +34,8 @@ enum soft_flags {
 	SOFT_F_CODE = 1,           /* code[] holds the bytes at regs' IP */
 	SOFT_F_FSBASE = 2,         /* fs_base/gs_base read from task->thread */
 	SOFT_F_ADDR = 4,           /* addr is the PMU's sampled data address */
-	SOFT_F_FAULT = 8,          /* due within SOFT_FAULT_WINDOW_NS after the thread's last user
-				    * page fault, at its instruction: fault_addr is its address */
+	SOFT_F_FAULT = 8,          /* due in the thread's last user page fault, near its
+				    * instruction (above): fault_addr is its address */
 };
 
 enum soft_counter {

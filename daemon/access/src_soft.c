@@ -59,7 +59,7 @@ struct src_soft {
 	                              * ipns used) */
 	struct bpf_link *fault_link; /* exceptions:page_fault_user (NULL: faults not told apart) */
 	double first_touch_ns;       /* a page's first touch here, wall ns (0: not measured) */
-	uint64_t fault_window_ns;    /* soft.bpf.c's (bpf/soft.h) */
+	uint64_t fault_window_ns;    /* soft.bpf.c's (bpf/soft.h; 0: a PMU source, none) */
 	char fault_why[96];          /* why they are not ("" when they are) */
 	double mpi_sum;              /* window samples' memory operands per instruction, summed */
 	uint64_t mpi_n;              /* ... over this many */
@@ -673,9 +673,12 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 	}
 	s->ipns = soft_calib_insns_per_ns(SOFT_EST_INSNS_PER_NS);   /* this run, this CPU */
 	soft_calib_rep_curve(&s->rep);
-	s->first_touch_ns = soft_calib_first_touch_ns();
-	s->fault_window_ns = fault_window(s->first_touch_ns);
-
+	/* Faults matter to timer samples only: a PMU's count of events has no host time. */
+	bool timer = s->ev.n && s->ev.ev[0].attr.type == PERF_TYPE_SOFTWARE;
+	if (timer) {
+		s->first_touch_ns = soft_calib_first_touch_ns();
+		s->fault_window_ns = fault_window(s->first_touch_ns);
+	}
 	/* MEMPROFD_SOFT_STALL=off: the clock x IPC weights alone (bench/access_dhat*.py's
 	 * side-by-side). A table that cannot be allocated leaves them so too. */
 	const char *stall = getenv("MEMPROFD_SOFT_STALL");
@@ -725,8 +728,7 @@ int src_soft_open(struct src_soft **out, const struct src_soft_opts *o, src_soft
 		}
 	}
 	s->st.nevents_open = s->nlinks;
-	/* Faults matter to timer samples only: a PMU's count of events has no host time. */
-	if (s->ev.n && s->ev.ev[0].attr.type == PERF_TYPE_SOFTWARE) {
+	if (timer) {
 		s->fault_link = bpf_program__attach_tracepoint(s->skel->progs.on_fault, "exceptions",
 							       "page_fault_user");
 		if (!s->fault_link)   /* not x86, or no tracefs: samples weighed as before */
