@@ -7,13 +7,14 @@ fault's host time (~10-13 us here) ends with the thread at the faulting store, w
 cpu-clock samples due meanwhile land (bpf/soft.h SOFT_F_FAULT). Weighed as the program's
 instructions they made the fresh blocks (a few thousand stores) 1.5x the hot buffer
 (billions of loads); the hot context's est_accesses must be >= RATIO x the fresh one's
-(17-60x here idle, 9x beside a parallel build: a thread preempted in a fault takes
-longer than the window to come back). And the samples due after a fault, while a fill loop computes
-and stores on that page, are the program's: the fill context's est_accesses must be >=
-FILL_MIN x its stores (0.31-0.43x here idle, 0.14-0.24x in a CI run; a rule that took
-every sample within 2 ms of a fault at its instruction and page left it 0). The hot context needs >= MIN_SAMPLES
-samples. Prints the three contexts' samples and estimates, the workload's counts, and
-how many samples were taken as fault time. Skips (77) without BPF."""
+(17-60x here idle, 9x beside a parallel build: a thread preempted in a fault takes longer
+than the window to come back). And the samples due after a fault, while a fill loop
+computes and stores on that page, are the program's: the fill context's est_accesses must
+be >= FILL_MIN x its stores (0.31-0.43x here idle, 0.14-0.24x in a CI run; a rule that
+took every sample within 2 ms of a fault at its instruction and page left it 0). The hot
+context needs >= MIN_SAMPLES samples. Prints the three contexts' samples and estimates,
+the workload's counts, and how many samples were taken as fault time. Skips (77) without
+BPF."""
 import argparse
 import os
 import re
