@@ -146,7 +146,27 @@ static Dwfl *report_from(struct unwinder *uw, const struct maps *known)
 	return dwfl;
 }
 
-/* (Re)reads the process's modules: from /proc while it lives, else from known. */
+/* Whether dwfl (read from /proc) has a module of the same file at every executable
+ * file mapping of known: /proc read again after known was checked to be the records'
+ * image may show another one since (a shell's child that exec'd between the two reads:
+ * its copy then unwound against expr's modules, one frame and cut, under load). */
+static bool covers(Dwfl *dwfl, const struct maps *known)
+{
+	for (size_t i = 0; known && i < known->n; i++) {
+		const struct map_entry *e = &known->v[i];
+		if (!(e->prot & PROT_EXEC) || e->path[0] != '/')
+			continue;
+		Dwfl_Module *m = dwfl_addrmodule(dwfl, e->start);
+		const char *name = m ? dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL,
+							NULL) : NULL;
+		if (!name || strcmp(name, e->path))
+			return false;
+	}
+	return true;
+}
+
+/* (Re)reads the process's modules: from /proc while it lives and shows what known holds,
+ * else from known. */
 static int report(struct unwinder *uw, const struct maps *known)
 {
 	if (uw->dwfl)
@@ -155,6 +175,10 @@ static int report(struct unwinder *uw, const struct maps *known)
 	                           * may cover an address that had none */
 	uw->reports++;
 	uw->dwfl = uw->known_only ? NULL : report_from(uw, NULL);
+	if (uw->dwfl && !covers(uw->dwfl, known)) {
+		dwfl_end(uw->dwfl);
+		uw->dwfl = NULL;
+	}
 	if (!uw->dwfl && known && known->n)
 		uw->dwfl = report_from(uw, known);
 	return uw->dwfl ? 0 : -ESRCH;
