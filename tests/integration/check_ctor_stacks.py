@@ -26,11 +26,22 @@ SITES = {4321: ("ctor_site", "before_main"), 1234: ("main_site", "main")}
 POOL_MIN = 32768   # libstdc++'s emergency pool: tens of KiB from its initialisation
 
 
-def shapes(memprofd, db, mode, errs):
-    """{key of a site: tuple of frame names} for one run."""
+def where(c):
+    """A context's frames as module+offset, and whether it is marked truncated: what a
+    failure report needs where names are "?" (a clean clone's CI keeps no store)."""
+    return "%s%s" % (" < ".join("%s+%s" % (os.path.basename(f.get("module") or "?"),
+                                            f.get("address")) for f in c["frames"]),
+                     " (truncated)" if c.get("truncated") else "")
+
+
+def shapes(memprofd, db, mode, errs, seen_at=None):
+    """{key of a site: tuple of frame names} for one run; seen_at[names]: where a stack
+    was first seen (the run's db, its frames' modules and addresses)."""
     out = {}
     for c in t.query_contexts(memprofd, db):
         names = tuple(f.get("function") or "?" for f in c["frames"])
+        if seen_at is not None:
+            seen_at.setdefault(names, "%s: %s" % (os.path.basename(db), where(c)))
         size = c["total_size"] // max(c["alloc_count"], 1)
         if size in SITES:
             key = "size %d" % size
@@ -54,7 +65,7 @@ def short_lived(a, tmp, errs):
     script = os.path.join(tmp, "expr.sh")
     with open(script, "w") as f:
         f.write(SHELL_SCRIPT)
-    runs = []
+    runs, stderrs = [], []
     for i in range(3):
         db = os.path.join(tmp, "sh%d.db" % i)
         p = t.record(a.memprofd, db, ["/bin/sh", script], extra=["--access", "off"])
@@ -80,12 +91,19 @@ def short_lived(a, tmp, errs):
             errs.append("sh run %d: %d of %d contexts stop short of a root unmarked, e.g. %s"
                         % (i, len(short), len(ctxs),
                            [f.get("function") or f.get("address") for f in short[0]["frames"]]))
-        runs.append({tuple((f.get("module"), f.get("address")) for f in c["frames"])
-                     for c in ctxs})
+        runs.append({tuple((f.get("module"), f.get("address")) for f in c["frames"]):
+                     "sh%d: %s" % (i, where(c)) for c in ctxs})
+        stderrs.append(p.stderr or "")
     t.log("sh running expr x6: %s contexts per run" % [len(r) for r in runs])
-    if len(runs) > 1 and any(r != runs[0] for r in runs[1:]):
+    if len(runs) > 1 and any(r.keys() != runs[0].keys() for r in runs[1:]):
         errs.append("sh running expr x6: the stacks differ between runs (%s contexts)"
                     % [len(r) for r in runs])
+        for r, err in zip(runs, stderrs):   # the stacks not in every run, and record's word
+            odd = [w for k, w in r.items() if any(k not in o for o in runs)]
+            for w in odd:
+                t.log("  only in some runs: %s" % w)
+            if odd:
+                t.log("\n".join("    " + ln.strip() for ln in err.splitlines() if "stack" in ln))
 
 
 def main():
@@ -98,7 +116,7 @@ def main():
     errs = []
     tmp = tempfile.mkdtemp(prefix="mpd-ctor-")
     for mode in ("exact", "sampled"):
-        seen = {}
+        seen, seen_at, stderrs = {}, {}, {}
         for i in range(a.runs):
             db = os.path.join(tmp, "%s%d.db" % (mode, i))
             env = {"MEMPROFD_SAMPLE_BYTES": "1"} if mode == "sampled" else None
@@ -107,7 +125,8 @@ def main():
             if p.returncode != 0:
                 errs.append("%s run %d: %s" % (mode, i, t.describe(p)))
                 continue
-            for key, st in shapes(a.memprofd, db, mode, errs).items():
+            stderrs[os.path.basename(db)] = p.stderr or ""
+            for key, st in shapes(a.memprofd, db, mode, errs, seen_at).items():
                 if len(st) > 1:
                     errs.append("%s run %d: %s has %d stacks: %s" % (mode, i, key, len(st),
                                                                     sorted(st)))
@@ -118,6 +137,12 @@ def main():
             if len(st) > 1:
                 errs.append("%s: %s shows %d different stacks over %d runs" % (mode, key,
                                                                              len(st), a.runs))
+                for names in sorted(st):   # where, and what record said of its stacks
+                    t.log("  %s" % seen_at[names])
+                    run = seen_at[names].split(":")[0]
+                    for line in stderrs.get(run, "").splitlines():
+                        if "stack" in line:
+                            t.log("    %s" % line.strip())
         missing = [k for k in ("size 4321", "size 1234", "size 3001", "size 5001") if k not in seen]
         if missing:
             errs.append("%s: sites never recorded: %s" % (mode, missing))
