@@ -36,6 +36,7 @@ struct tstate {
 	unsigned long long win_probe; /* its probe time in that window */
 	unsigned long long gap_lo;    /* its calls' gaps, a low running estimate (gap_lo_step) */
 	unsigned long long entry_flt; /* its page faults (minor + major) at entry_end */
+	unsigned long long waits_seen;/* its run_delay + 1 when last looked at (0: not yet) */
 };
 
 /* Lifetimes net of the probes. Exact mode traps every allocator call twice (entry and
@@ -157,6 +158,29 @@ static __always_inline u64 thread_faults(void)
 	return t->min_flt + t->maj_flt;
 }
 
+/* The thread's waits for a CPU since it was last looked at (the scheduler's run_delay:
+ * runnable, not running) go to its probe time, and are returned. Exact mode's recorder
+ * takes a CPU of its own for a thread that allocates all the time (db_bench: 7.5 s of
+ * 8.5 s), and on a host with fewer idle CPUs than runnable threads the program's threads
+ * wait for one: time its objects would not have lived unobserved on a host with a CPU to
+ * spare. A program that waits for CPUs with no recorder beside it (a host loaded
+ * anyway) has those waits taken too: its lifetimes are then as on a host with room. A
+ * kernel without sched_info (CONFIG_SCHED_INFO) takes nothing. */
+static __always_inline u64 thread_waits(struct tstate *st)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	u64 rd, d = 0;
+
+	if (!bpf_core_field_exists(t->sched_info))
+		return 0;
+	rd = BPF_CORE_READ(t, sched_info.run_delay) + 1;
+	if (st->waits_seen && rd > st->waits_seen)
+		d = rd - st->waits_seen;
+	st->waits_seen = rd;
+	st->probe_ns += d;
+	return d;
+}
+
 /* A measured hit cost (above) as it is for this thread: scaled by its gaps. */
 static __always_inline u64 hit_scaled(const struct tstate *st, u64 ns)
 {
@@ -229,6 +253,7 @@ static __always_inline void thread_exit_probe_time(void)
 
 	if (!st)
 		return;
+	thread_waits(st);
 	v = st->probe_ns;
 	bpf_map_update_elem(&thread_probe_ns, &tid, &v, BPF_ANY);
 }
@@ -253,6 +278,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, u64 t0, u64 kind, u64 s
 
 	if (!is_target(bpf_get_current_pid_tgid() >> 32) || !(st = thread_state(true)))
 		return 0;
+	thread_waits(st);
 	if (st->depth > 0 && sp < st->sp) {
 		/* Called from inside an allocator call still on the stack. */
 		st->depth++;
@@ -519,9 +545,11 @@ int BPF_KRETPROBE(alloc_ret, u64 ret)
 	if (!st || st->depth == 0)
 		return 0;
 	/* This call's hits beyond the two programs: the gap and the edges, or as measured
-	 * (a gap with a page fault in it is the allocator's: thread_faults). */
+	 * (a gap with a page fault in it is the allocator's: thread_faults; one the thread
+	 * waited for a CPU in has its wait taken apart: thread_waits). */
+	u64 waited = thread_waits(st);
 	if (st->entry_end && t0 > st->entry_end && t0 - st->entry_end < ALLOC_PROBE_GAP_MAX_NS &&
-	    thread_faults() == st->entry_flt) {
+	    thread_faults() == st->entry_flt && !waited) {
 		/* From the recorder's own gap: a process's first calls (cold caches, the
 		 * uprobes' first slot) would set a thread's scale high for its next ones. */
 		st->gap_lo = gap_lo_step(st->gap_lo ? st->gap_lo : calib_gap_ns, t0 - st->entry_end);
@@ -568,6 +596,8 @@ int BPF_KPROBE(free_entry, u64 ptr)
 	if (!ptr || !is_target(tgid))
 		return 0;
 	st = thread_state(false);
+	if (st)
+		thread_waits(st);
 	if (bpf_get_attach_cookie(ctx) == FK_DELETE) {
 		if (!track_free(tgid, ptr, st, t0)) {
 			count(CNT_UNMATCHED_FREE);

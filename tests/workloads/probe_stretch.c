@@ -9,9 +9,15 @@
  * exit object's life up to main's return as the program saw them, ns. --fresh 1: the
  * short allocations are 64 KiB, each its own mapping (mmap'd by malloc, unmapped by
  * free), so every malloc takes a page fault between its probes (~10-16 us under this
- * project's hypervisor): the program's time, which the probes' estimate must leave. */
+ * project's hypervisor): the program's time, which the probes' estimate must leave.
+ * --pin CPU: the process runs on that CPU only (the check puts a busy process there: the
+ * program's threads then wait for it half the time, waits its lifetimes must not hold). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +77,12 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--fresh") && atoi(argv[i + 1])) {
 			short_size = 65536;
 			mallopt(M_MMAP_THRESHOLD, 32768);   /* fixed: no dynamic threshold */
+		} else if (!strcmp(argv[i], "--pin")) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET(atoi(argv[i + 1]), &set);
+			if (sched_setaffinity(0, sizeof(set), &set))
+				return 3;
 		}
 	}
 	int64_t t_exit = now_ns();
