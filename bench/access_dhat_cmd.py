@@ -24,6 +24,9 @@ out the table and compaction contexts (6 DHAT contexts hold 90% at --small 15000
 --small 60000). Diagnostics beside the criterion: the Spearman of accesses per byte
 allocated (no lifetime) and of density with memprofd's lifetimes on both sides, which
 tell an estimate's error from a lifetime's (exact mode's probes lengthen short lives).
+Without --small, DHAT runs --big itself and nothing is fitted: at 300,000 keys db_bench
+makes 0.29M iterators for its Gets, where the fit from 60,000 and 120,000 (more level-0
+tables per Get there) put 1.04M.
 Usage: bench/access_dhat_cmd.py --memprofd build/cli/memprofd --big 100 --small 4
        -- /path/lua bench.lua
        bench/access_dhat_cmd.py --memprofd build/cli/memprofd --big 300000 --small 60000
@@ -190,7 +193,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memprofd", required=True)
     ap.add_argument("--big", type=int, required=True)
-    ap.add_argument("--small", type=int, required=True)
+    ap.add_argument("--small", type=int, default=0,
+                    help="DHAT runs SMALL and 2*SMALL, fitted to BIG; 0: DHAT runs BIG itself "
+                    "(no fit: the ground truth where a program's work per unit changes with "
+                    "its size, at valgrind's cost)")
     ap.add_argument("--freq", type=int, default=1000)
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--share", type=float, default=0.9)
@@ -218,24 +224,33 @@ def main():
     split = a.dhat_realloc == "split"
     cache = a.dhat_cache and a.dhat_cache + (".split" if split else "")
     info, info2 = {}, {}
-    dh = dhat_contexts(a.cmd, a.arg_template.format(a.small), a.depth, tmp, cache, split,
-                       a.unit, info)
-    # A second DHAT run at twice the size: each context's accesses are fitted as fixed +
-    # per-unit work (a lexer's buffers are filled once, whatever the size), then
-    # extrapolated to --big; linear scaling would put start-up work among the hot.
-    dh2 = dhat_contexts(a.cmd, a.arg_template.format(2 * a.small), a.depth, tmp,
-                        cache and cache + ".2x", split, a.unit, info2)
-    # Bytes, blocks and lifetimes too: a cache sized once holds the same bytes at every
-    # size while its accesses grow, so its density at --big is not the small run's.
-    for k, d in dh.items():
-        d2 = dh2.get(k, {f: 0 for f in d})
-        d["big"], d["bytes"], d["blocks"], d["life"] = (
-            max(d[f] + (d2[f] - d[f]) / a.small * (a.big - a.small), 0.0)
-            for f in ("acc", "bytes", "blocks", "life"))
+    if a.small:
+        dh = dhat_contexts(a.cmd, a.arg_template.format(a.small), a.depth, tmp, cache, split,
+                           a.unit, info)
+        # A second DHAT run at twice the size: each context's accesses are fitted as
+        # fixed + per-unit work (a lexer's buffers are filled once, whatever the size),
+        # then extrapolated to --big; linear scaling would put start-up work among the
+        # hot.
+        dh2 = dhat_contexts(a.cmd, a.arg_template.format(2 * a.small), a.depth, tmp,
+                            cache and cache + ".2x", split, a.unit, info2)
+        # Bytes, blocks and lifetimes too: a cache sized once holds the same bytes at
+        # every size while its accesses grow, so its density at --big is not the small
+        # run's.
+        for k, d in dh.items():
+            d2 = dh2.get(k, {f: 0 for f in d})
+            d["big"], d["bytes"], d["blocks"], d["life"] = (
+                max(d[f] + (d2[f] - d[f]) / a.small * (a.big - a.small), 0.0)
+                for f in ("acc", "bytes", "blocks", "life"))
+        te_big = info["te"] + (info2["te"] - info["te"]) / a.small * (a.big - a.small)
+    else:   # DHAT at --big itself: what it counted, no fit
+        dh = dhat_contexts(a.cmd, a.arg_template.format(a.big), a.depth, tmp,
+                           cache and cache + ".big", split, a.unit, info)
+        for d in dh.values():
+            d["big"] = d["acc"]
+        te_big = info["te"]
     # DHAT's lifetimes are in instructions: in seconds at the program's own rate (its
     # instructions at --big, fitted as above, over its native wall time), so that both
     # densities take MemProf's 1 ms lifetime floor alike (memprofd's lifetimes are ns).
-    te_big = info["te"] + (info2["te"] - info["te"]) / a.small * (a.big - a.small)
     native_s = a.native_seconds or native_seconds(a.cmd, a.arg_template.format(a.big), tmp)
     s_per_instr = native_s / max(te_big, 1)
     print("DHAT lifetimes: %.3g instructions at --big over %.2f s native: %.2f instructions "
