@@ -9,6 +9,11 @@
  * workload spent inside the allocator calls it recorded during the object's life, times
  * LEDGER_CALLS_SLACK: the recorder estimates that time (a measured cost per probe hit),
  * and an estimate good to 2% over 30,000 calls already passes the calls' own time.
+ * The allocating call's own time is among those (a recorder takes its probes' time from
+ * inside it, and a wait for the CPU on the way out of its return trap). A recorder may
+ * also take the thread's waits for a CPU out (exact mode does): lo is less the thread's
+ * run_delay over the object's life too (/proc/thread-self/schedstat, one pread a call;
+ * the workloads that use the ledger are single-threaded processes).
  * Header-only, valid C11 and C++17, shared by every workload. */
 #pragma once
 #include <errno.h>
@@ -51,7 +56,8 @@ struct ledger_site {
 
 struct ledger_obj {
 	int64_t tb, ta;         /* CLOCK_MONOTONIC before / after the allocating call */
-	int64_t calls_at;       /* ledger.in_calls just after that call */
+	int64_t calls_at;       /* ledger.in_calls just before that call */
+	int64_t waits_at;       /* the thread's run_delay before it (ledger_waits) */
 	uint32_t site;
 	int32_t pid;            /* owner, so a forked child closes only its own objects */
 	uint8_t ended;
@@ -80,6 +86,37 @@ static inline void ledger_die(const char *what)
 {
 	dprintf(2, "workload: %s: %s\n", what, strerror(errno));
 	_exit(3);
+}
+
+/* The calling thread's waits for a CPU so far, ns (the scheduler's run_delay: runnable,
+ * not running); 0 where schedstat cannot be read. *before: the value this process read
+ * at its previous call (0 at its first: a forked child's waits start from 0), so that
+ * a window from it covers the call being accounted and a wait at the read's own return
+ * (a preemption point). One descriptor per process, opened again in a forked child
+ * (thread-self named its parent's thread). */
+static inline int64_t ledger_waits(int64_t *before)
+{
+	static int fd = -1;
+	static pid_t owner;
+	static int64_t last;
+	char buf[96], *end;
+	pid_t me = getpid();
+
+	if (owner != me) {
+		if (fd >= 0)
+			close(fd);
+		fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+		owner = me;
+		last = 0;
+	}
+	*before = last;
+	ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
+	if (n <= 0)
+		return last;
+	buf[n] = '\0';
+	strtoll(buf, &end, 10);   /* time on the CPU, then the waits */
+	last = strtoll(end, NULL, 10);
+	return last;
 }
 
 /* The ledger itself lives in shared memory so it survives into (and back from) a fork. */
@@ -162,10 +199,11 @@ static inline uint32_t ledger_alloc(struct ledger *l, unsigned site, uint64_t si
 	s->alloc_count++;
 	s->total_size += size;
 	struct ledger_obj *o = &l->objs[l->nobjs];
+	o->calls_at = l->in_calls;
 	l->in_calls += ta - tb;
 	o->tb = tb;
 	o->ta = ta;
-	o->calls_at = l->in_calls;
+	ledger_waits(&o->waits_at);   /* as read before this call */
 	o->site = site;
 	o->pid = (int32_t)getpid();
 	o->ended = 0;
@@ -175,7 +213,9 @@ static inline uint32_t ledger_alloc(struct ledger *l, unsigned site, uint64_t si
 static inline void ledger_fold(struct ledger *l, struct ledger_obj *o, int64_t fb, int64_t fa)
 {
 	struct ledger_site *s = &l->sites[o->site];
-	int64_t lo = fb - o->ta - (int64_t)((double)(l->in_calls - o->calls_at) * LEDGER_CALLS_SLACK);
+	int64_t before;
+	int64_t lo = fb - o->ta - (int64_t)((double)(l->in_calls - o->calls_at) * LEDGER_CALLS_SLACK) -
+		     (ledger_waits(&before) - o->waits_at);
 	int64_t hi = fa - o->tb;
 	if (lo < 0)
 		lo = 0;
