@@ -84,6 +84,26 @@ def untraced_and_recorded(a, args, db, tmp, hog=None):
     return bare_ms, {k: t[k + "_ns"] / 1e6 for k in bare_ms}, mpdtest.query_contexts(a.memprofd, db)
 
 
+def judge(label, bare, seen_ms, rec, errs, slack=0, untraced="", traced="", why="",
+          note=""):
+    """One recorded lifetime against its untraced time and the time the program saw
+    under the probes: the premise (a stretch of RECORDED_MIN x), then the bounds (at
+    least NET_FLOOR x untraced, at most untraced plus (1 - KEEP_OUT) of the stretch, plus
+    slack)."""
+    hi = bare + (1 - KEEP_OUT) * (seen_ms - bare) + slack
+    lo = NET_FLOOR * bare
+    mpdtest.log("%-9s untraced%s %7.1f ms, traced%s %7.1f ms (x%.1f), recorded %6d ms; "
+                "bound [%.1f, %.1f]%s" % (label, untraced, bare, traced, seen_ms,
+                                          seen_ms / max(bare, 1e-3), rec, lo, hi, note))
+    if seen_ms < RECORDED_MIN * bare:
+        errs.append("%s: the program's own %.1f ms was stretched only to %.1f ms (< %.1fx): "
+                    "the premise fails, raise --allocs" % (label, bare, seen_ms, RECORDED_MIN))
+    elif not lo <= rec <= hi:
+        errs.append("%s: recorded lifetime %d ms is outside [%.1f, %.1f]: untraced%s %.1f ms, "
+                    "the program saw %.1f ms%s%s" % (label, rec, lo, hi, untraced, bare,
+                                                    seen_ms, traced, why))
+
+
 def fresh(a, tmp, errs):
     bare_ms, seen, ctxs = untraced_and_recorded(a, FRESH_ARGS, os.path.join(tmp, "f.db"), tmp)
     c = one(ctxs, "long_site")
@@ -115,20 +135,9 @@ def crowd(a, tmp, errs):
     if not c:
         errs.append("--crowd: long_site: no single context with its one object")
         return
-    rec, bare, seen_ms = c["max_lifetime_ms"], bare_ms["hold"], seen["hold"]
-    hi = bare + (1 - KEEP_OUT) * (seen_ms - bare)
-    lo = NET_FLOOR * bare
-    mpdtest.log("--crowd long_site untraced alone on CPU %d %7.1f ms, traced beside a busy "
-                "process %7.1f ms (x%.1f), recorded %6d ms; bound [%.1f, %.1f]" %
-                (cpu, bare, seen_ms, seen_ms / max(bare, 1e-3), rec, lo, hi))
-    if seen_ms < RECORDED_MIN * bare:
-        errs.append("--crowd: the program saw its hold stretched only to %.1fx (< %.1fx): "
-                    "the premise fails" % (seen_ms / max(bare, 1e-3), RECORDED_MIN))
-    elif not lo <= rec <= hi:
-        errs.append("--crowd: long_site's recorded lifetime %d ms is outside [%.1f, %.1f]: "
-                    "untraced alone %.1f ms, the program saw %.1f ms beside a busy process "
-                    "under the probes (its waits for the CPU kept?)" % (rec, lo, hi, bare,
-                                                                         seen_ms))
+    judge("--crowd long_site", bare_ms["hold"], seen["hold"], c["max_lifetime_ms"], errs,
+          untraced=" alone on CPU %d" % cpu, traced=" beside a busy process under the probes",
+          why=" (its waits for the CPU kept?)")
 
 
 def main():
@@ -148,21 +157,9 @@ def main():
             errs.append("%s: no single context with its one object: %s" %
                         (fn, [(mpdtest.first_fn(x), x["alloc_count"]) for x in ctxs][:12]))
             continue
-        rec = c["max_lifetime_ms"]
-        hi = bare + (1 - KEEP_OUT) * (seen_ms - bare) + slack
-        lo = NET_FLOOR * bare
-        mpdtest.log("%-9s untraced %7.1f ms, traced (as the program saw it) %7.1f ms (x%.1f), "
-                    "recorded %6d ms; bound [%.1f, %.1f]%s" %
-                    (fn, bare, seen_ms, seen_ms / max(bare, 1e-3), rec, lo, hi,
-                     " (live at exit)" if c.get("live_at_exit_count") else ""))
-        if seen_ms < RECORDED_MIN * bare:
-            errs.append("%s: the probes stretched the program's own %.1f ms only to %.1f ms "
-                        "(< %.1fx): the premise fails, raise --allocs" %
-                        (fn, bare, seen_ms, RECORDED_MIN))
-        elif not lo <= rec <= hi:
-            errs.append("%s: recorded lifetime %d ms is outside [%.1f, %.1f]: untraced %.1f ms, "
-                        "the program saw %.1f ms under the probes" %
-                        (fn, rec, lo, hi, bare, seen_ms))
+        judge(fn, bare, seen_ms, c["max_lifetime_ms"], errs, slack,
+              traced=" under the probes",
+              note=" (live at exit)" if c.get("live_at_exit_count") else "")
         if fn == "exit_site" and not c.get("live_at_exit_count"):
             errs.append("exit_site: its object is not counted live at exit")
     fresh(a, tmp, errs)

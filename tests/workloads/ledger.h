@@ -89,8 +89,8 @@ static inline void ledger_die(const char *what)
 }
 
 /* The calling thread's waits for a CPU so far, ns (the scheduler's run_delay: runnable,
- * not running); 0 where schedstat cannot be read. *before: the value this process read
- * at its previous call (0 at its first: a forked child's waits start from 0), so that
+ * not running); 0 where schedstat cannot be read. *before (unless NULL): the value this
+ * process read at its previous call (0 at its first: a forked child's waits start from 0), so that
  * a window from it covers the call being accounted and a wait at the read's own return
  * (a preemption point). One descriptor per process, opened again in a forked child
  * (thread-self named its parent's thread). */
@@ -109,7 +109,8 @@ static inline int64_t ledger_waits(int64_t *before)
 		owner = me;
 		last = 0;
 	}
-	*before = last;
+	if (before)
+		*before = last;
 	ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
 	if (n <= 0)
 		return last;
@@ -213,9 +214,8 @@ static inline uint32_t ledger_alloc(struct ledger *l, unsigned site, uint64_t si
 static inline void ledger_fold(struct ledger *l, struct ledger_obj *o, int64_t fb, int64_t fa)
 {
 	struct ledger_site *s = &l->sites[o->site];
-	int64_t before;
 	int64_t lo = fb - o->ta - (int64_t)((double)(l->in_calls - o->calls_at) * LEDGER_CALLS_SLACK) -
-		     (ledger_waits(&before) - o->waits_at);
+		     (ledger_waits(NULL) - o->waits_at);
 	int64_t hi = fa - o->tb;
 	if (lo < 0)
 		lo = 0;
