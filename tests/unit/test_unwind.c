@@ -26,15 +26,6 @@
 
 #define COPY_MAX 16384u
 
-/* The end of this thread's [stack] mapping. */
-static uint64_t stack_end(const struct maps *m, uint64_t sp)
-{
-	for (size_t i = 0; i < m->n; i++)
-		if (m->v[i].start <= sp && sp < m->v[i].end)
-			return m->v[i].end;
-	return 0;
-}
-
 /* The stack's bytes as they are, redzones included (ASan's memcpy would refuse them):
  * byte by byte through volatile, so that no memcpy call stands in. */
 __attribute__((no_sanitize_address)) static void copy_raw(unsigned char *dst, uint64_t src,
@@ -60,8 +51,9 @@ __attribute__((noinline)) static void capture(struct ev_ustack *e, const struct 
 		     "movq %%r15, 120(%0)\n\tleaq 1f(%%rip), %%rax\n\tmovq %%rax, 128(%0)\n1:\n"
 		     : : "r"(r) : "rax", "memory");
 	e->sp = r[7];
-	uint64_t end = stack_end(m, e->sp);
-	assert_true(end > e->sp);
+	const struct map_entry *stack = maps_find(m, e->sp);   /* this thread's [stack] */
+	assert_non_null(stack);
+	uint64_t end = stack->end;
 	e->len = (unsigned)(end - e->sp < COPY_MAX ? end - e->sp : COPY_MAX);
 	copy_raw(e->data, e->sp, e->len);
 }
