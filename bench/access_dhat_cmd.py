@@ -15,7 +15,10 @@ time for one program), the geometric mean and range of est/DHAT, and the
 share of those contexts' bytes that memprofd's samples reached at all, and class
 agreement: the share of those bytes whose memprofd class (hot/notcold/cold/unknown) is the
 one DHAT's accesses per byte give with memprofd's measured mean lifetime (DHAT's is in
-instructions) under MemProf's thresholds (reporter/classify.h).
+instructions) under MemProf's thresholds (reporter/classify.h); beside it, each group's
+class from memprofd's contexts under its function names merged (as DHAT's are), which
+leaves out the classes memprofd gives each call site apart (`unknown` where a small one
+drew no sample).
 --arg-template formats the size argument ('--num={}' for leveldb's db_bench). The fit
 holds only if SMALL and 2*SMALL do the work BIG does: db_bench's 4 MB write buffer fills
 at ~35,000 keys, so below that no log is rotated, no table written or read, and a fit
@@ -269,6 +272,7 @@ def main():
         sel.append(k)
         acc += dh[k]["big"]
     est, tru, dm, dt, ratios, reached, sel_bytes, agree = [], [], [], [], [], 0, 0, 0
+    agree_group = 0
     pbm, pbt, dt_ml, dt_in = [], [], [], []   # per byte; DHAT's density on memprofd's
     # lifetimes; DHAT's density on its lifetimes in instructions (no floor)
     unit = "bytes read+written" if a.unit == "bytes" else "accesses (DHAT: bytes / 8)"
@@ -302,6 +306,12 @@ def main():
         truth = dhat_class(t_acc / max(d["bytes"], 1) / max(life_m, 0.001), life_m)
         if m["bytes"]:
             agree += d["bytes"] * m["cls"].get(truth, 0) / m["bytes"]
+        # The class of the group as DHAT's is taken: memprofd's contexts under these
+        # function names merged (its estimate and lifetimes summed), not each on its own.
+        m_acc = m["est"] / 8.0 if a.unit == "bytes" else m["est"]
+        if m["samples"] and dhat_class(m_acc / max(m["bytes"], 1) / max(life_m, 0.001),
+                                       life_m) == truth:
+            agree_group += d["bytes"]
         mcls = max(m["cls"], key=m["cls"].get) if m["cls"] else "-"
         print("| %s | %.3g | %.3g | %d | %.3g | %.3g | %s | %s |" % (
             " <- ".join(k), t, m["est"], m["samples"], dt[-1], dm[-1], truth, mcls))
@@ -336,6 +346,9 @@ def main():
              100 * reached / max(sel_bytes, 1)))
     print("class agreement with DHAT's: %.0f%% of those contexts' bytes"
           % (100 * agree / max(sel_bytes, 1)))
+    print("  diagnostics: with memprofd's contexts merged as DHAT's are (by the same function "
+          "names), each group's class from its summed estimate: %.0f%%"
+          % (100 * agree_group / max(sel_bytes, 1)))
     for line in log:
         if any(w in line for w in ("access: soft", "recorded", "without frames", "DWARF CFI")):
             print(line)
