@@ -155,9 +155,9 @@ def native_seconds(cmd, big, tmp):
     return time.monotonic() - t0
 
 
-def memprofd_contexts(memprofd, cmd, big, freq, depth, tmp, unit):
+def memprofd_contexts(memprofd, cmd, big, freq, depth, tmp, unit, alloc="exact"):
     db = os.path.join(tmp, "m.db")
-    p = subprocess.run([memprofd, "record", "--db", db, "--alloc", "exact", "--access", "soft",
+    p = subprocess.run([memprofd, "record", "--db", db, "--alloc", alloc, "--access", "soft",
                         "--freq", str(freq), "--", *cmd, big], capture_output=True,
                        text=True, cwd=tmp)
     if p.returncode != 0:
@@ -204,6 +204,10 @@ def main():
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--share", type=float, default=0.9)
     ap.add_argument("--arg-template", default="{}")
+    ap.add_argument("--alloc", choices=("exact", "sampled"), default="exact",
+                    help="memprofd's allocation mode: sampled (the default mode) estimates "
+                    "each context's objects from its samples and has no est_access_bytes "
+                    "(use --unit accesses)")
     ap.add_argument("--unit", choices=("bytes", "accesses"), default="bytes",
                     help="bytes: est_access_bytes vs DHAT's bytes read+written; accesses: "
                     "est_accesses (MemProf's unit) vs DHAT's bytes / 8")
@@ -262,7 +266,8 @@ def main():
         mp, log = memprofd_read(os.path.abspath(a.memprofd), a.reuse_db, a.depth, a.unit), []
     else:
         mp, log = memprofd_contexts(os.path.abspath(a.memprofd), a.cmd,
-                                    a.arg_template.format(a.big), a.freq, a.depth, tmp, a.unit)
+                                    a.arg_template.format(a.big), a.freq, a.depth, tmp, a.unit,
+                                    a.alloc)
     total = sum(g["big"] for g in dh.values()) or 1
     keys = sorted(dh, key=lambda k: -dh[k]["big"])
     sel, acc = [], 0.0
