@@ -312,9 +312,8 @@ def main():
         if m["bytes"]:
             agree += d["bytes"] * m["cls"].get(truth, 0) / m["bytes"]
         # The class of the group as DHAT's is taken: memprofd's contexts under these
-        # function names merged (its estimate and lifetimes summed), not each on its own.
-        m_acc = m["est"] / 8.0 if a.unit == "bytes" else m["est"]
-        if m["samples"] and dhat_class(m_acc / max(m["bytes"], 1) / max(life_m, 0.001),
+        # function names merged (its density dm[-1], in accesses as t_acc), not each alone.
+        if m["samples"] and dhat_class(dm[-1] / 8.0 if a.unit == "bytes" else dm[-1],
                                        life_m) == truth:
             agree_group += d["bytes"]
         mcls = max(m["cls"], key=m["cls"].get) if m["cls"] else "-"

@@ -90,9 +90,9 @@ static inline void ledger_die(const char *what)
 
 /* The calling thread's waits for a CPU so far, ns (the scheduler's run_delay: runnable,
  * not running); 0 where schedstat cannot be read. *before (unless NULL): the value this
- * process read at its previous call (0 at its first: a forked child's waits start from 0), so that
- * a window from it covers the call being accounted and a wait at the read's own return
- * (a preemption point). One descriptor per process, opened again in a forked child
+ * process read at its previous call (0 at its first: a forked child's waits start from
+ * 0), so that a window from it covers the call being accounted and a wait at the read's
+ * own return (a preemption point). One descriptor per process, opened again in a forked child
  * (thread-self named its parent's thread). */
 static inline int64_t ledger_waits(int64_t *before)
 {
