@@ -584,6 +584,7 @@ static char *pid_cmdline(unsigned long long pid)
 }
 
 static int join_store(struct record *rec);
+static int begin_run(struct record *rec);
 
 static int access_open(struct record *rec)
 {
@@ -653,6 +654,11 @@ static int spawn_traced(struct record *rec, char **envp)
 		log_warn("record: no in-process watches in %s", o->cmd[0]);
 	if (err < 0)
 		return err;
+	/* The run's row before the command runs: a store that cannot take it fails the
+	 * start (exit 1, the command never ran), not a command already under way. */
+	rec->cmdline = join_argv(o->cmd);
+	if ((err = begin_run(rec)))
+		return err;
 	err = child_release(&rec->ch);
 	phase_mark("exec");
 	if (err) {
@@ -661,7 +667,6 @@ static int spawn_traced(struct record *rec, char **envp)
 		rec->ch.pid = 0;
 		return err;
 	}
-	rec->cmdline = join_argv(o->cmd);
 	return 0;
 }
 
@@ -865,12 +870,16 @@ static int start_tracing(struct record *rec)
 	return *o->cmd ? start_exact_command(rec) : start_exact_pid(rec);
 }
 
-/* The run's row in the store, with the settings it records under. */
+/* The run's row in the store, with the settings it records under (once: a command's
+ * is written before it is released, spawn_traced). */
 static int begin_run(struct record *rec)
 {
 	const struct record_opts *o = rec->o;
 	char settings[256];
 	int err;
+
+	if (rec->run_begun)
+		return 0;
 
 	snprintf(settings, sizeof(settings),
 		 "{\"flush_ms\":%d,\"bucket_s\":%d,\"max_frames\":%d,\"duration_s\":%llu}",

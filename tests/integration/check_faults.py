@@ -4,7 +4,10 @@ tests/fault/fault_inject.so failing the Nth write, pwrite, fsync, fdatasync or f
 the database's files, for every N a clean run reaches (evenly thinned to --points). Each
 run must end in exit 0 with exactly the clean run's contents (a failed flush retried,
 nothing lost) or exit 1 with one error line and a database that is absent or passes
-PRAGMA integrity_check; never a crash, a signal, a sanitizer report or a silent loss."""
+PRAGMA integrity_check; never a crash, a signal, a sanitizer report or a silent loss.
+record's writes right after its schema's (its run row: found by a binary search for the
+first write point whose failure is not the schema's) are visited besides the thinned
+ones: a failure there must fail the start, not kill a command already running."""
 import argparse
 import json
 import os
@@ -17,6 +20,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpdtest as t  # noqa: E402
 
 ERRNOS = ("ENOSPC", "EIO")
+AFTER_POINTS = 6   # record: the writes after the schema's, its run row among them, always
+# visited: thinned evenly they were missed on one build and not another, and a run row
+# that could not be committed once killed a command already started (exit 143, not 1)
 
 
 def env_for(a, workdir, nth=None, errno=None, count=None):
@@ -45,7 +51,25 @@ def points(total, cap):
     return sorted({1 + (i * (total - 1)) // (cap - 1) for i in range(cap)})
 
 
-def scenario(a, name, make_cmd, errs):
+def first_past(a, make_cmd, work, total, marker):
+    """The first write point whose failure no longer says marker (binary search: the
+    writes are made in one order every run, so failures before that point all say it)."""
+    lo, hi = 1, total + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        db = os.path.join(work, "search.db")
+        p = t.run(make_cmd(db), env=env_for(a, work, mid, "ENOSPC"), timeout=120)
+        for ext in ("", "-wal", "-shm"):
+            if os.path.exists(db + ext):
+                os.unlink(db + ext)
+        if marker in p.stderr:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def scenario(a, name, make_cmd, errs, after=None):
     work = tempfile.mkdtemp(prefix="mpd-fault-%s-" % name)
     try:
         countf = os.path.join(work, "count")
@@ -57,6 +81,9 @@ def scenario(a, name, make_cmd, errs):
         clean = contents(a, db)
         total = sum(int(x) for x in open(countf).read().split())
         pts = points(total, a.points)
+        if after:   # the writes right after the first one past `after` (always visited)
+            b = first_past(a, make_cmd, work, total, after)
+            pts = sorted(set(pts) | set(range(b, min(b + AFTER_POINTS, total + 1))))
         outcomes = {"ok": 0, "failed": 0}
         for nth in pts:
             for err in ERRNOS:
@@ -112,7 +139,8 @@ def main():
         t.log("SKIP (record part): " + why)
     else:
         scenario(a, "record", lambda db: [a.memprofd, "record", "--alloc", "exact", "--access",
-                                          "off", "--db", db, "--", a.workload], errs)
+                                          "off", "--db", db, "--", a.workload], errs,
+                 after="migrating to schema")
     shutil.rmtree(src, ignore_errors=True)
     t.finish(errs, "ENOSPC/EIO at every write point of merge and record")
 
