@@ -67,6 +67,8 @@ struct carry {
 	uint64_t emitted;         /* objects already given to aggregates */
 	uint64_t pending;         /* samples whose weight waits for the next emitted one */
 	double watch_acc, watch_bs;   /* its watched objects: accesses, byte-seconds of life */
+	double whole_acc, whole_bytes;/* ... those one watch saw from allocation to free */
+	double whole_life;            /* the longest life among those (s) */
 };
 
 #define SAMPLED_WATERMARK_SLACK_NS 2000000ULL  /* records may trail the ring's order by this much */
@@ -859,7 +861,14 @@ static uint64_t d2u(double a)
 /* A watched object's accesses come from its windows' rate over its whole life (the
  * soft samples that hit it are a far smaller share); the traps count as its samples.
  * An object the budget left unwatched gets its context's watched density so far (a
- * ratio estimate: accesses / byte-seconds of the watched ones), none before the first. */
+ * ratio estimate), none before the first. Where watches saw objects of its context
+ * from allocation to free (the sampler's, on objects that die within its span) and it
+ * lived no longer than the longest of those, the ratio is accesses per byte: those
+ * counts are whole, and their lifetimes hold their traps' time (a few traps outlast a
+ * short-lived object's own microseconds many times over: per byte-second, every
+ * sibling came out that many times too low). Else accesses per byte-second of the
+ * watched ones' lives, less their traps' time (hits x the calibrated trap cost, at most
+ * 90% of a life). */
 void sampled_object(struct sampled *s, const struct attrib_object *o)
 {
 	struct recorder *r = s->r;
@@ -870,7 +879,8 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 
 	if (r->watch) {
 		struct carry *c = o->ctx ? carry_get(s, o->ctx) : NULL;
-		double bs = (double)o->size * (double)(o->free_ns - o->alloc_ns) / 1e9;
+		double life = (double)(o->free_ns - o->alloc_ns) / 1e9;
+		double bs = (double)o->size * life;
 
 		if (watch_take(r->watch, o->tgid, o->start_ns, o->addr, &we)) {
 			double a = watch_est_accesses(&we, o->size, o->free_ns - o->alloc_ns);
@@ -881,9 +891,26 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 			r->watch_hits += we.hits;
 			r->watch_est += est;
 			if (c) {
+				struct watch_counts wc;
+				double traps;
+
+				watch_get_counts(r->watch, &wc);
+				traps = (double)we.hits * wc.trap_ns / 1e9 * (double)o->size;
 				c->watch_acc += a;
-				c->watch_bs += bs;
+				c->watch_bs += traps < 0.9 * bs ? bs - traps : 0.1 * bs;
+				/* The sampler's watch ends at the free unless its K traps
+				 * disarmed it or its span ran out (then a window may follow). */
+				if (we.early_span_s > 0 && we.early_hits < WATCH_MAX_HITS &&
+				    life * 1e9 < (double)WATCH_INPROC_LIFE_NS) {
+					c->whole_acc += a;
+					c->whole_bytes += (double)o->size;
+					if (life > c->whole_life)
+						c->whole_life = life;
+				}
 			}
+		} else if (c && !samples && c->whole_bytes > 0 && life <= c->whole_life) {
+			est = d2u(c->whole_acc / c->whole_bytes * (double)o->size);
+			r->watch_imputed++;
 		} else if (c && c->watch_bs > 0 && !samples) {
 			est = d2u(c->watch_acc / c->watch_bs * bs);
 			r->watch_imputed++;

@@ -11,6 +11,9 @@ default mode, the soft source at 1 Hz so that its samples cannot decide:
 - alloc_brief_cold is not hot, and its own watches decide it: no trap over enough watched
   time says it is not hot, so its class is not `unknown` and its density interval ends
   below the hot threshold (the store-wide soft samples alone leave it unknown);
+- --passes: objects of about a microsecond with a known count of accesses; those no
+  watch saw take the whole-watched ones' accesses per byte, and the context's estimate
+  per object lies within KNOWN_SPAN of the count;
 - no target dies: --runs short runs, each sent --stray-traps SIGTRAPs shaped as the
   kernel's debug traps (TRAP_HWBKPT/TRAP_BRKPT, the traps that killed ~1 in 10 targets
   here before the sampler guarded SIGTRAP), all exit 0 and record counts the traps as
@@ -30,6 +33,9 @@ import mpdtest  # noqa: E402
 HOT_DENSITY = 1000.0          # reporter/classify.h
 GRANULE = 8                   # sampler/sampler_watch.h
 K = 16                        # SAMPLER_WATCH_HITS
+WORDS = 512                   # tests/workloads/short_watch.c: 4 KiB objects
+PASSES = 4                    # --passes: each hot object's granules read this many times
+KNOWN_SPAN = (0.5, 3.0)       # accesses per hot object over the known count, allowed
 SIGTRAP_STATUS = 128 + 5      # record's exit status for a target killed by SIGTRAP
 
 
@@ -49,6 +55,34 @@ def short_run(a, db, extra):
             os.unlink(f)
     m = re.search(r"(\d+) stray debug traps swallowed", p.stderr)
     return p, int(m.group(1)) if m else None
+
+
+def check_known_counts(a, tmp, errs):
+    """--passes: objects of about a microsecond, every granule written once and read
+    PASSES times (WORDS x (PASSES + 1) accesses each). The sampler's watches see some of
+    them whole; the unwatched rest take their accesses per byte. Per byte-second of the
+    watched ones' lives, whose few traps (~15 us each) outlast the objects' own
+    microsecond many times over, every unwatched one came out ~40x too low."""
+    db = os.path.join(tmp, "known.db")
+    env = dict(os.environ, MEMPROFD_SAMPLE_BYTES="16384")
+    p = mpdtest.run([a.memprofd, "record", "--db", db, "--freq", "1", "--", a.workload,
+                     "--seconds", "1", "--passes", str(PASSES)], timeout=120, env=env)
+    if p.returncode != 0:
+        errs.append("--passes: record failed: " + mpdtest.describe(p))
+        return
+    m = re.search(r"watch: in-process: (\d+) watches", p.stderr)
+    hot = ctx_of(mpdtest.query_contexts(a.memprofd, db), "alloc_brief_hot")
+    if not m or int(m.group(1)) < 4 or not hot or not hot["alloc_count"]:
+        errs.append("--passes: too few in-process watches or no alloc_brief_hot: %r" %
+                    (m and m.group(0)))
+        return
+    known = WORDS * (PASSES + 1)
+    per = hot["est_accesses"] / hot["alloc_count"]
+    mpdtest.log("--passes %d: alloc_brief_hot %.0f accesses per object (known %d), %d "
+                "objects, %s" % (PASSES, per, known, hot["alloc_count"], m.group(0)))
+    if not KNOWN_SPAN[0] * known <= per <= KNOWN_SPAN[1] * known:
+        errs.append("--passes: alloc_brief_hot estimated at %.0f accesses per object, known "
+                    "%d (want %.1f-%.1fx)" % (per, known, KNOWN_SPAN[0], KNOWN_SPAN[1]))
 
 
 def check_no_deaths(a, tmp, errs):
@@ -133,6 +167,7 @@ def main():
     if expected < 3 or cold["class"] == "unknown":
         errs.append("alloc_brief_cold is %s, %.1f traps expected from its own watches: they "
                     "did not decide it" % (cold["class"], expected))
+    check_known_counts(a, tmp, errs)
     check_no_deaths(a, tmp, errs)
     mpdtest.finish(errs, "in-process watches tell short-lived hot objects from cold ones, "
                    "and no target dies of their traps", tmp)

@@ -3,6 +3,8 @@
  * granule read in a loop for --life-us) and a cold one (alloc_brief_cold: written once,
  * then left alone for --life-us), frees both, and goes on for --seconds. Both are 4 KiB
  * and come from two contexts; with the sampler's mean at 16 KiB a fifth are sampled.
+ * --passes N: the hot object's granules are read N times over instead of for --life-us
+ * (a known count, about a microsecond of reads).
  * --stray-traps N sends the thread, spread over the run, N SIGTRAPs shaped as the kernel's
  * debug traps once the sampler's guard is installed (TRAP_HWBKPT, and TRAP_BRKPT as a #DB with no cause in DR6 gives), the
  * traps that killed targets of the in-process watches; --user-trap ends with a tgkill'd
@@ -78,7 +80,7 @@ static void stray_trap(int code)
 int main(int argc, char **argv)
 {
 	double seconds = 2.0;
-	uint64_t life_ns = 800000, sum = 0, rounds = 0, strays = 0, sent = 0;
+	uint64_t life_ns = 800000, sum = 0, rounds = 0, strays = 0, sent = 0, passes = 0;
 	int user_trap = 0;
 
 	for (int i = 1; i + 1 < argc; i++) {
@@ -86,6 +88,8 @@ int main(int argc, char **argv)
 			seconds = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--life-us"))
 			life_ns = strtoull(argv[++i], NULL, 10) * 1000;
+		else if (!strcmp(argv[i], "--passes"))
+			passes = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--stray-traps"))
 			strays = strtoull(argv[++i], NULL, 10);
 	}
@@ -125,9 +129,14 @@ int main(int argc, char **argv)
 		memset(c, 2, WORDS * sizeof(uint64_t));       /* the cold one's only touch */
 		uint64_t t0 = now_ns();
 
-		while (now_ns() - t0 < life_ns)
-			for (size_t i = 0; i < WORDS; i++)
-				sum += h[i];                  /* every granule, over and over */
+		if (passes)   /* a known count: every granule read `passes` times, ~1 us */
+			for (uint64_t k = 0; k < passes; k++)
+				for (size_t i = 0; i < WORDS; i++)
+					sum += h[i];
+		else
+			while (now_ns() - t0 < life_ns)
+				for (size_t i = 0; i < WORDS; i++)
+					sum += h[i];          /* every granule, over and over */
 		free((void *)h);
 		free(c);
 		rounds++;
