@@ -28,6 +28,7 @@ struct wobj {
 	struct watch_est est;
 	double rate_sum;          /* sum of the windows' rates */
 	uint64_t added_ns;        /* when watch_add saw it (CLOCK_MONOTONIC) */
+	bool in_capped;           /* the sampler's watch took its K traps (disarmed) */
 	uint64_t in_hits;         /* the sampler's watch from its allocation: traps, */
 	double in_span_s;         /* ... the wall time it covered (traps included), */
 	double in_watched_s;      /* ... and that time less the traps' */
@@ -349,6 +350,7 @@ int watch_report(struct watch *w, uint32_t tgid, uint64_t start_ns, uint64_t add
 	o->est.watched_s += watched;
 	o->rate_sum += rate;
 	o->in_hits += got;
+	o->in_capped |= capped;
 	o->in_span_s += s;
 	o->in_watched_s += watched;
 	w->c.inproc++;
@@ -425,6 +427,7 @@ static void fill_est(const struct wobj *o, struct watch_est *e)
 	 * its construction), else by the start's rate. */
 	e->early_hits = (double)o->in_hits;
 	e->early_span_s = o->in_span_s;
+	e->early_capped = o->in_capped;
 	e->rest_rate = o->late_watched_s > 0 ? (double)o->late_hits / o->late_watched_s :
 		       o->in_watched_s > 0 ? (double)o->in_hits / o->in_watched_s : e->rate;
 	if (e->hits) {

@@ -55,6 +55,7 @@ struct watch_est {
 	/* The sampler's watch from the allocation: its traps and the span it covered; the
 	 * rate given to the rest of the life (the recorder's later windows', else its own). */
 	double early_hits, early_span_s, rest_rate;
+	bool early_capped;        /* its K traps disarmed the sampler's watch before the free */
 };
 
 struct watch_counts {

@@ -900,8 +900,8 @@ void sampled_object(struct sampled *s, const struct attrib_object *o)
 				c->watch_bs += traps < 0.9 * bs ? bs - traps : 0.1 * bs;
 				/* The sampler's watch ends at the free unless its K traps
 				 * disarmed it or its span ran out (then a window may follow). */
-				if (we.early_span_s > 0 && we.early_hits < WATCH_MAX_HITS &&
-				    life * 1e9 < (double)WATCH_INPROC_LIFE_NS) {
+				if (we.early_span_s > 0 && !we.early_capped &&
+				    o->free_ns - o->alloc_ns < WATCH_INPROC_LIFE_NS) {
 					c->whole_acc += a;
 					c->whole_bytes += (double)o->size;
 					if (life > c->whole_life)
