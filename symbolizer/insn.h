@@ -35,6 +35,7 @@ enum insn_op_flag {
 	INSN_F_RIP = 16,          /* RIP-relative: static data or constants of the binary */
 	INSN_F_CHASED = 32,       /* pointer chase: the next node's field, not this load's */
 	INSN_F_REP = 64,          /* string instruction with a rep prefix: many accesses */
+	INSN_F_AT_IP = 128,       /* a window's access of the sampled instruction itself */
 };
 
 struct insn_access {

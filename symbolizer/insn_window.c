@@ -114,9 +114,10 @@ static void effects(struct insn_decoder *d, const cs_insn *ci, struct reff *e)
 	}
 }
 
-/* Adds wi's operands to win if their registers are known at the IP: value = now + delta. */
+/* Adds wi's operands to win if their registers are known at the IP: value = now + delta.
+ * at_ip: wi is the sampled instruction (its operands flagged INSN_F_AT_IP). */
 static void add_ops(struct insn_window *win, const struct winsn *wi, uint64_t ip,
-		    const int64_t *delta, uint32_t unknown, bool fwd)
+		    const int64_t *delta, uint32_t unknown, bool fwd, bool at_ip)
 {
 	for (unsigned k = 0; k < wi->d.n; k++) {
 		struct dmem m = wi->d.m[k];
@@ -130,6 +131,8 @@ static void add_ops(struct insn_window *win, const struct winsn *wi, uint64_t ip
 			continue;
 		}
 		m.disp += (b ? delta[m.base] : 0) + (x ? delta[m.index] * m.scale : 0);
+		if (at_ip)
+			m.flags |= INSN_F_AT_IP;
 		win->a[win->n++] = (struct wacc){ .m = m, .next_off = (int32_t)(wi->next - ip),
 						  .addr32 = wi->d.addr32, .fwd = fwd };
 	}
@@ -144,7 +147,7 @@ static void dataflow(struct insn_window *win, const struct winsn *v, unsigned nb
 	uint32_t unknown = 0;
 
 	for (unsigned i = nb; i-- > 0;) {
-		add_ops(win, &v[i], ip, delta, unknown, false);
+		add_ops(win, &v[i], ip, delta, unknown, false, false);
 		unknown |= v[i].ef.unknown;
 		if (v[i].ef.dslot)
 			delta[v[i].ef.dslot] -= v[i].ef.dval;
@@ -152,7 +155,7 @@ static void dataflow(struct insn_window *win, const struct winsn *v, unsigned nb
 	memset(delta, 0, sizeof(delta));
 	unknown = 0;
 	for (unsigned j = nb; j < nb + nf; j++) {
-		add_ops(win, &v[j], ip, delta, unknown, true);
+		add_ops(win, &v[j], ip, delta, unknown, true, j == nb);
 		unknown |= v[j].ef.unknown;
 		if (v[j].ef.dslot)
 			delta[v[j].ef.dslot] += v[j].ef.dval;

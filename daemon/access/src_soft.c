@@ -367,7 +367,11 @@ static int handle_pmu(struct src_soft *s, const struct soft_event *e, const stru
  * CPU's rep rate in 8-byte words, for each of its accesses (source and destination);
  * in bytes, period x the rate, whatever the operand's width. The rate is the one for
  * the copy's size (soft_calib.h): the copy is rcx elements from its end, and a sample
- * falls anywhere in it alike, so twice that is what its whole size is taken to be. */
+ * falls anywhere in it alike, so twice that is what its whole size is taken to be.
+ * Only the sampled instruction's accesses: another rep instruction of the window (a
+ * rep movsb before a rep stosq in one run, both recovered) took none of this sample's
+ * time, and crediting it a period's iterations too counted a copy-then-fill loop's
+ * samples ~2x (access_patterns' rep, est 2.6x the words moved on an Intel host). */
 static int deliver_rep(struct src_soft *s, const struct soft_event *e,
 		       const struct insn_win_result *wres, uint64_t w)
 {
@@ -375,7 +379,8 @@ static int deliver_rep(struct src_soft *s, const struct soft_event *e,
 	int n = 0;
 
 	for (unsigned i = 0; i < wres->n; i++)
-		if (wres->acc[i].flags & INSN_F_REP) {
+		if ((wres->acc[i].flags & (INSN_F_REP | INSN_F_AT_IP)) ==
+		    (INSN_F_REP | INSN_F_AT_IP)) {
 			double left = (double)rcx * (wres->acc[i].size ? wres->acc[i].size : 1);
 			double rate = soft_rep_rate(&s->rep, 2 * left);
 			if (rate > 0) {
