@@ -9,7 +9,15 @@ one line per pattern: hot and cold samples and estimates. Then a fixed amount of
 (--passes CHASE_PASSES): the pointer chase's and the rep movsb/stosq's est_accesses must
 be within CHASE_BOUND x what the workload does (loads; 8-byte words moved). Weighted as
 if they retired one instruction per cycle, the chase was 6.9x over (its loop waits on
-misses) and rep 0.13x (one access per sample for a copy of many words)."""
+misses) and rep 0.13x (one access per sample for a copy of many words).
+A cold buffer's one write (a 256 KiB memset into memory out of the caches) takes a timer
+sample now and then, weighed as a whole period of that memset: ~1.6M accesses, where the
+pointer chase's hot context holds ~22M (its loop waits on misses), so the chase's ratio
+falls to ~14x. On an Intel host 4 of 29 recordings had one such sample (one of 12 cold
+buffers each), 2 of them the chase's: right on average, that one sample is the luck of
+the draw. A workload whose only failures are cold contexts holding one sample
+is recorded once more and judged on that recording alone (both are printed); any other
+failure, or the same in the second recording, fails."""
 import argparse
 import json
 import os
@@ -37,18 +45,34 @@ FIXED = (("chase", CHASE_LOADS), ("rep", REP_WORDS))
 
 
 def check_one(memprofd, workload, seconds, tmp, errs):
+    """Judges one recording; a failure due only to single-sample cold contexts is
+    recorded again once (the module's docstring)."""
+    mine = []
+    lucky = record_one(memprofd, workload, seconds, tmp, "", mine)
+    if mine and lucky == len(mine):
+        mpdtest.log("%s: only a single-sample cold context failed (%s): recording again"
+                    % (os.path.basename(workload), "; ".join(mine)))
+        mine = []
+        record_one(memprofd, workload, seconds, tmp, ".again", mine)
+    errs.extend(mine)
+
+
+def record_one(memprofd, workload, seconds, tmp, suffix, errs):
+    """Records and judges workload; returns how many of the problems it appended are a
+    cold context of one sample outweighing its hot one."""
     name = os.path.basename(workload)
-    db = os.path.join(tmp, name + ".db")
+    lucky = 0
+    db = os.path.join(tmp, name + suffix + ".db")
     p = mpdtest.record_soft(memprofd, db, [workload, "--seconds", seconds])
     if p.returncode != 0:
         errs.append("%s: record failed: %s" % (name, mpdtest.describe(p)))
-        return
+        return lucky
     mpdtest.log(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "")
     try:
         ctxs = mpdtest.query_contexts(memprofd, db)
     except RuntimeError as e:
         errs.append("%s: %s" % (name, e))
-        return
+        return lucky
 
     # The static table of static_heap is a data row; an address no symbol covers never is.
     data = mpdtest.run([memprofd, "query", "data", "--db", db, "--format", "json", "--limit", "0"],
@@ -72,8 +96,10 @@ def check_one(memprofd, workload, seconds, tmp, errs):
             errs.append("%s %s: hot context has %d samples, expected >= %d"
                         % (name, pat, hs, MIN_SAMPLES))
         elif he < RATIO * ce or he <= 0:
-            errs.append("%s %s: hot est_accesses %d is not >= %dx the cold one's %d"
-                        % (name, pat, he, RATIO, ce))
+            errs.append("%s %s: hot est_accesses %d is not >= %dx the cold one's %d (%d "
+                        "sample(s))" % (name, pat, he, RATIO, ce, cs))
+            lucky += he > 0 and cs == 1
+    return lucky
 
 
 def check_chase(memprofd, workload, tmp, errs):
