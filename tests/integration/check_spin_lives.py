@@ -3,7 +3,8 @@
 life (issue 17, lifetimes net of the probes). tests/workloads/spin_lives allocates COUNT
 objects at spin_site from DEPTH frames down, each living SPIN_US of the thread's own work
 with no allocator call in it, and prints the sum of their lives as it saw them (from
-malloc's return to free's call, less its waits for a CPU): a floor for what exact mode
+malloc's return to free's call, less its waits for a CPU from before the one to after
+the other): a floor for what exact mode
 records, whose timestamps lie inside those calls. Under `record --alloc exact` the
 recorded total lifetime (mib.total_lifetime_ns, ns) of spin_site's context must be at
 least that floor, less SLACK_NS per object. The process's probe clock read before the
@@ -24,8 +25,8 @@ import mpdtest as t  # noqa: E402
 COUNT, SPIN_US, DEPTH = 200, 200, 250
 # A recorded life starts inside malloc (its return program) and ends inside free (its
 # entry program): it holds the return trap's way out and free's way in, so it is longer
-# than the program's span, save for waits for a CPU on those ways, which the recorder
-# takes out and the program's span does not hold. Measured (Intel host, KVM): recorded
+# than the program's span (the waits for a CPU on those ways, which the recorder takes
+# out, the program takes out too). Measured (Intel host, KVM): recorded
 # 0.56-0.68 us an object over the program's span at depths 48-250; with the baseline
 # read before the call's probe time, 1.1-1.4 us under it at depth 48, 2.8-3.1 at 120 and
 # 3.7-4.7 at 250 (a longer walk): DEPTH 250 and SLACK_NS sit ~2 us from either side.

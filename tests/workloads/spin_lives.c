@@ -6,8 +6,9 @@
  * return to free's call, and none of its probes ran in between: only the thread's
  * waits for a CPU may come out (exact mode takes them). Prints one JSON line:
  * {"count": N, "life_lo_ns": S}, S the sum over the objects of that span less the
- * thread's run_delay over it (/proc/thread-self/schedstat, read with pread: no
- * allocation). Single-threaded; built like every workload (frame pointers, noinline). */
+ * thread's run_delay from before the malloc call to after the free call
+ * (/proc/thread-self/schedstat, read with pread: no allocation): a wait inside a call,
+ * on a trap's way, may be taken out of the recorded life too. Single-threaded; built like every workload (frame pointers, noinline). */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,15 +57,17 @@ __attribute__((noinline)) static int cycle(int depth, int64_t spin_ns, int64_t *
 		__asm__ volatile("" ::: "memory");   /* not a tail call */
 		return r;
 	}
+	int64_t w0 = waits_ns();
 	void *p = spin_site(64);
-	int64_t ta = now_ns(), w0 = waits_ns();
+	int64_t ta = now_ns();
 	if (!p || w0 < 0)
 		return -1;
 	while (now_ns() - ta < spin_ns)
 		for (int i = 0; i < 64; i++)
 			sink = sink * 6364136223846793005ULL + 1;
-	int64_t w1 = waits_ns(), fb = now_ns();
+	int64_t fb = now_ns();
 	free(p);
+	int64_t w1 = waits_ns();
 	if (w1 < 0)
 		return -1;
 	*lo += fb - ta - (w1 - w0);
