@@ -14,7 +14,8 @@ A cold buffer's one write (a 256 KiB memset into memory out of the caches) takes
 sample now and then, weighed as a whole period of that memset: ~1.6M accesses, where the
 pointer chase's hot context holds ~22M (its loop waits on misses), so the chase's ratio
 falls to ~14x. On an Intel host 4 of 29 recordings had one such sample (one of 12 cold
-buffers each), 2 of them the chase's: right on average, that one sample is the luck of
+buffers each), 2 of them the chase's: its chance is the memset's share of the run (~7 us)
+and on average it weighs no more than the memset does; that one sample is the luck of
 the draw. A workload whose only failures are cold contexts holding one sample
 is recorded once more and judged on that recording alone (both are printed); any other
 failure, or the same in the second recording, fails."""
