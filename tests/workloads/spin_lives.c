@@ -6,41 +6,17 @@
  * return to free's call, and none of its probes ran in between: only the thread's
  * waits for a CPU may come out (exact mode takes them). Prints one JSON line:
  * {"count": N, "life_lo_ns": S}, S the sum over the objects of that span less the
- * thread's run_delay from before the malloc call to after the free call
- * (/proc/thread-self/schedstat, read with pread: no allocation): a wait inside a call,
- * on a trap's way, may be taken out of the recorded life too. Single-threaded; built like every workload (frame pointers, noinline). */
-#include <fcntl.h>
+ * thread's run_delay from before the malloc call to after the free call (ledger.h's
+ * ledger_waits: one pread, no allocation): a wait inside a call, on a trap's way, may
+ * be taken out of the recorded life too. Single-threaded; built like every workload
+ * (frame pointers, noinline). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
+#include "ledger.h"
 
-static int sched_fd = -1;
 static volatile uint64_t sink;
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* The thread's run_delay so far, ns (the second field of schedstat); -1 if unreadable. */
-static int64_t waits_ns(void)
-{
-	char buf[96];
-	ssize_t n = pread(sched_fd, buf, sizeof(buf) - 1, 0);
-	char *p;
-
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	p = strchr(buf, ' ');
-	return p ? strtoll(p + 1, NULL, 10) : -1;
-}
 
 __attribute__((noinline)) void *spin_site(size_t n)
 {
@@ -57,19 +33,17 @@ __attribute__((noinline)) static int cycle(int depth, int64_t spin_ns, int64_t *
 		__asm__ volatile("" ::: "memory");   /* not a tail call */
 		return r;
 	}
-	int64_t w0 = waits_ns();
+	int64_t w0 = ledger_waits(NULL);
 	void *p = spin_site(64);
-	int64_t ta = now_ns();
-	if (!p || w0 < 0)
+	int64_t ta = ledger_now();
+	if (!p)
 		return -1;
-	while (now_ns() - ta < spin_ns)
+	while (ledger_now() - ta < spin_ns)
 		for (int i = 0; i < 64; i++)
 			sink = sink * 6364136223846793005ULL + 1;
-	int64_t fb = now_ns();
+	int64_t fb = ledger_now();
 	free(p);
-	int64_t w1 = waits_ns();
-	if (w1 < 0)
-		return -1;
+	int64_t w1 = ledger_waits(NULL);
 	*lo += fb - ta - (w1 - w0);
 	return 0;
 }
@@ -89,12 +63,11 @@ int main(int argc, char **argv)
 		else
 			return fprintf(stderr, "spin_lives: unknown option %s\n", argv[i]), 2;
 	}
-	sched_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-	if (sched_fd < 0)
+	if (access("/proc/thread-self/schedstat", R_OK))   /* else ledger_waits reads 0 */
 		return perror("spin_lives: /proc/thread-self/schedstat"), 1;
 	for (long i = 0; i < count; i++)
 		if (cycle((int)depth, spin_us * 1000, &lo) < 0)
-			return fprintf(stderr, "spin_lives: malloc or schedstat failed\n"), 1;
+			return fprintf(stderr, "spin_lives: malloc failed\n"), 1;
 	printf("{\"count\": %ld, \"life_lo_ns\": %lld}\n", count, (long long)lo);
 	return 0;
 }
