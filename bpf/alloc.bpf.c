@@ -212,41 +212,22 @@ static __always_inline u64 proc_clock(u32 tgid)
 	return pp ? pp->clock + pp->win_max : 0;
 }
 
-/* The process's probe clock once proc_advance has taken the thread's probe time up to
- * probe_ns (its share of the open window, or of a new one if that one is old): an
- * object's baseline. The clock before it (proc_clock) left out the allocating call's own
- * probe time (its entry program, its stack walk, its gap, its waits), all before the
- * object's first timestamp, and counted them in its life: a 20 ms object came out
- * 14-30 us short, under what the workload's own brackets allow in a loaded CI run. */
-static __always_inline u64 proc_clock_at(u32 tgid, const struct tstate *st, u64 probe_ns)
+/* The thread's probe time up to `upto` (>= its proc_seen) goes to its share of the
+ * process's open window, which closes into the clock once ALLOC_PROBE_WINDOW_NS old;
+ * returns the process's clock then (proc_clock). Threads of a process race here; a lost
+ * update costs at most one window's maximum. */
+static __always_inline u64 proc_advance_to(u32 tgid, struct tstate *st, u64 upto)
 {
-	struct proc_probe *pp = bpf_map_lookup_elem(&proc_probe_ns, &tgid);
-	u64 d = probe_ns > st->proc_seen ? probe_ns - st->proc_seen : 0, mine;
-
-	if (!pp)
-		return d;
-	if (bpf_ktime_get_ns() - pp->win_start > ALLOC_PROBE_WINDOW_NS)
-		return pp->clock + pp->win_max + d;
-	mine = (st->win_start == pp->win_start ? st->win_probe : 0) + d;
-	return pp->clock + (mine > pp->win_max ? mine : pp->win_max);
-}
-
-/* The thread's probe time since its last call goes to its share of the process's
- * open window, which closes into the clock once ALLOC_PROBE_WINDOW_NS old. Called by
- * return and free programs: an entry's time goes with its return. Threads of a process
- * race here; a lost update costs at most one window's maximum. */
-static __always_inline void proc_advance(u32 tgid, struct tstate *st)
-{
-	u64 now = bpf_ktime_get_ns(), d = st->probe_ns - st->proc_seen;
+	u64 now = bpf_ktime_get_ns(), d = upto - st->proc_seen;
 	struct proc_probe *pp = bpf_map_lookup_elem(&proc_probe_ns, &tgid);
 
-	st->proc_seen = st->probe_ns;
+	st->proc_seen = upto;
 	if (!pp) {
 		struct proc_probe init = { .win_start = now, .win_max = d };
 		bpf_map_update_elem(&proc_probe_ns, &tgid, &init, BPF_NOEXIST);
 		st->win_start = now;
 		st->win_probe = d;
-		return;
+		return d;
 	}
 	if (now - pp->win_start > ALLOC_PROBE_WINDOW_NS) {
 		pp->clock += pp->win_max;
@@ -260,6 +241,14 @@ static __always_inline void proc_advance(u32 tgid, struct tstate *st)
 	st->win_probe += d;
 	if (st->win_probe > pp->win_max)
 		pp->win_max = st->win_probe;
+	return pp->clock + pp->win_max;
+}
+
+/* All of the thread's probe time so far goes to the process's clock. Called by return
+ * and free programs: an entry's time goes with its return. */
+static __always_inline void proc_advance(u32 tgid, struct tstate *st)
+{
+	proc_advance_to(tgid, st, st->probe_ns);
 }
 
 /* At sched_process_exit (a raw tracepoint: its task argument is a plain scalar to the
@@ -484,7 +473,12 @@ static __always_inline void track_alloc(struct pt_regs *ctx, struct tstate *st, 
 	v.key = stack_key(ctx, st, tgid, start_ns);
 	v.ts_ns = bpf_ktime_get_ns();
 	v.probe_ns = st->probe_ns + (v.ts_ns - t0) + hit;
-	v.proc_probe_ns = proc_clock_at(tgid, st, v.probe_ns);
+	/* The object's baseline on the process's clock holds the allocating call's probe
+	 * time so far (entry program, stack walk and copy, gap, waits), all before its first
+	 * timestamp: read before that went in, the clock's advance over the life took it out
+	 * of the life (a 20 ms object 14-30 us short). The rest of this call's time goes in
+	 * at its proc_advance. */
+	v.proc_probe_ns = proc_advance_to(tgid, st, v.probe_ns);
 	err = bpf_map_update_elem(&live, &k, &v, BPF_NOEXIST);
 	if (err == -EEXIST) {
 		count(CNT_OVERWRITTEN);
